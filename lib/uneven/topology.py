@@ -1,0 +1,486 @@
+"""Clusters and superpods, described by structure rather than by tables.
+
+A :class:`Topology` is a handful of integers (nodes, GPUs per node, NICs per node, nodes per leaf
+switch, how rails meet) plus one capacity and one latency per *directed* link. Routes are computed
+arithmetically by :func:`route`, which is a numba function that every engine calls from inside its
+kernel, so a 16,384-GPU cluster costs a few hundred thousand floats, never an N x N table.
+
+The model of a scale-out cluster (kind ``"cluster"``):
+
+* each GPU has one NVLink port to its node's NVLink switch (``nvl_out``/``nvl_in``, one direction
+  each); the NVLink domain is non-blocking, so only the ports can be hot;
+* each node has ``nics_per_node`` NICs; NIC r serves GPUs ``r*g .. r*g+g-1`` with
+  ``g = gpus_per_node // nics_per_node`` (H800: 1 GPU per NIC, H20: 2);
+* rail-optimised leaves: NIC r of nodes ``0..nodes_per_leaf-1`` share one leaf switch of rail r,
+  the next ``nodes_per_leaf`` nodes the next leaf, and so on;
+* above the leaves, the spine layer is modelled as non-blocking (ideal ECMP: no hash collisions),
+  reached through one aggregate uplink per leaf whose capacity is the leaf's downlink capacity
+  divided by ``oversubscription``;
+* ``fabric="multi_plane"``: every rail is its own plane with its own spines, so traffic can only
+  change rail over NVLink (PXN: forward to the GPU on the destination's rail, then stay on it);
+  ``fabric="multi_rail"``: rails meet in shared spines, so cross-rail traffic may either go up
+  through the spines (``cross_rail="spine"``) or be forwarded over NVLink (``cross_rail="pxn"``).
+
+The model of a superpod (kind ``"superpod"``, CloudMatrix384-like): every NPU has one port to the
+node's L1 switch and every node one aggregate uplink to a non-blocking L2 tier. What matters there
+is the *hop class* of an access: 0 = own memory, 1 = same node (one switch), 2 = another node
+(L1 -> L2 -> L1). :func:`hop_class` gives it; each class has its own latency.
+
+Units: capacities in bytes/s, latencies in seconds.
+
+>>> t = h800_cluster(n_nodes=4)
+>>> t.n_gpus, t.n_links
+(32, 132)
+>>> [t.link_name(l) for l in t.route(0, 9)]
+['nvl_out[node 0, gpu 0]', 'nvl_in[node 0, gpu 1]', 'nic_up[node 0, nic 1]', 'nic_down[node 1, nic 1]']
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ._jit import njit
+from ._validate import check_choice, check_int, check_real
+from .units import gbit_per_s, gbyte_per_s, us
+
+__all__ = [
+    "Topology",
+    "cluster",
+    "superpod",
+    "h800_cluster",
+    "h20_cluster",
+    "cloudmatrix384",
+    "LINK_KINDS",
+    "MAX_ROUTE",
+]
+
+# Link kinds. A link's kind says which resource it is; heatmaps and efficiencies are per kind.
+NVL_OUT, NVL_IN, NIC_UP, NIC_DOWN, LEAF_UP, LEAF_DOWN = 0, 1, 2, 3, 4, 5
+NPU_OUT, NPU_IN, NODE_UP, NODE_DOWN = 6, 7, 8, 9
+LINK_KINDS = (
+    "nvl_out", "nvl_in", "nic_up", "nic_down", "leaf_up", "leaf_down",
+    "npu_out", "npu_in", "node_up", "node_down",
+)
+MAX_ROUTE = 6  # the longest route has 6 links (PXN hop + NIC + leaf up/down + NIC)
+
+# Layout of the integer parameter vector that kernels receive.
+P_KIND, P_N, P_G, P_K, P_NPL, P_LPR, P_PXN, P_NODES, P_PLANES = 0, 1, 2, 3, 4, 5, 6, 7, 8
+P_OFF0, P_OFF1, P_OFF2, P_OFF3, P_OFF4, P_OFF5, P_NLINKS = 9, 10, 11, 12, 13, 14, 15
+N_IPARAMS = 16
+KIND_CLUSTER, KIND_SUPERPOD = 0, 1
+
+
+@dataclass(frozen=True)
+class Topology:
+    """A cluster or superpod. Build one with :func:`cluster`, :func:`superpod` or a preset.
+
+    Attributes are plain numbers; ``capacity`` (bytes/s), ``latency`` (s) and ``kind`` (index into
+    :data:`LINK_KINDS`) are per directed link. ``hop_latency`` (s) is the latency of an access of
+    hop class 0, 1, 2 (used by superpods; for clusters it is 0, NVLink, network). ``sources`` says
+    where each default number came from.
+    """
+
+    name: str
+    kind: str
+    n_nodes: int
+    gpus_per_node: int
+    nics_per_node: int
+    nodes_per_leaf: int
+    fabric: str
+    cross_rail: str
+    oversubscription: float
+    capacity: np.ndarray = field(repr=False)
+    latency: np.ndarray = field(repr=False)
+    link_kind: np.ndarray = field(repr=False)
+    iparams: np.ndarray = field(repr=False)
+    hop_latency: tuple = (0.0, 0.0, 0.0)
+    sources: dict = field(default_factory=dict, repr=False, compare=False)
+
+    @property
+    def n_gpus(self) -> int:
+        """Number of accelerators (GPUs or NPUs)."""
+        return self.n_nodes * self.gpus_per_node
+
+    @property
+    def n_links(self) -> int:
+        """Number of directed links."""
+        return int(self.capacity.size)
+
+    @property
+    def gpus_per_nic(self) -> int:
+        """GPUs that share one NIC (1 on H800, 2 on H20)."""
+        return self.gpus_per_node // self.nics_per_node
+
+    @property
+    def n_leaves(self) -> int:
+        """Leaf switches (rail-optimised: one set per rail)."""
+        if self.kind != "cluster":
+            return 0
+        return self.nics_per_node * int(self.iparams[P_LPR])
+
+    def route(self, src: int, dst: int) -> np.ndarray:
+        """Link ids (int64) that a transfer from ``src`` to ``dst`` crosses, in order."""
+        src = check_int("src", src, lo=0, hi=self.n_gpus - 1)
+        dst = check_int("dst", dst, lo=0, hi=self.n_gpus - 1)
+        out = np.empty(MAX_ROUTE, dtype=np.int64)
+        n = _route(self.iparams, src, dst, out)
+        return out[:n].copy()
+
+    def hop_class(self, src: int, dst: int) -> int:
+        """0 for the same device, 1 for the same node, 2 for another node."""
+        src = check_int("src", src, lo=0, hi=self.n_gpus - 1)
+        dst = check_int("dst", dst, lo=0, hi=self.n_gpus - 1)
+        return int(_hop_class(self.iparams, src, dst))
+
+    def path_latency(self, src: int, dst: int) -> float:
+        """Latency (s) of one access from ``src`` to ``dst``: the sum over its route's links."""
+        if src == dst:
+            return float(self.hop_latency[0])
+        return float(self.latency[self.route(src, dst)].sum())
+
+    def link_name(self, link: int) -> str:
+        """Human-readable name of a link, e.g. ``'nic_up[node 3, nic 5]'``."""
+        link = check_int("link", link, lo=0, hi=self.n_links - 1)
+        k = int(self.link_kind[link])
+        idx = link - int(self.iparams[P_OFF0 + _kind_slot(k)])
+        name = LINK_KINDS[k]
+        if k in (NVL_OUT, NVL_IN, NPU_OUT, NPU_IN):
+            node, local = divmod(idx, self.gpus_per_node)
+            dev = "gpu" if self.kind == "cluster" else "npu"
+            return f"{name}[node {node}, {dev} {local}]"
+        if k in (NIC_UP, NIC_DOWN):
+            node, nic = divmod(idx, self.nics_per_node)
+            return f"{name}[node {node}, nic {nic}]"
+        if k in (LEAF_UP, LEAF_DOWN):
+            lpr = int(self.iparams[P_LPR])
+            rail, group = divmod(idx, lpr)
+            return f"{name}[rail {rail}, leaf {group}]"
+        return f"{name}[node {idx}]"
+
+    def links_of_kind(self, kind: str) -> np.ndarray:
+        """Link ids of one kind, in the natural order (node-major)."""
+        check_choice("kind", kind, LINK_KINDS)
+        return np.flatnonzero(self.link_kind == LINK_KINDS.index(kind))
+
+    def describe(self) -> str:
+        """A short multi-line summary with the source of every default number."""
+        lines = [f"{self.name}: {self.n_nodes} nodes x {self.gpus_per_node} = {self.n_gpus} devices"]
+        if self.kind == "cluster":
+            lines.append(
+                f"  {self.nics_per_node} NICs/node ({self.gpus_per_nic} GPU per NIC), "
+                f"{self.n_leaves} leaves, fabric={self.fabric}, cross_rail={self.cross_rail}, "
+                f"oversubscription={self.oversubscription:g}"
+            )
+        for key, text in self.sources.items():
+            lines.append(f"  {key}: {text}")
+        return "\n".join(lines)
+
+
+def _kind_slot(k: int) -> int:
+    # Superpod link kinds reuse the first four offset slots.
+    return k - NPU_OUT if k >= NPU_OUT else k
+
+
+# --------------------------------------------------------------------------- routing kernels
+
+
+@njit
+def _net_path(ip, node_s, nic_s, node_d, nic_d, out, n):
+    """Append NIC up, [leaf up, leaf down], NIC down to ``out`` starting at ``n``."""
+    k = ip[P_K]
+    npl = ip[P_NPL]
+    lpr = ip[P_LPR]
+    out[n] = ip[P_OFF2] + node_s * k + nic_s
+    n += 1
+    leaf_s = nic_s * lpr + node_s // npl
+    leaf_d = nic_d * lpr + node_d // npl
+    if leaf_s != leaf_d:
+        out[n] = ip[P_OFF4] + leaf_s
+        out[n + 1] = ip[P_OFF5] + leaf_d
+        n += 2
+    out[n] = ip[P_OFF3] + node_d * k + nic_d
+    return n + 1
+
+
+@njit
+def _route(ip, src, dst, out):
+    """Write the link ids from ``src`` to ``dst`` into ``out``; return how many."""
+    if src == dst:
+        return 0
+    g = ip[P_G]
+    node_s = src // g
+    node_d = dst // g
+    if ip[P_KIND] == KIND_SUPERPOD:
+        out[0] = ip[P_OFF0] + src
+        if node_s == node_d:
+            out[1] = ip[P_OFF1] + dst
+            return 2
+        out[1] = ip[P_OFF2] + node_s
+        out[2] = ip[P_OFF3] + node_d
+        out[3] = ip[P_OFF1] + dst
+        return 4
+    if node_s == node_d:
+        out[0] = ip[P_OFF0] + src
+        out[1] = ip[P_OFF1] + dst
+        return 2
+    gpn = g // ip[P_K]
+    ls = src - node_s * g
+    ld = dst - node_d * g
+    rs = ls // gpn
+    rd = ld // gpn
+    if rs == rd:
+        return _net_path(ip, node_s, rs, node_d, rd, out, 0)
+    if ip[P_PXN] == 1:
+        # PXN: hop over NVLink to the GPU on the source node with the destination's local index,
+        # which sits on the destination's rail, then cross the network on that rail.
+        relay = node_s * g + ld
+        out[0] = ip[P_OFF0] + src
+        out[1] = ip[P_OFF1] + relay
+        return _net_path(ip, node_s, rd, node_d, rd, out, 2)
+    # Shared spines: leave on the source's rail, change rail in the spine layer.
+    return _net_path(ip, node_s, rs, node_d, rd, out, 0)
+
+
+@njit
+def _hop_class(ip, src, dst):
+    if src == dst:
+        return 0
+    g = ip[P_G]
+    return 1 if src // g == dst // g else 2
+
+
+# --------------------------------------------------------------------------- builders
+
+
+def cluster(
+    n_nodes: int,
+    *,
+    gpus_per_node: int = 8,
+    nics_per_node: int = 8,
+    nvlink_bw: float,
+    nic_bw: float,
+    nodes_per_leaf: int = 32,
+    oversubscription: float = 1.0,
+    fabric: str = "multi_plane",
+    cross_rail: str = "pxn",
+    nvlink_latency: float = 0.0,
+    nic_latency: float = 0.0,
+    spine_latency: float = 0.0,
+    name: str = "cluster",
+    sources: dict | None = None,
+) -> Topology:
+    """A scale-out cluster of ``n_nodes`` nodes (see the module docstring for the model).
+
+    Parameters
+    ----------
+    nvlink_bw : bytes/s per GPU per direction into/out of the NVLink domain.
+    nic_bw : bytes/s per NIC per direction.
+    nodes_per_leaf : nodes whose NIC r hang off one leaf switch of rail r.
+    oversubscription : leaf downlink capacity / leaf uplink capacity (1 = non-blocking).
+    fabric : ``"multi_plane"`` (rails never meet in a switch) or ``"multi_rail"`` (shared spines).
+    cross_rail : ``"pxn"`` (forward over NVLink to the destination's rail) or ``"spine"``
+        (only with ``multi_rail``).
+    nvlink_latency, nic_latency, spine_latency : seconds for an NVLink hop, a NIC-to-NIC crossing
+        under one leaf, and the extra of going through the spine.
+
+    >>> c = cluster(2, nvlink_bw=160e9, nic_bw=50e9)
+    >>> c.n_gpus, c.gpus_per_nic
+    (16, 1)
+    """
+    n_nodes = check_int("n_nodes", n_nodes, lo=1)
+    g = check_int("gpus_per_node", gpus_per_node, lo=1)
+    k = check_int("nics_per_node", nics_per_node, lo=1)
+    if g % k:
+        raise ValueError(
+            f"nics_per_node must divide gpus_per_node={g}; got {k} (accepted: a divisor of {g})"
+        )
+    nvlink_bw = check_real("nvlink_bw", nvlink_bw, lo=0.0, lo_open=True, unit="bytes/s")
+    nic_bw = check_real("nic_bw", nic_bw, lo=0.0, lo_open=True, unit="bytes/s")
+    npl = check_int("nodes_per_leaf", nodes_per_leaf, lo=1)
+    over = check_real("oversubscription", oversubscription, lo=1.0)
+    fabric = check_choice("fabric", fabric, ("multi_plane", "multi_rail"))
+    cross_rail = check_choice("cross_rail", cross_rail, ("pxn", "spine"))
+    if fabric == "multi_plane" and cross_rail != "pxn":
+        raise ValueError(
+            "cross_rail must be 'pxn' when fabric='multi_plane' (planes share no switch, so traffic"
+            f" can change rail only over NVLink); got {cross_rail!r}"
+        )
+    nvl_lat = check_real("nvlink_latency", nvlink_latency, lo=0.0, unit="s")
+    nic_lat = check_real("nic_latency", nic_latency, lo=0.0, unit="s")
+    spine_lat = check_real("spine_latency", spine_latency, lo=0.0, unit="s")
+
+    n = n_nodes * g
+    lpr = -(-n_nodes // npl)  # leaf groups per rail
+    sizes = [n, n, n_nodes * k, n_nodes * k, k * lpr, k * lpr]
+    offs = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+    n_links = int(offs[-1])
+    kind = np.repeat(np.arange(6, dtype=np.int64), sizes)
+    # A leaf's uplink bundle carries what its nodes' NICs could send, divided by oversubscription.
+    nodes_in_group = np.minimum(npl, n_nodes - np.arange(lpr) * npl)
+    leaf_cap = np.tile(nodes_in_group * nic_bw / over, k)
+    capacity = np.concatenate(
+        [np.full(2 * n, nvlink_bw), np.full(2 * n_nodes * k, nic_bw), leaf_cap, leaf_cap]
+    ).astype(np.float64)
+    # Latency is charged once per crossing: on the out-port of NVLink, on the NIC uplink, and on the
+    # leaf uplink for the extra of going through the spine.
+    latency = np.zeros(n_links)
+    latency[offs[0] : offs[1]] = nvl_lat
+    latency[offs[2] : offs[3]] = nic_lat
+    latency[offs[4] : offs[5]] = spine_lat
+
+    ip = np.zeros(N_IPARAMS, dtype=np.int64)
+    ip[P_KIND], ip[P_N], ip[P_G], ip[P_K] = KIND_CLUSTER, n, g, k
+    ip[P_NPL], ip[P_LPR], ip[P_NODES] = npl, lpr, n_nodes
+    ip[P_PXN] = 1 if cross_rail == "pxn" else 0
+    ip[P_PLANES] = k if fabric == "multi_plane" else 1
+    ip[P_OFF0 : P_OFF0 + 6] = offs[:6]
+    ip[P_NLINKS] = n_links
+    return Topology(
+        name=name, kind="cluster", n_nodes=n_nodes, gpus_per_node=g, nics_per_node=k,
+        nodes_per_leaf=npl, fabric=fabric, cross_rail=cross_rail, oversubscription=over,
+        capacity=capacity, latency=latency, link_kind=kind, iparams=ip,
+        hop_latency=(0.0, nvl_lat, nic_lat), sources=dict(sources or {}),
+    )
+
+
+def superpod(
+    n_nodes: int,
+    *,
+    npus_per_node: int = 8,
+    npu_bw: float,
+    node_uplink_bw: float | None = None,
+    hop_latency: tuple = (0.0, 0.0, 0.0),
+    name: str = "superpod",
+    sources: dict | None = None,
+) -> Topology:
+    """A load/store superpod: NPU ports to an in-node switch, node uplinks to a non-blocking tier.
+
+    ``hop_latency`` = (local, one hop, two hops) access latencies in seconds; they are spread on the
+    links so that a route's summed latency equals its hop class's latency.
+    ``node_uplink_bw`` defaults to ``npus_per_node * npu_bw`` (a non-blocking L2 tier).
+    """
+    n_nodes = check_int("n_nodes", n_nodes, lo=1)
+    g = check_int("npus_per_node", npus_per_node, lo=1)
+    npu_bw = check_real("npu_bw", npu_bw, lo=0.0, lo_open=True, unit="bytes/s")
+    if node_uplink_bw is None:
+        node_uplink_bw = g * npu_bw
+    node_uplink_bw = check_real("node_uplink_bw", node_uplink_bw, lo=0.0, lo_open=True,
+                                unit="bytes/s")
+    if len(hop_latency) != 3:
+        raise ValueError(f"hop_latency must be 3 numbers (local, 1 hop, 2 hops); got {hop_latency}")
+    h0, h1, h2 = (check_real(f"hop_latency[{i}]", v, lo=0.0, unit="s")
+                  for i, v in enumerate(hop_latency))
+    if not h1 <= h2:
+        raise ValueError(f"hop_latency must have one hop <= two hops; got {hop_latency}")
+    n = n_nodes * g
+    sizes = [n, n, n_nodes, n_nodes]
+    offs = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+    kind = np.repeat(np.arange(NPU_OUT, NPU_OUT + 4, dtype=np.int64), sizes)
+    capacity = np.concatenate(
+        [np.full(2 * n, npu_bw), np.full(2 * n_nodes, node_uplink_bw)]
+    ).astype(np.float64)
+    latency = np.zeros(int(offs[-1]))
+    latency[offs[0] : offs[1]] = h1  # one hop: out-port (the in-port adds nothing)
+    latency[offs[2] : offs[3]] = h2 - h1  # two hops: the extra of going through L2
+    ip = np.zeros(N_IPARAMS, dtype=np.int64)
+    ip[P_KIND], ip[P_N], ip[P_G], ip[P_K] = KIND_SUPERPOD, n, g, 1
+    ip[P_NPL], ip[P_LPR], ip[P_NODES] = n_nodes, 1, n_nodes
+    ip[P_OFF0 : P_OFF0 + 4] = offs[:4]
+    ip[P_OFF0 + 4] = offs[4]
+    ip[P_OFF0 + 5] = offs[4]
+    ip[P_NLINKS] = int(offs[-1])
+    return Topology(
+        name=name, kind="superpod", n_nodes=n_nodes, gpus_per_node=g, nics_per_node=1,
+        nodes_per_leaf=n_nodes, fabric="load_store", cross_rail="none", oversubscription=1.0,
+        capacity=capacity, latency=latency, link_kind=kind, iparams=ip,
+        hop_latency=(h0, h1, h2), sources=dict(sources or {}),
+    )
+
+
+# --------------------------------------------------------------------------- presets
+
+H800_SOURCES = {
+    "nvlink_bw": "160 GB/s per direction achieved (DeepSeek-V3 report / ISCA'25 [paper]; "
+    "400 GB/s is the bidirectional nominal figure)",
+    "nic_bw": "one 400 Gb/s CX7 InfiniBand NIC per GPU = 50 GB/s nominal (ISCA'25 [paper])",
+    "latency": "NVLink 3.33 us, IB 2.8 us same leaf / 3.7 us cross leaf, 64-B messages measured "
+    "at the CPU (ISCA'25 Table 5 [paper])",
+    "leaves": "64-port switches, rail-optimised: 32 nodes per leaf per rail [model]",
+    "fabric": "eight planes that share no switch, PXN across rails (ISCA'25 [paper])",
+}
+
+
+def h800_cluster(n_nodes: int = 8, *, fabric: str = "multi_plane", cross_rail: str = "pxn",
+                 nodes_per_leaf: int = 32, oversubscription: float = 1.0,
+                 nvlink_bw: float = gbyte_per_s(160), nic_bw: float = gbit_per_s(400)) -> Topology:
+    """DeepSeek-V3-like H800 nodes: 8 GPUs, 8 NICs of 400 Gb/s, NVLink ~160 GB/s per direction.
+
+    Every default is labelled in ``.sources``.
+
+    >>> print(h800_cluster(2).describe().splitlines()[0])
+    H800 x 2 nodes: 2 nodes x 8 = 16 devices
+    """
+    return cluster(
+        n_nodes, gpus_per_node=8, nics_per_node=8, nvlink_bw=nvlink_bw, nic_bw=nic_bw,
+        nodes_per_leaf=nodes_per_leaf, oversubscription=oversubscription, fabric=fabric,
+        cross_rail=cross_rail, nvlink_latency=us(3.33), nic_latency=us(2.8),
+        spine_latency=us(0.9), name=f"H800 x {n_nodes} nodes", sources=H800_SOURCES,
+    )
+
+
+H20_SOURCES = {
+    "nvlink_bw": "900 GB/s bidirectional NVLink = 450 GB/s per direction (public H20 spec, "
+    "as quoted by the SGLang/Ant Group H20 write-up)",
+    "nic_bw": "4 x 400 Gb/s RDMA NICs per 8-GPU node, so two GPUs share one NIC (same source)",
+    "latency": "taken equal to the H800 preset's ISCA'25 Table 5 values [model]",
+    "fabric": "multi-rail with shared spines [model]; PXN across rails",
+}
+
+
+def h20_cluster(n_nodes: int = 4, *, fabric: str = "multi_rail", cross_rail: str = "pxn",
+                nodes_per_leaf: int = 32, oversubscription: float = 1.0) -> Topology:
+    """H20-like nodes: 8 GPUs sharing 4 NICs of 400 Gb/s in pairs, NVLink 450 GB/s per direction."""
+    return cluster(
+        n_nodes, gpus_per_node=8, nics_per_node=4, nvlink_bw=gbyte_per_s(450),
+        nic_bw=gbit_per_s(400), nodes_per_leaf=nodes_per_leaf, oversubscription=oversubscription,
+        fabric=fabric, cross_rail=cross_rail, nvlink_latency=us(3.33), nic_latency=us(2.8),
+        spine_latency=us(0.9), name=f"H20 x {n_nodes} nodes", sources=H20_SOURCES,
+    )
+
+
+CM384_SOURCES = {
+    "size": "48 nodes x 8 Ascend 910C NPUs = 384 (CloudMatrix384, arXiv 2506.12708 [public])",
+    "npu_bw": "> 392 GB/s unidirectional UB bandwidth per NPU [public]; 392 used",
+    "node_uplink_bw": "L2 tier non-blocking, inter-node < 3% below intra-node bandwidth "
+    "[public]; modelled as 0.97 x 8 x 392 GB/s",
+    "hop_latency": "local 0.12 us [model]; one hop 5x local [model]; two hops 11.5x local "
+    "(chapter page, UBEP [chapter]); two hops - one hop < 1 us [public]",
+}
+
+
+def cloudmatrix384(n_nodes: int = 48, *, local_latency: float = us(0.12),
+                   one_hop_factor: float = 5.0, two_hop_factor: float = 11.5) -> Topology:
+    """A CloudMatrix384-like superpod; hop latencies as multiples of a local access.
+
+    >>> t = cloudmatrix384()
+    >>> t.n_gpus, round(t.hop_latency[2] / t.hop_latency[0], 1)
+    (384, 11.5)
+    """
+    local = check_real("local_latency", local_latency, lo=0.0, lo_open=True, unit="s")
+    f1 = check_real("one_hop_factor", one_hop_factor, lo=1.0)
+    f2 = check_real("two_hop_factor", two_hop_factor, lo=f1)
+    bw = gbyte_per_s(392)
+    return superpod(
+        n_nodes, npus_per_node=8, npu_bw=bw, node_uplink_bw=0.97 * 8 * bw,
+        hop_latency=(local, f1 * local, f2 * local), name=f"CloudMatrix-like x {n_nodes} nodes",
+        sources=CM384_SOURCES,
+    )
+
+
+def _check_topology(topo) -> Topology:
+    if not isinstance(topo, Topology):
+        raise ValueError(f"topo must be a uneven.topology.Topology; got {type(topo).__name__}")
+    return topo
+
