@@ -1,0 +1,396 @@
+"""One house style for every figure: timelines, link-load heatmaps, topologies, CDFs.
+
+Functions draw into a matplotlib ``Axes`` you pass in and return it, so notebooks can compose
+panels freely. :func:`figure` makes a ``matplotlib.figure.Figure`` that pyplot does not track
+(widgets redraw it without duplicate inline copies); :func:`save` writes ``figures/NN_what.png``.
+
+>>> fig, ax = figure(4, 2)
+>>> _ = cdf(ax, [1.0, 2.0, 2.0, 5.0], label="demo", unit="ms")
+>>> ax.get_xlabel()
+'value (ms)'
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+from pathlib import Path
+
+import matplotlib
+import numpy as np
+from matplotlib.figure import Figure
+from matplotlib.patches import FancyBboxPatch, Rectangle
+
+from ._validate import as_float_array, check_choice
+
+__all__ = [
+    "COLORS",
+    "KIND_COLORS",
+    "style",
+    "figure",
+    "save",
+    "figures_dir",
+    "png_bytes",
+    "gantt",
+    "link_heatmap",
+    "draw_topology",
+    "cdf",
+    "time_scale",
+    "paper_map",
+]
+
+# A colour-blind-safe palette (Okabe-Ito), named by role.
+COLORS = {
+    "blue": "#0072B2",
+    "orange": "#E69F00",
+    "green": "#009E73",
+    "red": "#D55E00",
+    "purple": "#CC79A7",
+    "sky": "#56B4E9",
+    "yellow": "#F0E442",
+    "grey": "#7F7F7F",
+    "ink": "#222222",
+}
+# Timeline op kinds: forward, backward (input grad), weight grad, sends, idle/bubble.
+KIND_COLORS = {
+    "F": COLORS["blue"],
+    "B": COLORS["orange"],
+    "W": COLORS["green"],
+    "BW": COLORS["orange"],
+    "send": COLORS["grey"],
+    "recv": COLORS["sky"],
+    "comm": COLORS["purple"],
+    "wait": COLORS["red"],
+}
+
+_RC = {
+    "figure.dpi": 100,
+    "savefig.dpi": 150,
+    "savefig.bbox": "tight",
+    "font.size": 9.5,
+    "axes.titlesize": 10.5,
+    "axes.titleweight": "bold",
+    "axes.labelsize": 9.5,
+    "axes.spines.top": False,
+    "axes.spines.right": False,
+    "axes.grid": True,
+    "grid.alpha": 0.25,
+    "grid.linewidth": 0.6,
+    "legend.frameon": False,
+    "legend.fontsize": 8.5,
+    "axes.prop_cycle": matplotlib.cycler(
+        color=[COLORS[c] for c in ("blue", "orange", "green", "red", "purple", "sky", "grey")]
+    ),
+}
+
+_TIME_UNITS = {"s": 1.0, "ms": 1e-3, "us": 1e-6}
+
+
+@contextlib.contextmanager
+def style():
+    """Context manager applying the house style (used by every function here)."""
+    with matplotlib.rc_context(_RC):
+        yield
+
+
+def figure(width: float = 7.0, height: float = 3.2, ncols: int = 1, nrows: int = 1, **kw):
+    """A styled, untracked Figure and its axes (``ax`` or an array of them)."""
+    with style():
+        fig = Figure(figsize=(width, height), layout="constrained")
+        axes = fig.subplots(nrows, ncols, squeeze=True, **kw)
+    return fig, axes
+
+
+def figures_dir() -> Path:
+    """Where figures go: ``$UNEVEN_FIGURES`` if set, else the repository's ``figures/``.
+
+    The repository is found by walking up from the current directory to a folder that holds both
+    ``figures/`` and ``notebooks/``; failing that, ``./figures`` is used.
+    """
+    env = os.environ.get("UNEVEN_FIGURES")
+    if env:
+        path = Path(env)
+    else:
+        here = Path.cwd().resolve()
+        path = here / "figures"
+        for parent in (here, *here.parents):
+            if (parent / "figures").is_dir() and (parent / "notebooks").is_dir():
+                path = parent / "figures"
+                break
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def save(fig: Figure, name: str) -> Path:
+    """Write ``fig`` as ``figures/<name>.png`` (name like ``'01_knee'``); return the path."""
+    if not name or "/" in name or name.endswith(".png"):
+        raise ValueError(f"name must be a bare file stem like '01_knee'; got {name!r}")
+    path = figures_dir() / f"{name}.png"
+    with style():
+        fig.savefig(path, metadata={"Software": None})
+    return path
+
+
+def png_bytes(fig: Figure, dpi: float = 80) -> bytes:
+    """Render ``fig`` to PNG bytes (what widgets push to the page)."""
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=dpi)
+    return buf.getvalue()
+
+
+def time_scale(seconds_max: float) -> tuple[str, float]:
+    """A readable unit for times up to ``seconds_max``: ('ms', 1e-3) and the like."""
+    if seconds_max >= 1.0:
+        return "s", 1.0
+    if seconds_max >= 1e-3:
+        return "ms", 1e-3
+    return "us", 1e-6
+
+
+def gantt(
+    ax,
+    resource,
+    start,
+    finish,
+    kind,
+    *,
+    kind_names=None,
+    labels=None,
+    resource_names=None,
+    time_unit: str = "ms",
+    title: str | None = None,
+    legend: bool = True,
+):
+    """Draw a timeline: one row per resource, one bar per operation (times in seconds).
+
+    ``kind`` holds an integer code per op; ``kind_names[code]`` names it (and picks its colour
+    from :data:`KIND_COLORS`). ``labels`` (e.g. micro-batch numbers) are printed inside bars when
+    there are few enough of them to read.
+    """
+    time_unit = check_choice("time_unit", time_unit, _TIME_UNITS)
+    start = as_float_array("start", start, ndim=1)
+    finish = as_float_array("finish", finish, ndim=1)
+    resource = np.asarray(resource, dtype=np.int64)
+    kind = np.asarray(kind, dtype=np.int64)
+    if not (start.size == finish.size == resource.size == kind.size):
+        raise ValueError("resource, start, finish and kind must have the same length")
+    scale = 1.0 / _TIME_UNITS[time_unit]
+    n_res = int(resource.max()) + 1 if resource.size else 0
+    names = kind_names or {}
+    with style():
+        for code in np.unique(kind):
+            sel = kind == code
+            name = names[code] if code in names or isinstance(names, (list, tuple)) else str(code)
+            color = KIND_COLORS.get(name, COLORS["grey"])
+            ax.barh(
+                resource[sel], (finish[sel] - start[sel]) * scale, left=start[sel] * scale,
+                height=0.8, color=color, edgecolor="white", linewidth=0.4, label=name,
+            )
+        if labels is not None and start.size <= 400:
+            for r, s, f, text in zip(resource, start, finish, labels, strict=False):
+                if f > s:
+                    ax.text((s + f) / 2 * scale, r, str(text), ha="center", va="center",
+                            fontsize=6.5, color="white")
+        ax.set_yticks(range(n_res))
+        ax.set_yticklabels(resource_names or [f"stage {i}" for i in range(n_res)])
+        ax.set_ylim(n_res - 0.5, -0.5)
+        ax.set_xlabel(f"time ({'µs' if time_unit == 'us' else time_unit})")
+        ax.grid(axis="y", visible=False)
+        if title:
+            ax.set_title(title, loc="left")
+        if legend and kind.size:
+            ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=8)
+    return ax
+
+
+def link_heatmap(
+    ax,
+    grid,
+    *,
+    row_label: str = "node",
+    col_label: str = "GPU / NIC index",
+    unit: str = "MB",
+    title: str | None = None,
+    vmax: float | None = None,
+    colorbar: bool = True,
+):
+    """Heatmap of bytes per link (a 2-d array from ``LinkLoads.grid``), shown in ``unit``."""
+    units = {"B": 1.0, "KB": 1e3, "MB": 1e6, "GB": 1e9}
+    unit = check_choice("unit", unit, units)
+    grid = as_float_array("grid", grid, ndim=2) / units[unit]
+    with style():
+        im = ax.imshow(grid, aspect="auto", cmap="viridis", vmin=0.0, vmax=vmax,
+                       interpolation="nearest")
+        ax.set_xlabel(col_label)
+        ax.set_ylabel(row_label)
+        ax.grid(False)
+        if title:
+            ax.set_title(title, loc="left")
+        if colorbar:
+            ax.figure.colorbar(im, ax=ax, label=f"bytes on link ({unit})", shrink=0.85)
+    return ax
+
+
+def cdf(ax, values, *, label: str | None = None, unit: str = "", log: bool = False):
+    """Empirical CDF of ``values`` (a step line); ``unit`` goes in the x label."""
+    v = np.sort(as_float_array("values", values, ndim=1))
+    if v.size == 0:
+        raise ValueError("values must not be empty")
+    y = np.arange(1, v.size + 1) / v.size
+    with style():
+        ax.step(v, y, where="post", label=label)
+        ax.set_ylim(0, 1.02)
+        ax.set_ylabel("fraction ≤ x")
+        ax.set_xlabel(f"value ({unit})" if unit else "value")
+        if log:
+            ax.set_xscale("log")
+        if label:
+            ax.legend(loc="lower right")
+    return ax
+
+
+def draw_topology(ax, topo, *, max_nodes: int = 4, highlight=None, title: str | None = None):
+    """Draw a small cluster or superpod: nodes with their GPUs, NICs, leaves and spines.
+
+    ``highlight`` is an optional ``(src, dst)`` pair whose route is drawn in red. Only the first
+    ``max_nodes`` nodes are drawn; a note says how many were left out.
+    """
+    from .topology import Topology
+
+    if not isinstance(topo, Topology):
+        raise ValueError(f"topo must be a Topology; got {type(topo).__name__}")
+    n_show = min(topo.n_nodes, max_nodes)
+    g = topo.gpus_per_node
+    node_w = g * 1.0 + 0.6
+    gap = 0.8
+    pos = {}
+    with style():
+        ax.set_axis_off()
+        rail_colors = [COLORS[c] for c in ("blue", "orange", "green", "red", "purple", "sky",
+                                           "yellow", "grey")]
+        for a in range(n_show):
+            x0 = a * (node_w + gap)
+            ax.add_patch(FancyBboxPatch((x0, 0), node_w, 2.2, boxstyle="round,pad=0.05",
+                                        fc="#F4F4F4", ec=COLORS["ink"], lw=0.8))
+            ax.text(x0 + node_w / 2, -0.35, f"node {a}", ha="center", va="top", fontsize=8)
+            ax.text(x0 + node_w / 2, 2.02, "NVLink switch" if topo.kind == "cluster"
+                    else "L1 UB switch", ha="center", va="center", fontsize=6.5,
+                    color=COLORS["grey"])
+            for i in range(g):
+                gx = x0 + 0.3 + i + 0.5
+                rail = i // topo.gpus_per_nic if topo.kind == "cluster" else 0
+                ax.add_patch(Rectangle((gx - 0.4, 1.0), 0.8, 0.7,
+                                       fc=rail_colors[rail % 8], ec="white"))
+                ax.text(gx, 1.35, str(i), ha="center", va="center", fontsize=6.5, color="white")
+                pos[("gpu", a * g + i)] = (gx, 1.35)
+            if topo.kind == "cluster":
+                for r in range(topo.nics_per_node):
+                    span = topo.gpus_per_nic
+                    nx = x0 + 0.3 + r * span + span / 2
+                    ax.add_patch(Rectangle((nx - 0.35 * span, 0.25), 0.7 * span, 0.45,
+                                           fc="white", ec=rail_colors[r % 8], lw=1.2))
+                    ax.text(nx, 0.47, "NIC", ha="center", va="center", fontsize=5.5)
+                    pos[("nic", a, r)] = (nx, 0.47)
+        total_w = n_show * (node_w + gap) - gap
+        if topo.kind == "cluster":
+            lpr = int(topo.iparams[5])
+            groups = min(lpr, -(-n_show // topo.nodes_per_leaf))
+            y_leaf = -1.6
+            for r in range(topo.nics_per_node):
+                for grp in range(groups):
+                    lx = (r + 0.5) / topo.nics_per_node * total_w + grp * 0.25
+                    ax.add_patch(Rectangle((lx - 0.35, y_leaf - 0.25 - grp * 0.6), 0.7, 0.5,
+                                           fc=rail_colors[r % 8], ec="white"))
+                    pos[("leaf", r, grp)] = (lx, y_leaf - grp * 0.6)
+                    for a in range(grp * topo.nodes_per_leaf,
+                                   min(n_show, (grp + 1) * topo.nodes_per_leaf)):
+                        nx, ny = pos[("nic", a, r)]
+                        ax.plot([nx, lx], [0.25, y_leaf + 0.25 - grp * 0.6],
+                                color=rail_colors[r % 8], lw=0.5, alpha=0.6)
+            y_sp = y_leaf - 1.2 - (groups - 1) * 0.6
+            label = ("spines: one set per plane (no shared switch)"
+                     if topo.fabric == "multi_plane" else "shared spines (all rails meet here)")
+            ax.add_patch(FancyBboxPatch((0, y_sp - 0.3), total_w, 0.5, boxstyle="round,pad=0.05",
+                                        fc="#EAEAEA", ec=COLORS["ink"], lw=0.6))
+            ax.text(total_w / 2, y_sp - 0.05, label, ha="center", va="center", fontsize=7)
+            if topo.n_nodes > n_show:
+                ax.text(total_w + 0.3, 1.1, f"+{topo.n_nodes - n_show} more nodes",
+                        fontsize=7, va="center", color=COLORS["grey"])
+            ax.text(0, y_leaf + 0.6, "rail-optimised leaves (colour = rail)", fontsize=7,
+                    color=COLORS["grey"])
+            bottom = y_sp - 0.6
+        else:
+            ax.add_patch(FancyBboxPatch((0, -1.4), total_w, 0.5, boxstyle="round,pad=0.05",
+                                        fc="#EAEAEA", ec=COLORS["ink"], lw=0.6))
+            ax.text(total_w / 2, -1.15, "L2 UB switches (non-blocking)", ha="center",
+                    va="center", fontsize=7)
+            if topo.n_nodes > n_show:
+                ax.text(total_w + 0.3, 1.1, f"+{topo.n_nodes - n_show} more nodes",
+                        fontsize=7, va="center", color=COLORS["grey"])
+            bottom = -1.8
+        if highlight is not None:
+            _draw_route(ax, topo, highlight, pos)
+        ax.set_xlim(-0.5, total_w + (2.8 if topo.n_nodes > n_show else 0.5))
+        ax.set_ylim(bottom, 2.6)
+        ax.set_aspect("equal")
+        ax.set_title(title or topo.name, loc="left")
+    return ax
+
+
+def _draw_route(ax, topo, pair, pos):
+    src, dst = pair
+    path = [int(x) for x in topo.route(src, dst)]
+    names = [topo.link_name(x) for x in path]
+    pts = [pos.get(("gpu", src))]
+    for nm in names:
+        kind, rest = nm.split("[", 1)
+        nums = [int(s.split()[-1]) for s in rest.rstrip("]").split(",")]
+        if kind == "nvl_in":
+            pts.append(pos.get(("gpu", nums[0] * topo.gpus_per_node + nums[1])))
+        elif kind in ("nic_up", "nic_down"):
+            pts.append(pos.get(("nic", nums[0], nums[1])))
+        elif kind in ("leaf_up", "leaf_down"):
+            pts.append(pos.get(("leaf", nums[0], nums[1])))
+    pts.append(pos.get(("gpu", dst)))
+    pts = [p for p in pts if p is not None]
+    if len(pts) >= 2:
+        xs, ys = zip(*pts, strict=True)
+        ax.plot(xs, ys, color=COLORS["red"], lw=2.2, zorder=5, marker="o", ms=3)
+        ax.text(xs[0], 2.45, f"route {src} → {dst}: {len(path)} links", color=COLORS["red"],
+                fontsize=7.5)
+
+
+def paper_map(ax, papers=None, *, highlight: str | None = None):
+    """The chapter's map: papers placed by parallelism (columns) and workload (rows)."""
+    from .papers import PAPERS
+
+    papers = papers or PAPERS
+    cols = ["PP", "DP×CP", "EP"]
+    rows = ["training", "serving"]
+    cells: dict = {}
+    for p in papers:
+        cells.setdefault((p.parallelism, p.workload), []).append(p)
+    with style():
+        ax.set_xlim(-0.5, len(cols) - 0.5)
+        ax.set_ylim(len(rows) - 0.5, -0.5)
+        ax.set_xticks(range(len(cols)), cols)
+        ax.set_yticks(range(len(rows)), rows)
+        ax.tick_params(length=0)
+        ax.grid(False)
+        for x in range(len(cols) - 1):
+            ax.axvline(x + 0.5, color=COLORS["grey"], lw=0.5)
+        ax.axhline(0.5, color=COLORS["grey"], lw=0.5)
+        for (par, work), items in cells.items():
+            cx, cy = cols.index(par), rows.index(work)
+            for k, p in enumerate(items):
+                dy = (k - (len(items) - 1) / 2) * 0.24
+                hot = highlight == p.key
+                ax.text(cx, cy + dy, f"{p.notebook[:2]} · {p.title}\n{p.venue} — slow: {p.slow_piece}",
+                        ha="center", va="center", fontsize=7.2,
+                        bbox=dict(boxstyle="round,pad=0.3", lw=1.4 if hot else 0.6,
+                                  fc="#FFF4E0" if hot else "white",
+                                  ec=COLORS["red"] if hot else COLORS["ink"]))
+        ax.set_xlabel("parallelism that meets the slow piece")
+        ax.set_title("Six papers, one theme: the slowest piece sets the pace", loc="left")
+    return ax

@@ -1,0 +1,83 @@
+"""Widgets driven headless, and the exercise checkers."""
+
+import pytest
+
+from uneven.exercises import check, register, registered
+from uneven.explorers import a2a_state, start_page_explorer
+from uneven.widgets import explore, int_slider
+
+
+def test_start_page_explorer_recomputes_when_a_control_moves():
+    ex = start_page_explorer(show=False)
+    before = ex.state.time
+    assert ex.png and ex.png[:4] == b"\x89PNG"
+    ex.controls["mb_per_pair"].value = 4.0
+    assert ex.error is None
+    assert ex.state.time > before
+    ex.controls["hot_factor"].value = 4.0
+    assert ex.state.nic_down[0].sum() > ex.state.nic_down[1].sum()
+    assert len(ex.timings) == 3
+
+
+def test_presets_set_several_controls_with_one_update():
+    ex = start_page_explorer(show=False)
+    n = len(ex.timings)
+    ex.preset_menu.value = "hot node 8×"
+    assert ex.controls["n_nodes"].value == 8 and ex.controls["hot_factor"].value == 8.0
+    assert len(ex.timings) == n + 1
+    assert ex.state.n_gpus == 64
+
+
+def test_a_bad_value_gives_a_message_not_an_exception():
+    def compute(m):
+        if m > 5:
+            raise ValueError(f"m must be <= 5; got {m}")
+        return m * 2
+
+    def draw(fig, state, **_):
+        fig.subplots().bar([0], [state])
+
+    ex = explore(compute, draw, {"m": int_slider(1, 10, 1, 2, "m")}, show=False)
+    ex.controls["m"].value = 9
+    assert ex.error and "m must be <= 5" in ex.error
+    assert "m must be" in ex.message.value
+    assert ex.state == 4  # last good state kept
+    ex.controls["m"].value = 3
+    assert ex.error is None and ex.state == 6 and ex.message.value == ""
+
+
+def test_explore_rejects_defaults_that_fail():
+    with pytest.raises(ValueError, match="default"):
+        explore(lambda m: 1 / 0, lambda fig, s, **_: None,
+                {"m": int_slider(1, 3, 1, 1, "m")}, show=False)
+
+
+def test_a2a_state_validation():
+    with pytest.raises(ValueError, match="fabric"):
+        a2a_state(fabric="torus")
+    with pytest.raises(ValueError, match="hot_factor"):
+        a2a_state(hot_factor=0.5)
+
+
+def test_checkers_give_feedback_without_the_answer():
+    register("t.1", lambda: 480.0, unit="µs", hint="count the bytes leaving one NIC")
+    ok = check("t.1", 481.0)
+    assert ok.ok and "Correct" in ok.message
+    for wrong in (100.0, 480e3, 960.0, 3840.0):
+        fb = check("t.1", wrong)
+        assert not fb.ok
+        assert "480" not in fb.message
+    assert "factor of 1000" in check("t.1", 0.48).message
+    assert "factor of 8" in check("t.1", 3840.0).message
+    assert not check("t.1", None).ok
+    assert not check("t.1", "lots").ok
+    register("t.2", lambda: [3, 2, 1], kind="exact")
+    assert check("t.2", (3, 2, 1)).ok and not check("t.2", [1, 2, 3]).ok
+    with pytest.raises(ValueError, match="key"):
+        check("nope", 1)
+
+
+def test_every_registered_exercise_computes():
+    for key in registered():
+        fb = check(key, -12345.678)
+        assert isinstance(fb.message, str)
