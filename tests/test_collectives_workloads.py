@@ -4,15 +4,25 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
 from uneven.collectives import (
-    BUSBW_FACTOR, algbw, all_to_all, alpha_beta_time, busbw, ring_all_gather, ring_all_reduce,
-    ring_reduce_scatter, send_recv,
+    BUSBW_FACTOR,
+    algbw,
+    all_to_all,
+    alpha_beta_time,
+    busbw,
+    ring_all_gather,
+    ring_all_reduce,
+    ring_reduce_scatter,
+    send_recv,
 )
 from uneven.topology import cluster, h800_cluster
 from uneven.workloads import (
-    episodic_delay_trace, expert_loads, expert_popularity, gaussian_delay_trace,
-    sequence_lengths, token_share_above,
+    episodic_delay_trace,
+    expert_loads,
+    expert_popularity,
+    gaussian_delay_trace,
+    sequence_lengths,
+    token_share_above,
 )
 
 

@@ -4,12 +4,19 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
 from uneven.engines.linkload import (
-    _reference_link_loads, link_loads, link_loads_kron, link_loads_matrix,
+    _reference_link_loads,
+    link_loads,
+    link_loads_kron,
+    link_loads_matrix,
 )
 from uneven.topology import (
-    LINK_KINDS, cloudmatrix384, cluster, h20_cluster, h800_cluster, superpod,
+    LINK_KINDS,
+    cloudmatrix384,
+    cluster,
+    h20_cluster,
+    h800_cluster,
+    superpod,
 )
 from uneven.units import gbit_per_s, gbyte_per_s, us
 

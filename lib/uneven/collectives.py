@@ -26,7 +26,11 @@ import numpy as np
 
 from ._validate import as_float_array, as_int_array, check_choice, check_int, check_real
 from .engines.linkload import (
-    LinkLoads, _check_topo, link_loads, link_loads_kron, link_loads_matrix,
+    LinkLoads,
+    _check_topo,
+    link_loads,
+    link_loads_kron,
+    link_loads_matrix,
 )
 from .topology import Topology
 

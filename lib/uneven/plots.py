@@ -386,7 +386,8 @@ def paper_map(ax, papers=None, *, highlight: str | None = None):
             for k, p in enumerate(items):
                 dy = (k - (len(items) - 1) / 2) * 0.24
                 hot = highlight == p.key
-                ax.text(cx, cy + dy, f"{p.notebook[:2]} · {p.title}\n{p.venue} — slow: {p.slow_piece}",
+                text = f"{p.notebook[:2]} · {p.title}\n{p.venue} — slow: {p.slow_piece}"
+                ax.text(cx, cy + dy, text,
                         ha="center", va="center", fontsize=7.2,
                         bbox=dict(boxstyle="round,pad=0.3", lw=1.4 if hot else 0.6,
                                   fc="#FFF4E0" if hot else "white",

@@ -31,8 +31,12 @@ Units: capacities in bytes/s, latencies in seconds.
 >>> t = h800_cluster(n_nodes=4)
 >>> t.n_gpus, t.n_links
 (32, 132)
->>> [t.link_name(l) for l in t.route(0, 9)]
-['nvl_out[node 0, gpu 0]', 'nvl_in[node 0, gpu 1]', 'nic_up[node 0, nic 1]', 'nic_down[node 1, nic 1]']
+>>> for link in t.route(0, 9):
+...     print(t.link_name(link))
+nvl_out[node 0, gpu 0]
+nvl_in[node 0, gpu 1]
+nic_up[node 0, nic 1]
+nic_down[node 1, nic 1]
 """
 
 from __future__ import annotations
@@ -166,7 +170,8 @@ class Topology:
 
     def describe(self) -> str:
         """A short multi-line summary with the source of every default number."""
-        lines = [f"{self.name}: {self.n_nodes} nodes x {self.gpus_per_node} = {self.n_gpus} devices"]
+        head = f"{self.name}: {self.n_nodes} nodes x {self.gpus_per_node} = {self.n_gpus} devices"
+        lines = [head]
         if self.kind == "cluster":
             lines.append(
                 f"  {self.nics_per_node} NICs/node ({self.gpus_per_nic} GPU per NIC), "

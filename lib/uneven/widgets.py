@@ -31,7 +31,8 @@ from .plots import figure, png_bytes
 __all__ = ["Explorer", "explore", "slider", "int_slider", "dropdown", "toggle"]
 
 
-def slider(lo: float, hi: float, step: float, value: float, description: str, **kw) -> W.FloatSlider:
+def slider(lo: float, hi: float, step: float, value: float, description: str,
+           **kw) -> W.FloatSlider:
     """A float slider that fires on release (``continuous_update=False``)."""
     return W.FloatSlider(min=lo, max=hi, step=step, value=value, description=description,
                          continuous_update=False, style={"description_width": "initial"}, **kw)

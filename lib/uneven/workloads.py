@@ -171,8 +171,11 @@ def gaussian_delay_trace(
     slow_fraction: float = 0.3,
     seed=0,
 ) -> np.ndarray:
-    """Delays (s) that re-draw every U(change_every) iterations: a random subset of links gets
-    N(mean, std) clipped at 0, the others none (after PipeMorph's dynamic trace generator [repo])."""
+    """Delays (s) that re-draw every U(change_every) iterations.
+
+    A random subset of links gets N(mean, std) clipped at 0, the others none (after PipeMorph's
+    dynamic trace generator [repo]).
+    """
     n_it = check_int("n_iterations", n_iterations, lo=1)
     n_links = check_int("n_links", n_links, lo=1)
     mean = check_real("mean", mean, lo=0.0, unit="s")
@@ -186,6 +189,7 @@ def gaussian_delay_trace(
     while it < n_it:
         span = int(rng.integers(a, b + 1))
         slow = rng.random(n_links) < frac
-        trace[it : it + span] = np.where(slow, np.maximum(rng.normal(mean, std, n_links), 0.0), 0.0)
+        delays = np.maximum(rng.normal(mean, std, n_links), 0.0)
+        trace[it : it + span] = np.where(slow, delays, 0.0)
         it += span
     return trace

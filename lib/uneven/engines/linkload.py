@@ -28,8 +28,24 @@ import numpy as np
 from .._jit import njit
 from .._validate import as_float_array, as_int_array, check_real
 from ..topology import (
-    KIND_SUPERPOD, LINK_KINDS, MAX_ROUTE, P_G, P_K, P_KIND, P_LPR, P_NODES, P_NPL, P_OFF0,
-    P_OFF1, P_OFF2, P_OFF3, P_OFF4, P_OFF5, P_PXN, Topology, _route,
+    KIND_SUPERPOD,
+    LINK_KINDS,
+    MAX_ROUTE,
+    P_G,
+    P_K,
+    P_KIND,
+    P_LPR,
+    P_NODES,
+    P_NPL,
+    P_OFF0,
+    P_OFF1,
+    P_OFF2,
+    P_OFF3,
+    P_OFF4,
+    P_OFF5,
+    P_PXN,
+    Topology,
+    _route,
 )
 
 __all__ = ["LinkLoads", "link_loads", "link_loads_matrix", "link_loads_kron"]
@@ -230,7 +246,8 @@ def _loads_kron(ip, lat, W, B, loads):
         if any_intra:
             max_lat = _kind_max(lat, ip[P_OFF0], ip[P_OFF1])
         if any_cross:
-            max_lat = _kind_max(lat, ip[P_OFF0], ip[P_OFF1]) + _kind_max(lat, ip[P_OFF2], ip[P_OFF3])
+            max_lat = (_kind_max(lat, ip[P_OFF0], ip[P_OFF1])
+                       + _kind_max(lat, ip[P_OFF2], ip[P_OFF3]))
         return max_lat
 
     k = ip[P_K]

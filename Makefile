@@ -1,0 +1,40 @@
+# Two commands do all the set-up: `make lab` and `make test` (see README.md).
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.uneven-installed
+LAB_PORT ?= 8888
+LAB_ARGS ?=
+# Jupyter refuses to run as root unless told; CI and containers run as root.
+ROOT_ARG := $(if $(filter 0,$(shell id -u)),--allow-root,)
+
+.PHONY: install lab test figures bench lint clean
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[test]'
+	touch $(STAMP)
+
+install: $(STAMP)
+
+# Localhost only; Jupyter's token auth stays on (never pass an empty token here).
+lab: install
+	$(BIN)/jupyter lab --ServerApp.ip=127.0.0.1 --ServerApp.port=$(LAB_PORT) \
+		--ServerApp.root_dir=$(CURDIR) $(ROOT_ARG) $(LAB_ARGS) notebooks/00_start_here.ipynb
+
+test: install
+	$(BIN)/ruff check .
+	$(BIN)/python -m pytest
+
+figures: install
+	$(BIN)/python tools/run_notebooks.py notebooks/*.ipynb
+
+bench: install
+	$(BIN)/python benchmarks/run.py
+
+lint: install
+	$(BIN)/ruff check .
+
+clean:
+	rm -rf $(VENV) .pytest_cache .hypothesis .ruff_cache
