@@ -15,7 +15,7 @@ from ._validate import check_choice, check_int, check_real
 from .collectives import all_to_all
 from .topology import h800_cluster
 from .units import MB, gbit_per_s, to_us
-from .widgets import Explorer, dropdown, explore, int_slider, slider
+from .widgets import Explorer, dropdown, explore, int_slider, reuse, slider
 
 __all__ = ["A2AState", "a2a_state", "draw_a2a", "start_page_explorer"]
 
@@ -54,16 +54,30 @@ def a2a_state(n_nodes: int = 4, mb_per_pair: float = 1.0, nic_gbps: float = 400.
 
 def draw_a2a(fig, state: A2AState, **_):
     """Heatmaps of NIC bytes (sent, received) with the phase time in the title."""
-    axes = fig.subplots(1, 2)
     vmax = max(state.nic_up.max(), state.nic_down.max()) / MB
-    plots.link_heatmap(axes[0], state.nic_up, col_label="NIC (rail)", title="bytes sent per NIC",
-                       vmax=vmax, colorbar=False)
-    plots.link_heatmap(axes[1], state.nic_down, col_label="NIC (rail)",
-                       title="bytes received per NIC", vmax=vmax)
-    fig.suptitle(
+
+    def build(fig):
+        axes = fig.subplots(1, 2)
+        if fig.get_layout_engine() is None:  # widget figures place axes by hand (fast)
+            fig.subplots_adjust(left=0.07, right=0.97, bottom=0.16, top=0.76, wspace=0.25)
+        plots.link_heatmap(axes[0], state.nic_up, col_label="NIC (rail)",
+                           title="bytes sent per NIC", vmax=vmax, colorbar=False)
+        plots.link_heatmap(axes[1], state.nic_down, col_label="NIC (rail)",
+                           title="bytes received per NIC", vmax=vmax)
+        title = fig.suptitle("", fontsize=9, x=0.02, ha="left")
+        return {"images": [ax.images[0] for ax in axes], "title": title, "axes": axes}
+
+    art = reuse(fig, "a2a", build)
+    for im, grid in zip(art["images"], (state.nic_up, state.nic_down), strict=True):
+        im.set_data(grid / MB)
+        im.set_extent((-0.5, grid.shape[1] - 0.5, grid.shape[0] - 0.5, -0.5))
+        im.set_clim(0.0, vmax)
+    for ax, grid in zip(art["axes"], (state.nic_up, state.nic_down), strict=True):
+        ax.set_xlim(-0.5, grid.shape[1] - 0.5)
+        ax.set_ylim(grid.shape[0] - 0.5, -0.5)
+    art["title"].set_text(
         f"{state.n_gpus} GPUs: all-to-all takes {to_us(state.time):,.0f} µs (model); "
-        f"uniform NIC-bound oracle {to_us(state.ideal):,.0f} µs\nbottleneck: {state.bottleneck}",
-        fontsize=9, x=0.02, ha="left",
+        f"uniform NIC-bound oracle {to_us(state.ideal):,.0f} µs\nbottleneck: {state.bottleneck}"
     )
     return fig
 

@@ -29,6 +29,7 @@ __all__ = [
     "KIND_COLORS",
     "style",
     "figure",
+    "blank_figure",
     "save",
     "figures_dir",
     "png_bytes",
@@ -102,6 +103,12 @@ def figure(width: float = 7.0, height: float = 3.2, ncols: int = 1, nrows: int =
     return fig, axes
 
 
+def blank_figure(width: float = 7.0, height: float = 3.2, layout: str | None = None) -> Figure:
+    """An untracked Figure with no axes. Widgets pass ``layout=None``: constrained layout costs
+    more than the rest of a redraw, so their draw functions place axes with fixed margins."""
+    return Figure(figsize=(width, height), layout=layout)
+
+
 def figures_dir() -> Path:
     """Where figures go: ``$UNEVEN_FIGURES`` if set, else the repository's ``figures/``.
 
@@ -135,7 +142,10 @@ def save(fig: Figure, name: str) -> Path:
 def png_bytes(fig: Figure, dpi: float = 80) -> bytes:
     """Render ``fig`` to PNG bytes (what widgets push to the page)."""
     buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=dpi)
+    # No tight bounding box (it draws the figure twice) and light compression: this runs on every
+    # widget update, where encoding time matters more than a few kilobytes.
+    with matplotlib.rc_context({"savefig.bbox": "standard"}):
+        fig.savefig(buf, format="png", dpi=dpi, pil_kwargs={"compress_level": 1})
     return buf.getvalue()
 
 

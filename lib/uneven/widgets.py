@@ -26,9 +26,25 @@ from collections.abc import Callable
 import ipywidgets as W
 from IPython.display import Image, display
 
-from .plots import figure, png_bytes
+from .plots import blank_figure, png_bytes, style
 
-__all__ = ["Explorer", "explore", "slider", "int_slider", "dropdown", "toggle"]
+__all__ = ["Explorer", "explore", "reuse", "slider", "int_slider", "dropdown", "toggle"]
+
+
+def reuse(fig, key: str, build: Callable) -> dict:
+    """Artists of ``fig`` built once by ``build(fig) -> dict`` and kept for later redraws.
+
+    A widget's draw function calls ``art = reuse(fig, "a2a", build)`` and then only updates data
+    (``set_data``, ``set_text``, ``set_clim``): creating axes and ticks is the slow part of a
+    redraw.
+    A figure that was cleared, or built for another key, is rebuilt.
+    """
+    cache = getattr(fig, "_uneven_artists", None)
+    if cache is None or cache[0] != key or not fig.axes:
+        fig.clear()
+        cache = (key, build(fig))
+        fig._uneven_artists = cache
+    return cache[1]
 
 
 def slider(lo: float, hi: float, step: float, value: float, description: str,
@@ -64,7 +80,7 @@ class Explorer:
     """
 
     def __init__(self, compute: Callable, draw: Callable, controls: dict, *,
-                 presets: dict | None = None, figsize=(7.5, 3.4), dpi: float = 80,
+                 presets: dict | None = None, figsize=(7.5, 3.4), dpi: float = 72,
                  columns: int = 2):
         if not callable(compute) or not callable(draw):
             raise ValueError("compute and draw must be callables")
@@ -82,6 +98,7 @@ class Explorer:
         self.png: bytes | None = None
         self.timings: list[float] = []
         self._handle = None
+        self._fig = None
         self._holding = False
         self.message = W.HTML(value="")
         self.preset_menu = None
@@ -106,10 +123,15 @@ class Explorer:
         values = self.values()
         try:
             state = self.compute(**values)
-            fig, _ = figure(*self.figsize)
-            self.draw(fig, state, **values)
-            png = png_bytes(fig, dpi=self.dpi)
+            with style():
+                # One figure for the explorer's life: draw functions may update their artists in
+                # place (see ``reuse``), which is what keeps a redraw under ~100 ms.
+                if self._fig is None:
+                    self._fig = blank_figure(*self.figsize)
+                self.draw(self._fig, state, **values)
+                png = png_bytes(self._fig, dpi=self.dpi)
         except Exception as err:  # shown to the reader, never raised into the widget machinery
+            self._fig = None  # a half-drawn figure is not reused
             self.error = f"{type(err).__name__}: {err}"
             self.message.value = (
                 f"<span style='color:#D55E00'>⚠ {html.escape(self.error)}</span>"
