@@ -30,7 +30,7 @@ Units: capacities in bytes/s, latencies in seconds.
 
 >>> t = h800_cluster(n_nodes=4)
 >>> t.n_gpus, t.n_links
-(32, 132)
+(32, 144)
 >>> for link in t.route(0, 9):
 ...     print(t.link_name(link))
 nvl_out[node 0, gpu 0]
@@ -131,6 +131,25 @@ class Topology:
         out = np.empty(MAX_ROUTE, dtype=np.int64)
         n = _route(self.iparams, src, dst, out)
         return out[:n].copy()
+
+    def paths(self, src, dst) -> tuple[np.ndarray, np.ndarray]:
+        """Routes of many transfers in CSR form: ``(ptr, links)``, transfer i crossing
+        ``links[ptr[i]:ptr[i+1]]``. This is the path input of the fluid engine.
+
+        >>> ptr, links = h800_cluster(2).paths([0, 0], [1, 8])
+        >>> ptr.tolist(), links.size
+        ([0, 2, 4], 4)
+        """
+        from ._validate import as_int_array
+
+        src = as_int_array("src", src, ndim=1, lo=0, hi=self.n_gpus - 1)
+        dst = as_int_array("dst", dst, ndim=1, lo=0, hi=self.n_gpus - 1)
+        if src.size != dst.size:
+            raise ValueError(f"src and dst must have the same length; got {src.size}, {dst.size}")
+        ptr = np.zeros(src.size + 1, dtype=np.int64)
+        links = np.empty(src.size * MAX_ROUTE, dtype=np.int64)
+        n = _paths_csr(self.iparams, src, dst, ptr, links)
+        return ptr, links[:n].copy()
 
     def hop_class(self, src: int, dst: int) -> int:
         """0 for the same device, 1 for the same node, 2 for another node."""
@@ -246,6 +265,19 @@ def _route(ip, src, dst, out):
         return _net_path(ip, node_s, rd, node_d, rd, out, 2)
     # Shared spines: leave on the source's rail, change rail in the spine layer.
     return _net_path(ip, node_s, rs, node_d, rd, out, 0)
+
+
+@njit
+def _paths_csr(ip, src, dst, ptr, links):
+    buf = np.empty(MAX_ROUTE, dtype=np.int64)
+    n = 0
+    for f in range(src.size):
+        k = _route(ip, src[f], dst[f], buf)
+        for h in range(k):
+            links[n + h] = buf[h]
+        n += k
+        ptr[f + 1] = n
+    return n
 
 
 @njit
