@@ -15,6 +15,7 @@ from pathlib import Path
 import numba
 import pytest
 import tomllib
+
 import uneven._jit as jit
 
 ROOT = Path(__file__).resolve().parents[1]

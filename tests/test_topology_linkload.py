@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
 from uneven.engines.linkload import (
     _reference_link_loads,
     link_loads,

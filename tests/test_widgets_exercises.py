@@ -1,6 +1,7 @@
 """Widgets driven headless, and the exercise checkers."""
 
 import pytest
+
 from uneven.exercises import check, register, registered
 from uneven.explorers import a2a_state, start_page_explorer
 from uneven.widgets import explore, int_slider
