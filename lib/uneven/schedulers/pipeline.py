@@ -1,0 +1,955 @@
+"""Pipeline-parallel schedules under slow links, built on the timeline engine.
+
+Vocabulary (units: seconds):
+
+* ``p`` stages, ``m`` micro-batches, ``v`` model chunks per stage (interleaved 1F1B only).
+* Per-stage op times ``t_f`` (forward), ``t_b`` (backward for the input gradient) and ``t_w``
+  (backward for the weight gradient), scalars or arrays of ``p``; they are the times of one
+  micro-batch through the *whole* stage, so with ``v`` chunks each chunk op takes ``t / v``.
+  Schedules without a separate W (GPipe, 1F1B, interleaved) run one backward of ``t_b + t_w``.
+* Link ``i`` joins stages ``i`` and ``i+1``. ``delays[i]`` (s) is an extra one-way latency that
+  hits activations (``i -> i+1``) and gradients (``i+1 -> i``) alike; ``transfer[i]`` (s) is the
+  time a message occupies its sender (``bytes / bandwidth``). With ``v > 1`` a further link
+  ``p-1 -> 0`` carries the hand-over between chunks; give it as entry ``p-1`` (default 0; a
+  scalar applies to it too).
+* Warm-up count ``w_i``: the forwards stage ``i`` runs before its first backward, **counting the
+  first steady forward** (Megatron's ``p-i-1`` warm-up forwards plus one, so 1F1B has
+  ``w_i = p-i``). Slackness ``Δ_i = w_i - w_{i+1}``.
+
+Schedules (:func:`pipeline_schedule`):
+
+=========== ===================================================================================
+gpipe       all forwards, then all backwards (fixed order)
+1f1b        Megatron 1F1B: ``w_i`` forwards, then B/F pairs, then the remaining B's (fixed order);
+            ``w_i = p-i`` unless ``warmups`` is given (must not increase along the pipe)
+interleaved Megatron interleaved 1F1B with ``v >= 2`` chunks (needs ``m % p == 0``)
+zb-h1       zero bubble, 1F1B memory: F / B / W dispatched with ``w_i = p-i``
+zb-h2       zero bubble, 2x memory: ``w_i = 2(p-i)-1``
+zb          the same dispatcher with any given ``warmups``
+greedy      the dispatcher with no memory cap (B before F before W whenever ready); this is the
+            "ZB" policy of the PipeMorph artifact, whose warm-ups come out as ``2(p-i)-1``
+            (healthy network, equal op times)
+=========== ===================================================================================
+
+Dispatched orders. ``zb-h1``, ``zb-h2`` and ``zb``: a stage runs its ``w_i`` forwards, then
+its F's and B's in the 1F1B order (B, F, B, F, ..., then the last B's), each as soon as its input
+has arrived; while the next one waits, the stage runs W's (earliest micro-batch first). W's thus
+fill gaps and the tail, and at most ``w_i`` micro-batches are in flight (forward done, B not yet
+done). Re-planning (PipeMorph): after its ``w_i`` forwards a stage picks, among the ops whose
+inputs have arrived, a B before an F before a W (earliest micro-batch first) and starts no F while
+``w_i`` micro-batches are in flight. ``greedy``: the same pick, with no warm-up and no cap.
+
+How a schedule meets the delays (``mode`` of :func:`simulate_pipeline`):
+
+* ``"replay"`` (what a production job does): the per-stage op order is planned once for the
+  healthy network (zero extra delay, the given transfer times), then **replayed** in that fixed
+  order under the delays. A late tensor stalls its consumer and everything queued behind it.
+* ``"online"``: the dispatcher runs live under the delays with the schedule's own warm-ups
+  (for ``1f1b`` this is the replay: with no W to place, its order is fixed).
+* ``"replan"`` (PipeMorph): warm-ups are re-planned for the delays by :func:`replan_warmups`,
+  then dispatched live.
+
+Head-of-line blocking (``hol``): with ``hol=True`` each send is an op on the sending stage's GPU
+stream, right after the op that produced the tensor, lasting ``transfer + delay`` of its link, so
+that stage's next compute waits until the send has completed (a stuck NCCL send). With
+``hol=False`` (the default, and the model behind the slack analysis) the send goes to a CPU sender
+of that stage and direction, busy for ``transfer`` only, and the delay is a pure latency on the
+way; compute continues. Sends are eager: they never wait for the receiver.
+
+>>> s = pipeline_schedule("1f1b", p=4, m=8)
+>>> simulate_pipeline(s, t_f=1.0, t_b=2.0).iteration_time  # (m + p - 1)(F + B)
+33.0
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .._jit import njit
+from .._validate import (
+    as_float_array,
+    as_int_array,
+    check_bool,
+    check_choice,
+    check_int,
+    check_real,
+)
+from ..engines.timeline import _deadlock_message, _resource_orders, _timeline_kernel
+
+__all__ = [
+    "OP_KINDS",
+    "SCHEDULE_KINDS",
+    "MODES",
+    "PipelineSchedule",
+    "PipelineResult",
+    "TraceResult",
+    "pipeline_schedule",
+    "simulate_pipeline",
+    "simulate_trace",
+    "replan_warmups",
+    "slackness",
+    "absorption_bound",
+]
+
+F, B, W, SEND_ACT, SEND_GRAD = 0, 1, 2, 3, 4
+#: Names of the op kind codes in :class:`PipelineResult` (``kind`` array).
+OP_KINDS = ("F", "B", "W", "send-act", "send-grad")
+SCHEDULE_KINDS = ("gpipe", "1f1b", "interleaved", "zb-h1", "zb-h2", "zb", "greedy")
+MODES = ("replay", "online", "replan")
+_FIXED = {"gpipe": 0, "1f1b": 1, "interleaved": 2}
+_TOL = 1e-9  # slack for ceil(c / t_F), so that 0.07 / 0.01 = 7.000000000000001 counts as 7
+
+
+# --------------------------------------------------------------------------------------------
+# schedules
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PipelineSchedule:
+    """What to run: built by :func:`pipeline_schedule`.
+
+    ``warmups``: leading forwards per stage (the in-flight cap for dispatched kinds), ``None``
+    for ``greedy`` (no cap). ``split_backward``: B and W are separate ops. ``dispatched``: the
+    order comes from the dispatcher rather than a fixed recipe.
+    """
+
+    kind: str
+    p: int
+    m: int
+    v: int
+    warmups: tuple | None
+    split_backward: bool
+    dispatched: bool
+
+
+def pipeline_schedule(kind: str, p: int, m: int, v: int = 1, warmups=None) -> PipelineSchedule:
+    """A pipeline schedule: one of :data:`SCHEDULE_KINDS` (see the module table).
+
+    ``warmups`` (length ``p``, integers >= 1 that never increase along the pipe; entries above
+    ``m`` are clipped to ``m``) is accepted by ``"1f1b"`` and required by ``"zb"``.
+
+    >>> pipeline_schedule("zb-h2", p=4, m=12).warmups
+    (7, 5, 3, 1)
+    >>> pipeline_schedule("1f1b", p=4, m=2).warmups  # clipped to m
+    (2, 2, 2, 1)
+    """
+    kind = check_choice("kind", kind, SCHEDULE_KINDS)
+    p = check_int("p", p, lo=1)
+    m = check_int("m", m, lo=1)
+    v = check_int("v", v, lo=1)
+    if kind == "interleaved":
+        if v < 2:
+            raise ValueError(f"v must be an integer >= 2 for kind='interleaved'; got {v}")
+        if m % p:
+            raise ValueError(
+                f"m must be a multiple of p={p} for kind='interleaved' (Megatron's order); got {m}"
+            )
+    elif v != 1:
+        raise ValueError(f"v must be 1 for kind={kind!r} (chunks need 'interleaved'); got {v}")
+    if warmups is not None and kind not in ("1f1b", "zb"):
+        raise ValueError(
+            f"warmups is accepted only for kind '1f1b' or 'zb'; got warmups for kind={kind!r}"
+        )
+    if kind == "zb" and warmups is None:
+        raise ValueError("warmups is required for kind='zb' (a list of p warm-up counts); got None")
+    if warmups is not None:
+        w = _check_warmups(warmups, p, m)
+    elif kind in ("1f1b", "zb-h1"):
+        w = tuple(min(p - i, m) for i in range(p))
+    elif kind == "zb-h2":
+        w = tuple(min(2 * (p - i) - 1, m) for i in range(p))
+    elif kind == "gpipe":
+        w = (m,) * p
+    elif kind == "interleaved":
+        w = tuple(_interleaved_warmup(p, m, v, i) + 1 if m != p else m * v for i in range(p))
+        w = tuple(min(x, m * v) for x in w)
+    else:  # greedy
+        w = None
+    split = kind in ("zb-h1", "zb-h2", "zb", "greedy")
+    return PipelineSchedule(kind, p, m, v, w, split, split)
+
+
+def _check_warmups(warmups, p, m) -> tuple:
+    w = as_int_array("warmups", warmups, ndim=1, shape=(p,), lo=1)
+    if np.any(np.diff(w) > 0):
+        raise ValueError(
+            "warmups must never increase along the pipe (w_i >= w_{i+1}); got "
+            f"{w.tolist()}"
+        )
+    return tuple(int(x) for x in np.minimum(w, m))
+
+
+def _interleaved_warmup(p, m, v, s):
+    """Megatron's count of warm-up chunk forwards (before the first steady forward)."""
+    return 2 * (p - s - 1) + (v - 1) * p
+
+
+def slackness(warmups) -> np.ndarray:
+    """Δ_i = w_i - w_{i+1} for each link ``i`` (length ``p-1``, integers).
+
+    >>> slackness([7, 5, 3, 1]).tolist()
+    [2, 2, 2]
+    """
+    w = as_int_array("warmups", warmups, ndim=1, lo=1)
+    if w.size == 0:
+        raise ValueError("warmups must have at least one entry (one per stage); got []")
+    return w[:-1] - w[1:]
+
+
+def absorption_bound(delta, t_f, t_b):
+    """Largest delay (s) a link of slackness ``delta`` absorbs when a healthy plan is replayed.
+
+    Returns ``c* = (Δ - 1)(t_f + t_b) / 2`` (0 when ``Δ <= 1``); with equal op times ``t`` this is
+    ``(Δ - 1) t``. ``t_b`` is the backward a stage runs between two forwards: the input-gradient
+    part for the zero-bubble kinds (their W's sit in gaps and the tail), the *full* backward
+    ``t_b + t_w`` for 1F1B. ``delta`` may be an integer or an array of integers (one per link).
+
+    Why: in the steady 1F1B order, stage ``k`` runs ``w_k - 1`` forwards and ``w_k - 1``
+    backwards between sending F_j and needing B_j back; stage ``k+1`` needs
+    ``w_{k+1}(t_F + t_B)`` between receiving F_j and sending B_j, and the round trip adds ``2c``.
+    No stall iff ``2c + w_{k+1}(t_F+t_B) <= (w_k - 1)(t_F+t_B)``.
+
+    What this model does (replay of the healthy plan, delay ``c`` on link ``k`` only, sends off
+    the GPU stream, every ``Δ_i >= 1``; checked by property tests in ``tests/test_pipeline.py``):
+
+    * ``c <= c*``: the iteration grows by between ``c`` and ``2c``, whatever ``m``. Exactly
+      ``2c`` for 1F1B (the first activation and the last gradient both cross the slow link on the
+      critical path). Exactly ``c`` for the zero-bubble kinds with equal op times while
+      ``c <= t`` (the W's queued behind the last B's hide the gradient's crossing; the notes'
+      Fig 5: 390 -> 400 ms at 10 ms); between ``t`` and ``c*`` up to ``2c - t``.
+    * ``c > c*``: every ``w_k`` micro-batches pay the excess ``2c - (Δ-1)(t_F+t_B)`` again, so
+      the slope of the iteration time in ``c`` climbs to ``2 ceil(m / w_k)`` or more: O(m c).
+
+    >>> absorption_bound(2, 0.01, 0.01)
+    0.01
+    >>> absorption_bound([1, 2, 3], 1.0, 1.0).tolist()
+    [0.0, 1.0, 2.0]
+    """
+    d = np.asarray(delta)
+    if d.dtype.kind not in "iu" and not (
+        d.dtype.kind == "f" and np.all(np.isfinite(d)) and np.all(d == np.round(d))
+    ):
+        raise ValueError(f"delta must be an integer or an array of integers; got {delta!r}")
+    tf = _positive("t_f", t_f)
+    tb = _positive("t_b", t_b)
+    out = np.maximum(d.astype(np.float64) - 1.0, 0.0) * (tf + tb) / 2.0
+    return float(out) if out.ndim == 0 else out
+
+
+def _positive(name, value) -> float:
+    return check_real(name, value, lo=0.0, lo_open=True, unit="s")
+
+
+def replan_warmups(delays, t_f, *, m=None, cap=None) -> tuple:
+    """PipeMorph's warm-up plan for the given link delays (s).
+
+    ``w_{p-1} = 1`` and, going upstream, ``w_i = w_{i+1} + ceil(c_i / t_F,i) + 2``: every link
+    gets slackness 2 (absorbs one op time), a slow link as much more as its delay needs. ``t_f``
+    is a scalar or one value per stage (s). ``m`` clips every count to ``m``.
+
+    ``cap`` limits stage 0's in-flight micro-batches (its memory). The plan must keep
+    ``w_0 >= w_1 >= ... >= 1`` (a stage never holds more than its upstream neighbour), so a cap
+    cannot just clip ``w_0``: it is a budget of ``cap - 1`` slack units shared by all links. The
+    rule used here: if ``cap < p`` the plan is ``min(p - i, cap)`` (1F1B-like, some links get
+    Δ = 0); otherwise every link gets Δ = 1 and the remaining ``cap - p`` units go one by one
+    to the link furthest below its wish (ties: the longer delay, then the upstream link).
+
+    >>> replan_warmups([0.03, 0.0, 0.0], t_f=0.01)
+    (10, 5, 3, 1)
+    >>> replan_warmups([0.03, 0.0, 0.0], t_f=0.01, cap=7)
+    (7, 3, 2, 1)
+    """
+    c = as_float_array("delays", delays, ndim=1, lo=0.0, unit="s")
+    p = c.size + 1
+    tf = _per_stage("t_f", t_f, p, positive=True)
+    if m is not None:
+        m = check_int("m", m, lo=1)
+    if cap is not None:
+        cap = check_int("cap", cap, lo=1)
+    want = np.array(
+        [math.ceil(c[i] / tf[i] - _TOL) + 2 if c[i] > 0 else 2 for i in range(p - 1)],
+        dtype=np.int64,
+    )
+    if cap is None or 1 + int(want.sum()) <= cap:
+        delta = want
+    elif cap < p:
+        return _clip_m(tuple(min(p - i, cap) for i in range(p)), m)
+    else:
+        delta = np.ones(p - 1, dtype=np.int64)
+        for _ in range(cap - p):
+            deficit = want - delta
+            if deficit.max() <= 0:
+                break
+            # largest deficit, then longer delay, then upstream link
+            best = max(range(p - 1), key=lambda i: (deficit[i], c[i], -i))
+            delta[best] += 1
+    w = np.ones(p, dtype=np.int64)
+    for i in range(p - 2, -1, -1):
+        w[i] = w[i + 1] + delta[i]
+    return _clip_m(tuple(int(x) for x in w), m)
+
+
+def _clip_m(w, m):
+    return w if m is None else tuple(min(x, m) for x in w)
+
+
+# --------------------------------------------------------------------------------------------
+# results
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PipelineResult:
+    """One simulated iteration.
+
+    Scalars: ``iteration_time`` (s, the makespan). Per stage (length ``p``): ``bubble_fraction``
+    (idle compute time / iteration time; sends do not count as work), ``busy`` (s of F/B/W),
+    ``peak_inflight`` (most micro-batch chunks whose forward ran and whose B has not, i.e. the
+    activation memory in units of one micro-batch chunk), ``warmups`` (forwards before the first
+    B, counting the first steady one; for ``replan`` the plan used).
+
+    Per op, for timelines (``uneven.plots.gantt``): ``resource`` (int; stage ``s`` is its GPU
+    stream ``s``; the CPU senders are ``p + 2s`` for activations and ``p + 2s + 1`` for
+    gradients, named in ``resource_names``), ``start``/``finish`` (s), ``kind`` (codes of
+    :data:`OP_KINDS`), ``microbatch``, ``chunk``, ``stage`` (the sending stage for sends).
+    """
+
+    iteration_time: float
+    bubble_fraction: np.ndarray = field(repr=False)
+    busy: np.ndarray = field(repr=False)
+    peak_inflight: np.ndarray = field(repr=False)
+    warmups: tuple
+    schedule: PipelineSchedule = field(repr=False)
+    mode: str
+    hol: bool
+    resource: np.ndarray = field(repr=False)
+    start: np.ndarray = field(repr=False)
+    finish: np.ndarray = field(repr=False)
+    kind: np.ndarray = field(repr=False)
+    microbatch: np.ndarray = field(repr=False)
+    chunk: np.ndarray = field(repr=False)
+    stage: np.ndarray = field(repr=False)
+    resource_names: tuple = field(repr=False)
+    kind_names: tuple = field(default=OP_KINDS, repr=False)
+
+    def order(self, stage: int) -> list:
+        """The ops of one stage's GPU stream in run order, e.g. ``['F0', 'F1', 'B0', ...]``.
+
+        Chunk ``c > 0`` ops carry a suffix (``'F3.1'``); sends on the stream show as ``'>3'``
+        (activation) or ``'<3'`` (gradient).
+        """
+        stage = check_int("stage", stage, lo=0, hi=self.schedule.p - 1)
+        ids = np.flatnonzero(self.resource == stage)
+        ids = ids[np.lexsort((ids, self.start[ids]))]
+        out = []
+        for i in ids:
+            k = int(self.kind[i])
+            name = {SEND_ACT: ">", SEND_GRAD: "<"}.get(k, OP_KINDS[k])
+            suffix = f".{self.chunk[i]}" if self.chunk[i] else ""
+            out.append(f"{name}{self.microbatch[i]}{suffix}")
+        return out
+
+
+@dataclass(frozen=True)
+class TraceResult:
+    """Several iterations over a delay trace (:func:`simulate_trace`).
+
+    ``iteration_times`` (s, one per iteration); ``warmups`` (int, ``[iterations, p]``, the plan
+    each iteration ran); ``switched`` (bool per iteration: the plan differs from the previous one).
+    """
+
+    iteration_times: np.ndarray = field(repr=False)
+    warmups: np.ndarray = field(repr=False)
+    switched: np.ndarray = field(repr=False)
+
+    @property
+    def total_time(self) -> float:
+        """Sum of the iteration times (s)."""
+        return float(self.iteration_times.sum())
+
+
+# --------------------------------------------------------------------------------------------
+# public simulation entry points
+# --------------------------------------------------------------------------------------------
+
+
+def simulate_pipeline(
+    schedule: PipelineSchedule,
+    t_f,
+    t_b,
+    t_w=0.0,
+    *,
+    delays=0.0,
+    transfer=0.0,
+    mode: str = "replay",
+    hol: bool = False,
+    cap=None,
+) -> PipelineResult:
+    """Simulate one training iteration of ``schedule`` (see the module doc for the model).
+
+    ``t_f``, ``t_b``, ``t_w``: per-stage op times (s; scalar or length ``p``; ``t_f, t_b > 0``).
+    ``delays``: extra one-way latency per link (s): a scalar for every link or an array of
+    ``p-1`` (``p`` with an interleaved wrap link). ``transfer``: time a message occupies its
+    sender (s, = bytes / bandwidth), same shapes. ``mode``: ``"replay"``, ``"online"`` or
+    ``"replan"`` (:data:`MODES`; ``replan`` takes only ``p``, ``m`` and whether B and W are
+    split from ``schedule``). ``hol``: sends block the sending GPU stream. ``cap``: memory cap
+    on stage 0's in-flight micro-batches for ``replan`` (see :func:`replan_warmups`).
+
+    >>> zb = pipeline_schedule("zb-h2", p=4, m=12)
+    >>> [round(simulate_pipeline(zb, 0.01, 0.01, 0.01, delays=[c, 0, 0]).iteration_time, 3)
+    ...  for c in (0.0, 0.01, 0.02)]
+    [0.39, 0.4, 0.44]
+    """
+    sched, tf, tb, tw, mode, hol = _check_common(schedule, t_f, t_b, t_w, mode, hol)
+    p, v = sched.p, sched.v
+    ld = _link_array("delays", delays, p, v)
+    lt = _link_array("transfer", transfer, p, v)
+    warm = _mode_warmups(sched, mode, ld, tf, cap)
+    return _simulate(sched, tf, tb, tw, ld, lt, mode, hol, warm, plan=None)
+
+
+def simulate_trace(
+    schedule: PipelineSchedule,
+    t_f,
+    t_b,
+    t_w=0.0,
+    *,
+    delay_trace,
+    transfer=0.0,
+    mode: str = "replay",
+    hol: bool = False,
+    cap=None,
+    lag: int = 1,
+) -> TraceResult:
+    """Run one iteration per row of ``delay_trace`` (s, shape ``[iterations, p-1]``).
+
+    ``replay`` replays the healthy plan every iteration; ``online`` dispatches the schedule's
+    warm-ups live. ``replan`` switches plans only at iteration boundaries: iteration ``k`` runs the
+    warm-ups planned from row ``k - lag`` (the delays the monitor reported by then; the healthy
+    plan while ``k < lag``), dispatched live under row ``k``. ``lag=0`` is an oracle. Other
+    arguments as in :func:`simulate_pipeline`. Identical iterations are simulated once.
+    """
+    sched, tf, tb, tw, mode, hol = _check_common(schedule, t_f, t_b, t_w, mode, hol)
+    p, v = sched.p, sched.v
+    n_links = p - 1 if v == 1 else p
+    trace = as_float_array("delay_trace", delay_trace, ndim=2, lo=0.0, unit="s")
+    if trace.shape[1] not in (p - 1, n_links):
+        raise ValueError(
+            f"delay_trace must have shape [iterations, {p - 1}] (one column per link); "
+            f"got {trace.shape}"
+        )
+    if trace.shape[0] < 1:
+        raise ValueError("delay_trace must have at least one row (iteration); got 0")
+    lag = check_int("lag", lag, lo=0)
+    lt = _link_array("transfer", transfer, p, v)
+    plan = None
+    if mode == "replay" and sched.dispatched:
+        plan = _healthy_plan(sched, tf, tb, tw, lt, hol)
+    n_it = trace.shape[0]
+    times = np.empty(n_it)
+    warms = np.zeros((n_it, p), dtype=np.int64)
+    cache: dict = {}
+    for k in range(n_it):
+        ld = _link_array("delay_trace row", trace[k], p, v)
+        if mode == "replan":
+            known = np.zeros(p) if k < lag else _link_array("delay_trace row", trace[k - lag], p, v)
+            warm = _mode_warmups(sched, mode, known, tf, cap)
+        else:
+            warm = _mode_warmups(sched, mode, ld, tf, cap)
+        key = (warm, ld.tobytes())
+        if key not in cache:
+            res = _simulate(sched, tf, tb, tw, ld, lt, mode, hol, warm, plan=plan)
+            cache[key] = (res.iteration_time, res.warmups)
+        times[k], w_used = cache[key]
+        warms[k] = w_used
+    switched = np.zeros(n_it, dtype=bool)
+    switched[1:] = np.any(warms[1:] != warms[:-1], axis=1)
+    for a in (times, warms, switched):
+        a.flags.writeable = False
+    return TraceResult(times, warms, switched)
+
+
+# --------------------------------------------------------------------------------------------
+# internals: validation
+# --------------------------------------------------------------------------------------------
+
+
+def _check_common(schedule, t_f, t_b, t_w, mode, hol):
+    if not isinstance(schedule, PipelineSchedule):
+        raise ValueError(
+            "schedule must be a PipelineSchedule from pipeline_schedule(...); got "
+            f"{type(schedule).__name__}"
+        )
+    mode = check_choice("mode", mode, MODES)
+    hol = check_bool("hol", hol)
+    p = schedule.p
+    tf = _per_stage("t_f", t_f, p, positive=True)
+    tb = _per_stage("t_b", t_b, p, positive=True)
+    tw = _per_stage("t_w", t_w, p, positive=False)
+    if mode != "replay" and schedule.kind in ("gpipe", "interleaved"):
+        raise ValueError(
+            f"mode must be 'replay' for kind={schedule.kind!r} (the dispatcher handles 1f1b and "
+            f"the zero-bubble kinds); got mode={mode!r}"
+        )
+    return schedule, tf, tb, tw, mode, hol
+
+
+def _per_stage(name, value, p, positive):
+    arr = as_float_array(name, value, unit="s", lo=0.0, lo_open=positive)
+    if np.ndim(value) == 0:  # as_float_array returns at least 1-d
+        return np.full(p, float(arr[0]))
+    if arr.shape != (p,):
+        raise ValueError(f"{name} must be a scalar or have shape ({p},) (one per stage); "
+                         f"got shape {arr.shape}")
+    return arr
+
+
+def _link_array(name, value, p, v):
+    """Per-link values (s) as an array of length ``p``; entry ``p-1`` is the wrap link."""
+    arr = as_float_array(name, value, lo=0.0, unit="s")
+    out = np.zeros(max(p, 1))
+    if np.ndim(value) == 0:  # as_float_array returns at least 1-d
+        out[: p - 1] = float(arr[0])
+        if v > 1:
+            out[p - 1] = float(arr[0])
+        return out
+    ok = (p - 1,) if v == 1 else (p - 1, p)
+    if arr.ndim != 1 or arr.shape[0] not in ok:
+        want = " or ".join(str(k) for k in ok)
+        raise ValueError(f"{name} must be a scalar or a 1-d array of {want} entries (one per "
+                         f"link); got shape {arr.shape}")
+    out[: arr.size] = arr
+    return out
+
+
+def _mode_warmups(sched, mode, ld, tf, cap):
+    """The warm-up counts the dispatcher uses (``None``: no cap / fixed order)."""
+    if cap is not None:
+        if mode != "replan":
+            raise ValueError(f"cap applies to mode='replan' only; got cap={cap!r} with "
+                             f"mode={mode!r}")
+        cap = check_int("cap", cap, lo=1)
+    if mode == "replan":
+        return replan_warmups(ld[: sched.p - 1], tf, m=sched.m, cap=cap)
+    if sched.kind == "1f1b" and mode == "online":
+        return sched.warmups
+    return sched.warmups if sched.dispatched else None
+
+
+# --------------------------------------------------------------------------------------------
+# internals: simulation
+# --------------------------------------------------------------------------------------------
+
+
+def _durations(sched, tf, tb, tw, split):
+    v = sched.v
+    db = tb if split else tb + tw
+    return tf / v, db / v, tw / v
+
+
+def _alternates(sched, mode) -> bool:
+    """Whether the dispatcher keeps the 1F1B order of F's and B's (see the module doc)."""
+    return mode != "replan" and sched.kind != "greedy"
+
+
+def _healthy_plan(sched, tf, tb, tw, lt, hol):
+    """Order planned by the dispatcher for a network with no extra delay."""
+    zero = np.zeros(max(sched.p, 1))
+    return _dispatch(sched, tf, tb, tw, zero, lt, hol, sched.warmups, sched.split_backward,
+                     _alternates(sched, "replay"))
+
+
+def _simulate(sched, tf, tb, tw, ld, lt, mode, hol, warm, plan):
+    p = sched.p
+    split = sched.split_backward
+    if mode == "replay":
+        if sched.dispatched:
+            order = plan if plan is not None else _healthy_plan(sched, tf, tb, tw, lt, hol)
+        else:
+            order = _fixed_order(sched)
+    else:  # online / replan: dispatched live under the delays
+        order = _dispatch(sched, tf, tb, tw, ld, lt, hol, warm, split, _alternates(sched, mode))
+    okind = order[0]
+    dur, res, kind, mb, chunk, stage, dep_ptr, dep_src, dep_dly = _dag(
+        sched, order, tf, tb, tw, ld, lt, hol
+    )
+    n = dur.size
+    n_per = okind.shape[1]
+    order_ptr, order_ops = _resource_orders(res)
+    start = np.empty(n)
+    finish = np.empty(n)
+    done = np.zeros(n, dtype=np.int64)
+    n_done = _timeline_kernel(dur, np.zeros(n), order_ptr, order_ops, dep_ptr, dep_src, dep_dly,
+                              start, finish, done)
+    if n_done < n:  # only a hand-written order can get here (e.g. odd 1f1b warm-ups)
+        labels = [f"{OP_KINDS[k]}{j}.{c}@stage{s}" for k, j, c, s in zip(kind, mb, chunk, stage,
+                                                                         strict=True)]
+        raise ValueError(_deadlock_message(done, res, order_ptr, order_ops, dep_ptr, dep_src,
+                                           labels))
+    makespan = float(finish.max())
+    comp = kind <= W
+    busy = np.bincount(stage[comp], weights=dur[comp], minlength=p)
+    step = np.where(okind == F, 1, np.where(okind == B, -1, 0))
+    peak = np.cumsum(step, axis=1).max(axis=1)
+    is_b = okind == B
+    first_b = np.where(is_b.any(axis=1), is_b.argmax(axis=1), n_per)
+    warm_used = tuple(int(np.sum(okind[s, : first_b[s]] == F)) for s in range(p))
+    names = tuple(
+        [f"stage {s}" for s in range(p)]
+        + [n for s in range(p) for n in (f"stage {s} act sender", f"stage {s} grad sender")]
+    )
+    arrays = (busy, peak, res, start, finish, kind, mb, chunk, stage)
+    for a in arrays:
+        a.flags.writeable = False
+    bubble = 1.0 - busy / makespan
+    bubble.flags.writeable = False
+    return PipelineResult(
+        iteration_time=makespan,
+        bubble_fraction=bubble,
+        busy=busy,
+        peak_inflight=peak,
+        warmups=warm_used,
+        schedule=sched,
+        mode=mode,
+        hol=hol,
+        resource=res,
+        start=start,
+        finish=finish,
+        kind=kind,
+        microbatch=mb,
+        chunk=chunk,
+        stage=stage,
+        resource_names=names,
+    )
+
+
+def _dag(sched, order, tf, tb, tw, ld, lt, hol):
+    """Op arrays and predecessor CSR (see :func:`_build_dag`) for per-stage orders."""
+    p, m, v = sched.p, sched.m, sched.v
+    okind, omb, ochunk = order[:3]
+    dF, dB, dW = _durations(sched, tf, tb, tw, sched.split_backward)
+    n_max = 2 * p * okind.shape[1]
+    dur = np.empty(n_max)
+    res, kind, mb, chunk, stage = (np.empty(n_max, dtype=np.int64) for _ in range(5))
+    dep_ptr = np.zeros(n_max + 1, dtype=np.int64)
+    dep_src = np.empty(2 * n_max, dtype=np.int64)
+    dep_dly = np.empty(2 * n_max)
+    n, n_edges = _build_dag(p, m, v, okind, omb, ochunk, dF, dB, dW, ld, lt, hol,
+                            dur, res, kind, mb, chunk, stage, dep_ptr, dep_src, dep_dly)
+    return (dur[:n], res[:n], kind[:n], mb[:n], chunk[:n], stage[:n], dep_ptr[: n + 1],
+            dep_src[:n_edges], dep_dly[:n_edges])
+
+
+def _fixed_order(sched):
+    p, m, v = sched.p, sched.m, sched.v
+    n_per = 2 * m * v
+    okind = np.empty((p, n_per), dtype=np.int64)
+    omb = np.empty((p, n_per), dtype=np.int64)
+    ochunk = np.zeros((p, n_per), dtype=np.int64)
+    w = np.array(sched.warmups, dtype=np.int64)
+    _fixed_order_kernel(_FIXED[sched.kind], p, m, v, w, okind, omb, ochunk)
+    return okind, omb, ochunk
+
+
+@njit
+def _fixed_order_kernel(code, p, m, v, w, okind, omb, ochunk):  # pragma: no cover - compiled
+    total = m * v
+    for s in range(p):
+        pos = 0
+        if code == 0:  # GPipe: all F, then all B
+            for j in range(m):
+                okind[s, pos] = 0
+                omb[s, pos] = j
+                pos += 1
+            for j in range(m):
+                okind[s, pos] = 1
+                omb[s, pos] = j
+                pos += 1
+        elif code == 1:  # 1F1B with w[s] leading forwards
+            ws = w[s]
+            for j in range(ws):
+                okind[s, pos] = 0
+                omb[s, pos] = j
+                pos += 1
+            for k in range(m - ws):
+                okind[s, pos] = 1
+                omb[s, pos] = k
+                pos += 1
+                okind[s, pos] = 0
+                omb[s, pos] = ws + k
+                pos += 1
+            for k in range(m - ws, m):
+                okind[s, pos] = 1
+                omb[s, pos] = k
+                pos += 1
+        else:  # Megatron interleaved: forward k -> chunk (k//p)%v, backward chunks reversed
+            if m == p:
+                warm = total
+            else:
+                warm = min(2 * (p - s - 1) + (v - 1) * p, total)
+            nf = 0
+            nb = 0
+            for _ in range(warm):
+                _interleaved_put(okind, omb, ochunk, s, pos, 0, nf, p, v)
+                nf += 1
+                pos += 1
+            for _ in range(total - warm):
+                _interleaved_put(okind, omb, ochunk, s, pos, 0, nf, p, v)
+                nf += 1
+                pos += 1
+                _interleaved_put(okind, omb, ochunk, s, pos, 1, nb, p, v)
+                nb += 1
+                pos += 1
+            while nb < total:
+                _interleaved_put(okind, omb, ochunk, s, pos, 1, nb, p, v)
+                nb += 1
+                pos += 1
+
+
+@njit(inline="always")
+def _interleaved_put(okind, omb, ochunk, s, pos, kind, k, p, v):  # pragma: no cover
+    group = k // (p * v)
+    c = (k // p) % v
+    if kind == 1:
+        c = v - 1 - c
+    okind[s, pos] = kind
+    omb[s, pos] = group * p + k % p
+    ochunk[s, pos] = c
+
+
+def _dispatch(sched, tf, tb, tw, ld, lt, hol, warm, split, alternate):
+    p, m = sched.p, sched.m
+    dF, dB, dW = _durations(sched, tf, tb, tw, split)
+    n_per = m * (3 if split else 2)
+    okind = np.empty((p, n_per), dtype=np.int64)
+    omb = np.empty((p, n_per), dtype=np.int64)
+    if warm is None:  # greedy: no memory cap, no forced warm-up
+        w = np.full(p, m, dtype=np.int64)
+        strict = False
+    else:
+        w = np.minimum(np.array(warm, dtype=np.int64), m)
+        strict = True
+    # times closer than eps count as equal (1e-9 of the shortest op)
+    eps = 1e-9 * float(min(dF.min(), dB.min()))
+    ostart = np.empty((p, n_per))
+    done = _dispatch_kernel(p, m, w, strict, alternate, split, dF, dB, dW, ld, lt, hol, eps,
+                            okind, omb, ostart)
+    if done < p * n_per:  # pragma: no cover - guarded by tests; a bug if it ever fires
+        raise RuntimeError(f"dispatcher stalled after {done} of {p * n_per} ops (warmups {warm})")
+    return okind, omb, np.zeros((p, n_per), dtype=np.int64), ostart
+
+
+@njit
+def _dispatch_kernel(p, m, w, strict, alternate, split, dF, dB, dW, ld, lt, hol, eps,
+                     okind, omb, ostart):  # pragma: no cover - compiled
+    """Event-driven list scheduler; fills the per-stage orders, returns ops scheduled.
+
+    At each step the stage that can start something earliest does so; at that moment it picks a
+    B, else an F, else a W among the ops whose inputs are there. Ops on other stages start no
+    earlier, and their outputs arrive later still, so the choice never misses an op that could
+    have been ready (ties at equal times go to the lower stage).
+    """
+    n_per = okind.shape[1]
+    inf = np.inf
+    nf = np.zeros(p, dtype=np.int64)
+    nb = np.zeros(p, dtype=np.int64)
+    nw = np.zeros(p, dtype=np.int64)
+    cnt = np.zeros(p, dtype=np.int64)
+    free = np.zeros(p)
+    f_arr = np.full((p, m), inf)
+    f_arr[0, :] = 0.0
+    b_arr = np.full((p, m), inf)
+    b_fin = np.zeros((p, m))
+    sfree = np.zeros((p, 2))
+    total = p * n_per
+    done = 0
+    while done < total:
+        best_t = inf
+        best_s = -1
+        best_k = -1
+        for s in range(p):
+            if cnt[s] == n_per:
+                continue
+            r_f = inf
+            r_b = inf
+            if alternate:  # F/B in 1F1B order: w forwards, then B, F, B, F ..., then B's
+                if nf[s] >= w[s] and (nb[s] == nf[s] - w[s] or nf[s] == m):
+                    if nb[s] < m:
+                        r_b = b_arr[s, nb[s]]
+                else:
+                    r_f = f_arr[s, nf[s]]
+            else:
+                if nf[s] < m and nf[s] - nb[s] < w[s]:
+                    r_f = f_arr[s, nf[s]]
+                if nb[s] < nf[s] and (not strict or nf[s] >= w[s]):
+                    r_b = b_arr[s, nb[s]]
+            r_w = inf
+            if split and nw[s] < nb[s]:
+                r_w = b_fin[s, nw[s]]
+            r = min(r_f, min(r_b, r_w))
+            if r == inf:
+                continue
+            t = max(free[s], r)
+            # ``eps`` makes float ties (a tensor arriving "exactly" when the stage frees up)
+            # behave like exact ties whatever the rounding: lower stage first, B before F.
+            if t < best_t - eps:
+                best_t = t
+                best_s = s
+                if r_b <= t + eps:
+                    best_k = 1
+                elif r_f <= t + eps:
+                    best_k = 0
+                else:
+                    best_k = 2
+        if best_s < 0:
+            return done
+        s = best_s
+        t = best_t
+        pos = cnt[s]
+        if best_k == 0:
+            j = nf[s]
+            nf[s] += 1
+            fin = t + dF[s]
+            free[s] = fin
+            if s < p - 1:
+                f_arr[s + 1, j] = _send(fin, s, 0, s, ld, lt, hol, sfree, free)
+            else:
+                b_arr[s, j] = fin
+        elif best_k == 1:
+            j = nb[s]
+            nb[s] += 1
+            fin = t + dB[s]
+            free[s] = fin
+            b_fin[s, j] = fin
+            if s > 0:
+                b_arr[s - 1, j] = _send(fin, s, 1, s - 1, ld, lt, hol, sfree, free)
+        else:
+            j = nw[s]
+            nw[s] += 1
+            free[s] = t + dW[s]
+        okind[s, pos] = best_k
+        omb[s, pos] = j
+        ostart[s, pos] = t
+        cnt[s] += 1
+        done += 1
+    return done
+
+
+@njit(inline="always")
+def _send(fin, s, direction, link, ld, lt, hol, sfree, free):  # pragma: no cover - compiled
+    """Arrival time of a tensor produced at ``fin`` on stage ``s``; updates busy times."""
+    c = ld[link]
+    tx = lt[link]
+    if hol:  # the send sits on the GPU stream until it completes
+        end = fin + tx + c
+        free[s] = end
+        return end
+    if tx > 0.0:  # CPU sender: FIFO, busy for the transfer only
+        st = max(fin, sfree[s, direction])
+        sfree[s, direction] = st + tx
+        return st + tx + c
+    return fin + c
+
+
+@njit
+def _build_dag(p, m, v, okind, omb, ochunk, dF, dB, dW, ld, lt, hol,
+               dur, res, kind, mb, chunk, stage, dep_ptr, dep_src, dep_dly):  # pragma: no cover
+    """Ops (compute + sends) and predecessor CSR for per-stage orders; returns (n, n_edges).
+
+    Op ids follow each stage's order, a stream send right after its producer, so every
+    resource's ops appear in run order (the engine's default sequence).
+    """
+    n_per = okind.shape[1]
+    n_virt = p * v
+    cid = np.full((3, p, v, m), -1, dtype=np.int64)
+    send_of = np.full(2 * p * n_per, -1, dtype=np.int64)
+    link_of = np.full(2 * p * n_per, -1, dtype=np.int64)
+    prod = np.full(2 * p * n_per, -1, dtype=np.int64)
+    n = 0
+    for s in range(p):
+        for pos in range(n_per):
+            k = okind[s, pos]
+            c = ochunk[s, pos]
+            j = omb[s, pos]
+            q = c * p + s
+            i = n
+            n += 1
+            cid[k, s, c, j] = i
+            kind[i] = k
+            mb[i] = j
+            chunk[i] = c
+            stage[i] = s
+            res[i] = s
+            if k == 0:
+                dur[i] = dF[s]
+            elif k == 1:
+                dur[i] = dB[s]
+            else:
+                dur[i] = dW[s]
+            link = -1
+            direction = 0
+            if p == 1:  # all chunks on one GPU: nothing crosses a link
+                pass
+            elif k == 0 and q < n_virt - 1:
+                link = s if s < p - 1 else p - 1
+            elif k == 1 and q > 0:
+                link = s - 1 if s > 0 else p - 1
+                direction = 1
+            link_of[i] = link
+            if link >= 0:
+                need = (lt[link] + ld[link] > 0.0) if hol else (lt[link] > 0.0)
+                if need:
+                    sid = n
+                    n += 1
+                    send_of[i] = sid
+                    prod[sid] = i
+                    kind[sid] = 3 + direction
+                    mb[sid] = j
+                    chunk[sid] = c
+                    stage[sid] = s
+                    res[sid] = s if hol else p + 2 * s + direction
+                    dur[sid] = lt[link] + ld[link] if hol else lt[link]
+    # predecessors, in op id order so the CSR fills left to right
+    e = 0
+    for i in range(n):
+        dep_ptr[i] = e
+        k = kind[i]
+        if k >= 3:
+            dep_src[e] = prod[i]
+            dep_dly[e] = 0.0
+            e += 1
+            continue
+        s = stage[i]
+        c = chunk[i]
+        j = mb[i]
+        q = c * p + s
+        src = -1
+        if k == 0 and q > 0:
+            src = cid[0, (q - 1) % p, (q - 1) // p, j]
+        elif k == 1:
+            if q < n_virt - 1:
+                src = cid[1, (q + 1) % p, (q + 1) // p, j]
+            else:
+                dep_src[e] = cid[0, s, c, j]
+                dep_dly[e] = 0.0
+                e += 1
+        elif k == 2:
+            dep_src[e] = cid[1, s, c, j]
+            dep_dly[e] = 0.0
+            e += 1
+        if src >= 0:  # a tensor from another stage: via its send op or straight with the delay
+            link = link_of[src]
+            sid = send_of[src]
+            if sid >= 0:
+                dep_src[e] = sid
+                dep_dly[e] = 0.0 if hol else ld[link]
+            else:
+                dep_src[e] = src
+                dep_dly[e] = ld[link] if link >= 0 else 0.0
+            e += 1
+    dep_ptr[n] = e
+    return n, e
