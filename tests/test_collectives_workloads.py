@@ -146,3 +146,34 @@ def test_delay_traces():
         episodic_delay_trace(100, 7)
     with pytest.raises(ValueError, match="busiest_over_median"):
         expert_popularity(8, 0.5)
+
+
+def test_fluid_transfers_agree_with_the_bottleneck_model():
+    from uneven.collectives import fluid_transfers
+
+    t = h800_cluster(2)
+    n = t.n_gpus
+    s, d = np.meshgrid(np.arange(n), np.arange(n))
+    s, d = s.ravel(), d.ravel()
+    keep = s != d
+    fluid = fluid_transfers(t, s[keep], d[keep], np.full(keep.sum(), 1e6))
+    assert fluid.makespan == pytest.approx(all_to_all(t, 1e6).time)
+
+
+@settings(max_examples=20, deadline=None)
+@given(seed=st.integers(0, 10_000), m=st.integers(1, 40))
+def test_fluid_makespan_is_at_least_the_busiest_link(seed, m):
+    from uneven.collectives import fluid_transfers
+    from uneven.engines.linkload import link_loads
+
+    t = cluster(2, gpus_per_node=4, nics_per_node=2, nvlink_bw=4e9, nic_bw=1e9)
+    rng = np.random.default_rng(seed)
+    src = rng.integers(0, t.n_gpus, m)
+    dst = (src + rng.integers(1, t.n_gpus, m)) % t.n_gpus
+    size = rng.uniform(1e3, 1e6, m)
+    fluid = fluid_transfers(t, src, dst, size)
+    loads = link_loads(t, src, dst, size)
+    assert fluid.makespan >= loads.seconds_per_link().max() * (1 - 1e-9)
+    # A transfer that starts later never finishes before it could have alone.
+    late = fluid_transfers(t, src, dst, size, arrival=np.full(m, 1.0))
+    assert late.finish.min() >= 1.0

@@ -1,6 +1,68 @@
-"""uneven: a small simulator for distributed LLM training and serving when ranks are not equal."""
+"""uneven: a small simulator for distributed LLM training and serving when ranks are not equal.
+
+The core names are re-exported here; plotting, widgets and the notebooks' explorers live in
+:mod:`uneven.plots`, :mod:`uneven.widgets` and :mod:`uneven.explorers` (they import matplotlib and
+ipywidgets, so they load only when asked for).
+
+>>> import uneven
+>>> round(uneven.all_to_all(uneven.h800_cluster(2), 1e6).time * 1e6, 1)
+166.1
+"""
 
 from . import units
+from .collectives import (
+    BUSBW_FACTOR,
+    CollectiveResult,
+    algbw,
+    all_to_all,
+    alpha_beta_time,
+    busbw,
+    fluid_transfers,
+    ring_all_gather,
+    ring_all_reduce,
+    ring_reduce_scatter,
+    send_recv,
+)
+from .engines.fluid import FluidResult, batched_error, max_min_rates, simulate_fluid
+from .engines.linkload import LinkLoads, link_loads, link_loads_kron, link_loads_matrix
+from .engines.timeline import Timeline, edges_to_csr, run_timeline
+from .schedulers.pipeline import (
+    OP_KINDS,
+    PipelineResult,
+    PipelineSchedule,
+    absorption_bound,
+    pipeline_schedule,
+    replan_warmups,
+    simulate_pipeline,
+    simulate_trace,
+    slackness,
+)
+from .topology import Topology, cloudmatrix384, cluster, h20_cluster, h800_cluster, superpod
+from .workloads import (
+    episodic_delay_trace,
+    expert_loads,
+    expert_popularity,
+    gaussian_delay_trace,
+    sequence_lengths,
+)
 
 __version__ = "0.1.0"
-__all__ = ["units"]
+
+__all__ = [
+    "units",
+    # topology
+    "Topology", "cluster", "superpod", "h800_cluster", "h20_cluster", "cloudmatrix384",
+    # engines
+    "LinkLoads", "link_loads", "link_loads_matrix", "link_loads_kron",
+    "Timeline", "run_timeline", "edges_to_csr",
+    "FluidResult", "simulate_fluid", "max_min_rates", "batched_error",
+    # collectives
+    "CollectiveResult", "send_recv", "ring_all_gather", "ring_reduce_scatter", "ring_all_reduce",
+    "all_to_all", "fluid_transfers", "algbw", "busbw", "BUSBW_FACTOR", "alpha_beta_time",
+    # pipeline schedules
+    "PipelineSchedule", "PipelineResult", "OP_KINDS", "pipeline_schedule", "simulate_pipeline",
+    "simulate_trace", "replan_warmups", "slackness", "absorption_bound",
+    # workloads
+    "expert_popularity", "expert_loads", "sequence_lengths", "episodic_delay_trace",
+    "gaussian_delay_trace",
+]

@@ -45,6 +45,7 @@ __all__ = [
     "busbw",
     "BUSBW_FACTOR",
     "alpha_beta_time",
+    "fluid_transfers",
 ]
 
 # nccl-tests (doc/PERFORMANCE.md): busbw = algbw * factor(n).
@@ -215,3 +216,32 @@ def all_to_all(
     t = loads.time()
     # nccl-tests counts the all-to-all buffer as n chunks including the one a rank keeps.
     return CollectiveResult("all_to_all", n, total_per_rank, t, 1, t, loads)
+
+
+def fluid_transfers(topo: Topology, src, dst, nbytes, *, arrival=None, quantum: float = 0.0,
+                    efficiency=None):
+    """Transfers that start at different times, shared max-min fairly (the fluid engine).
+
+    ``src``, ``dst`` are GPU ids, ``nbytes`` bytes, ``arrival`` start times (s, default 0). Each
+    transfer's finish time includes its route's latency. ``efficiency`` (a number or a dict per
+    link kind) scales link capacities. Returns :class:`uneven.engines.fluid.FluidResult`.
+
+    >>> from uneven.topology import h800_cluster
+    >>> r = fluid_transfers(h800_cluster(2), [0, 1], [8, 8], [1e6, 1e6])   # 2-to-1 incast
+    >>> round(r.makespan * 1e6, 2)     # 2 MB into one 50 GB/s NIC, + PXN and NIC latency
+    46.13
+    """
+    from .engines.fluid import simulate_fluid
+    from .engines.linkload import _efficiency
+
+    topo = _check_topo(topo)
+    ptr, links = topo.paths(src, dst)
+    nbytes = as_float_array("nbytes", nbytes, ndim=1, lo=0.0, lo_open=True, unit="bytes")
+    if nbytes.size != ptr.size - 1:
+        raise ValueError(f"nbytes must have one entry per transfer ({ptr.size - 1}); "
+                         f"got {nbytes.size}")
+    lat = np.add.reduceat(np.append(topo.latency[links], 0.0), ptr[:-1]) if links.size else (
+        np.zeros(nbytes.size))
+    lat = np.where(ptr[1:] > ptr[:-1], lat, 0.0)
+    cap = topo.capacity * _efficiency(topo, efficiency)
+    return simulate_fluid(ptr, links, cap, nbytes, arrival=arrival, latency=lat, quantum=quantum)

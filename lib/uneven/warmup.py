@@ -7,13 +7,11 @@ specialisations are the ones notebooks hit.
 
 from __future__ import annotations
 
-import importlib
 import time
 
 import numpy as np
 
-# (module, function name) pairs, each a no-argument warm-up. Modules are optional so that a
-# partial install still warms what it has.
+# Each step calls the public entry points with tiny inputs of the types notebooks use.
 _STEPS = []
 
 
@@ -37,17 +35,39 @@ def _linkload():
 
 
 @_step
-def _optional_modules():
-    # Modules that carry their own warm-up function.
-    for name in ("uneven.engines.timeline", "uneven.engines.fluid", "uneven.schedulers.pipeline",
-                 "uneven.schedulers.experts", "uneven.ep_traffic"):
-        try:
-            mod = importlib.import_module(name)
-        except ImportError:
-            continue
-        fn = getattr(mod, "_warmup", None)
-        if fn is not None:
-            fn()
+def _pipeline():
+    from .engines.timeline import run_timeline
+    from .schedulers.pipeline import pipeline_schedule, simulate_pipeline, simulate_trace
+
+    run_timeline([1.0, 1.0], [0, 1], [0, 0, 1], [0], [0.0])
+    for kind in ("gpipe", "1f1b", "interleaved", "zb-h1", "zb-h2", "greedy"):
+        sched = pipeline_schedule(kind, 4, 8, v=2 if kind == "interleaved" else 1)
+        for mode in ("replay", "online", "replan"):
+            if mode != "replay" and kind in ("gpipe", "interleaved"):
+                continue
+            for hol in (False, True):
+                simulate_pipeline(sched, 0.01, 0.01, 0.01, delays=[0.01, 0.0, 0.0], mode=mode,
+                                  hol=hol)
+    simulate_trace(pipeline_schedule("zb-h2", 4, 8), 0.01, 0.01, 0.01,
+                   delay_trace=np.zeros((2, 3)), mode="replan")
+
+
+@_step
+def _fluid():
+    from .collectives import fluid_transfers
+    from .topology import h800_cluster
+
+    fluid_transfers(h800_cluster(2), [0, 1], [8, 9], [1.0, 2.0], arrival=[0.0, 0.5])
+    fluid_transfers(h800_cluster(2), [0, 1], [8, 9], [1.0, 2.0], quantum=1e-3)
+
+
+@_step
+def _experts():
+    try:
+        from .explorers import ep_explore_state
+    except ImportError:  # a partial install without the EP modules
+        return
+    ep_explore_state(tokens_per_gpu=128, n_nodes=2, max_nodes=2)
 
 
 def main() -> None:
