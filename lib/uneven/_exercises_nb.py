@@ -31,3 +31,43 @@ register("00.1", _ex00_1, unit="µs", rtol=0.02,
          hint="which link does every byte that leaves a node cross, and how many bytes is that?")
 register("00.2", _ex00_2, unit="µs", rtol=0.02,
          hint="look at the NICs of node 0: how much arrives there from the other nodes?")
+
+
+# --------------------------------------------------------------------------- notebook 03
+def _ex03_1(mode):
+    from .ep_traffic import dispatch_bytes_per_token, ep_dispatch_traffic
+
+    # One token on GPU 3 (node 0) to experts placed on GPUs 6, 10, 13, 19.
+    t = ep_dispatch_traffic([[0, 1, 2, 3]], [3], [6, 10, 13, 19], 8,
+                            dispatch_bytes_per_token(7168, "fp8"), mode=mode, n_gpus=24)
+    return t.network_bytes
+
+
+def _ex03_2():
+    from .ep_model import nvlink_fanout_limit
+    from .units import gbit_per_s, gbyte_per_s
+
+    return nvlink_fanout_limit(gbyte_per_s(180), gbit_per_s(400))
+
+
+def _ex03_3():
+    from .ep_model import min_node_cap
+
+    return min_node_cap(32, 9.0)
+
+
+def _ex03_4():
+    from .ep_model import decode_tpot_bound
+
+    return decode_tpot_bound(400e9) * 1e3
+
+
+register("03.1a", lambda: _ex03_1("direct"), unit="bytes", rtol=1e-6,
+         hint="count the expert GPUs that are not on the token's own node")
+register("03.1b", lambda: _ex03_1("dedup"), unit="bytes", rtol=1e-6,
+         hint="count the other nodes, not the GPUs")
+register("03.2", _ex03_2, rtol=0.01, hint="how many copies fit through NVLink while one drains "
+         "through the NIC? Mind Gb/s versus GB/s.")
+register("03.3", _ex03_3, kind="exact", hint="each of the M nodes gets 32/M experts")
+register("03.4", _ex03_4, unit="ms", rtol=0.02,
+         hint="(1 + 2) bytes × tokens × experts × hidden / bandwidth, per round")

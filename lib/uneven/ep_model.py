@@ -1,0 +1,312 @@
+"""Expert-parallel dispatch and combine on a topology: routing → bytes → time.
+
+This module joins three pieces: routing (:mod:`uneven.schedulers.experts`), the byte matrices of
+dispatch and combine (:mod:`uneven.ep_traffic`), and the link-load engine. One EP phase is timed
+with the bottleneck model, the IB copies and the NVLink forwards of the node-deduplicated scheme
+counted in the same phase: DeepEP pipelines them in chunks, so the slower of the two resources
+sets the pace.
+
+Units: bytes, seconds, bytes/s.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ._validate import check_choice, check_int, check_real
+from .engines.linkload import LinkLoads, link_loads_matrix
+from .ep_traffic import (
+    EpTraffic,
+    combine_bytes_per_token,
+    deepep_logical_bytes,
+    dispatch_bytes_per_token,
+    ep_combine_traffic,
+    ep_dispatch_traffic,
+)
+from .schedulers.experts import contiguous_placement, node_limited_route, synthetic_gate_scores
+from .topology import LINK_KINDS, Topology, h800_cluster
+
+__all__ = [
+    "EpPhase",
+    "EpRouting",
+    "EpRound",
+    "ep_phase",
+    "route_ep_group",
+    "ep_round",
+    "deepep_sweep",
+    "fanout_per_token",
+    "decode_tpot_bound",
+    "nvlink_fanout_limit",
+    "min_node_cap",
+]
+
+_NIC_KINDS = [LINK_KINDS.index(k) for k in ("nic_up", "nic_down", "leaf_up", "leaf_down")]
+_NVL_KINDS = [LINK_KINDS.index(k) for k in ("nvl_out", "nvl_in")]
+
+
+@dataclass(frozen=True)
+class EpPhase:
+    """One dispatch or combine phase: total ``time`` (s), the busiest NIC-side and NVLink-side
+    drain times (s), which of the two binds, and the per-link ``loads``."""
+
+    time: float
+    nic_time: float
+    nvlink_time: float
+    bound: str
+    loads: LinkLoads = field(repr=False)
+
+
+@dataclass(frozen=True)
+class EpRouting:
+    """Tokens routed in one EP group: chosen experts ``[T, k]``, each token's GPU ``[T]``, and
+    the expert → GPU placement ``[n_experts]``."""
+
+    expert_ids: np.ndarray = field(repr=False)
+    src_gpu: np.ndarray = field(repr=False)
+    expert_gpu: np.ndarray = field(repr=False)
+    n_nodes: int
+    gpus_per_node: int
+
+
+@dataclass(frozen=True)
+class EpRound:
+    """Dispatch and combine of one routed batch, with DeepEP-style bandwidths per GPU.
+
+    ``logical_bw``/``true_bw`` (bytes/s): DeepEP's "RDMA" bytes (own node counted) and the bytes
+    that really leave through the NIC, each divided by the dispatch time, averaged over GPUs.
+    """
+
+    dispatch: EpPhase
+    combine: EpPhase
+    dispatch_traffic: EpTraffic = field(repr=False)
+    logical_bytes_per_gpu: float
+    network_bytes_per_gpu: float
+    logical_bw: float
+    true_bw: float
+    combine_logical_bw: float
+
+
+def ep_phase(topo: Topology, traffic: EpTraffic, efficiency=None) -> EpPhase:
+    """Time one EP phase on ``topo``: network copies and NVLink copies as one bottleneck phase.
+
+    ``efficiency`` is passed to :meth:`LinkLoads.time` (a number or a dict per link kind).
+    """
+    if not isinstance(traffic, EpTraffic):
+        raise ValueError(f"traffic must be an EpTraffic; got {type(traffic).__name__}")
+    if traffic.n_gpus != topo.n_gpus:
+        raise ValueError(
+            f"traffic has {traffic.n_gpus} GPUs but topo has {topo.n_gpus}; build them alike"
+        )
+    loads = link_loads_matrix(topo, traffic.network + traffic.nvlink)
+    per_link = loads.seconds_per_link(efficiency)
+    nic = float(per_link[np.isin(topo.link_kind, _NIC_KINDS)].max(initial=0.0))
+    nvl = float(per_link[np.isin(topo.link_kind, _NVL_KINDS)].max(initial=0.0))
+    return EpPhase(loads.time(efficiency), nic, nvl, "NIC" if nic >= nvl else "NVLink", loads)
+
+
+def route_ep_group(
+    n_nodes: int,
+    tokens_per_gpu: int,
+    *,
+    n_experts: int = 256,
+    k: int = 8,
+    max_nodes: int = 4,
+    gpus_per_node: int = 8,
+    skew: float = 0.0,
+    seed: int = 0,
+) -> EpRouting:
+    """Route ``tokens_per_gpu`` tokens on every GPU of an EP group of ``n_nodes`` nodes.
+
+    Experts are placed contiguously (one group of experts per node, as in DeepSeek-V3's EP64
+    training and DeepEP's tests), routing is node-limited with groups = nodes and at most
+    ``max_nodes`` nodes per token (capped at ``n_nodes``), on seeded synthetic gate scores
+    (:func:`uneven.schedulers.experts.synthetic_gate_scores`; ``skew`` makes some experts
+    popular). Scores are generated per GPU so memory stays small for large groups.
+    """
+    n_nodes = check_int("n_nodes", n_nodes, lo=1)
+    tokens_per_gpu = check_int("tokens_per_gpu", tokens_per_gpu, lo=1)
+    g = check_int("gpus_per_node", gpus_per_node, lo=1)
+    n_gpus = n_nodes * g
+    n_experts = check_int("n_experts", n_experts, lo=n_gpus)
+    if n_experts % n_gpus:
+        raise ValueError(
+            f"n_experts must be a multiple of the GPU count {n_gpus}; got {n_experts}"
+        )
+    max_nodes = min(check_int("max_nodes", max_nodes, lo=1), n_nodes)
+    ids = np.empty((n_gpus * tokens_per_gpu, k), dtype=np.int64)
+    for gpu in range(n_gpus):
+        scores = synthetic_gate_scores(tokens_per_gpu, n_experts, skew, seed * 100_003 + gpu,
+                                       popularity_seed=seed)
+        rows = slice(gpu * tokens_per_gpu, (gpu + 1) * tokens_per_gpu)
+        ids[rows] = node_limited_route(scores, k, n_groups=n_nodes, max_groups=max_nodes)[0]
+    src = np.repeat(np.arange(n_gpus, dtype=np.int64), tokens_per_gpu)
+    return EpRouting(ids, src, contiguous_placement(n_experts, n_gpus), n_nodes, g)
+
+
+def ep_round(
+    topo: Topology,
+    routing: EpRouting,
+    *,
+    hidden: int = 7168,
+    dispatch_dtype="fp8",
+    combine_dtype="bf16",
+    mode: str = "dedup",
+    efficiency=None,
+) -> EpRound:
+    """Dispatch then combine ``routing`` on ``topo``; DeepEP-style per-GPU bandwidths."""
+    if not isinstance(routing, EpRouting):
+        raise ValueError(f"routing must be an EpRouting; got {type(routing).__name__}")
+    mode = check_choice("mode", mode, ("dedup", "direct"))
+    bd = dispatch_bytes_per_token(hidden, dispatch_dtype)
+    bc = combine_bytes_per_token(hidden, combine_dtype)
+    args = (routing.expert_ids, routing.src_gpu, routing.expert_gpu, routing.gpus_per_node)
+    disp_t = ep_dispatch_traffic(*args, bd, mode=mode, n_gpus=topo.n_gpus)
+    comb_t = ep_combine_traffic(*args, bc, mode=mode, n_gpus=topo.n_gpus)
+    disp = ep_phase(topo, disp_t, efficiency)
+    comb = ep_phase(topo, comb_t, efficiency)
+    logical = deepep_logical_bytes(*args, bd, n_gpus=topo.n_gpus)
+    n = topo.n_gpus
+    log_gpu = logical.logical_total / n
+    net_gpu = logical.network_total / n
+    return EpRound(
+        disp, comb, disp_t, log_gpu, net_gpu, log_gpu / disp.time, net_gpu / disp.time,
+        log_gpu * bc / bd / comb.time,
+    )
+
+
+def deepep_sweep(
+    ep_sizes=(16, 32, 64, 128),
+    *,
+    tokens_per_gpu: int = 4096,
+    hidden: int = 7168,
+    k: int = 8,
+    max_nodes: int = 4,
+    skew: float = 0.0,
+    seed: int = 0,
+    efficiency=None,
+    topology=h800_cluster,
+) -> list[dict]:
+    """DeepEP's internode benchmark as a model: one row per EP size (a multiple of 8).
+
+    Each row: ``ep``, ``dispatch_logical_GBps``, ``dispatch_true_GBps``,
+    ``combine_logical_GBps``, ``dispatch_bound``, ``combine_bound`` and the times (s).
+    ``topology(n_nodes)`` builds the cluster (default: the H800 preset).
+    """
+    rows = []
+    for ep in ep_sizes:
+        ep = check_int("ep_sizes[i]", ep, lo=16)
+        if ep % 8:
+            raise ValueError(f"ep_sizes must be multiples of 8 (whole nodes); got {ep}")
+        nodes = ep // 8
+        routing = route_ep_group(nodes, tokens_per_gpu, k=k, max_nodes=max_nodes, skew=skew,
+                                 seed=seed)
+        r = ep_round(topology(nodes), routing, hidden=hidden, efficiency=efficiency)
+        rows.append({
+            "ep": ep,
+            "dispatch_logical_GBps": r.logical_bw / 1e9,
+            "dispatch_true_GBps": r.true_bw / 1e9,
+            "combine_logical_GBps": r.combine_logical_bw / 1e9,
+            "dispatch_bound": r.dispatch.bound,
+            "combine_bound": r.combine.bound,
+            "dispatch_s": r.dispatch.time,
+            "combine_s": r.combine.time,
+        })
+    return rows
+
+
+def fanout_per_token(
+    max_nodes: int,
+    k: int,
+    *,
+    n_nodes: int = 8,
+    n_experts: int = 256,
+    gpus_per_node: int = 8,
+    n_tokens: int = 8192,
+    seed: int = 0,
+) -> dict:
+    """Per-token copies of the node-deduplicated dispatch, averaged over tokens.
+
+    Tokens start on GPUs spread evenly over the group; returns ``ib_copies`` (copies that cross
+    the network), ``nvlink_copies`` (forwards plus same-node sends), ``nodes`` (distinct nodes),
+    ``experts_per_node`` (k / nodes) and ``gpus_per_node`` (distinct target GPUs per node).
+    """
+    max_nodes = check_int("max_nodes", max_nodes, lo=1, hi=n_nodes)
+    n_tokens = check_int("n_tokens", n_tokens, lo=1)
+    n_gpus = n_nodes * gpus_per_node
+    tokens_per_gpu = max(1, n_tokens // n_gpus)
+    routing = route_ep_group(n_nodes, tokens_per_gpu, n_experts=n_experts, k=k,
+                             max_nodes=max_nodes, gpus_per_node=gpus_per_node, seed=seed)
+    t = ep_dispatch_traffic(routing.expert_ids, routing.src_gpu, routing.expert_gpu,
+                            gpus_per_node, 1.0, mode="dedup", n_gpus=n_gpus)
+    T = routing.expert_ids.shape[0]
+    nodes = t.nodes_per_token.mean()
+    return {
+        "ib_copies": t.network_bytes / T,
+        "nvlink_copies": t.nvlink_bytes / T,
+        "nodes": float(nodes),
+        "experts_per_node": k / float(nodes),
+        "gpus_per_node": float(t.gpus_per_token.mean() / nodes),
+    }
+
+
+def decode_tpot_bound(
+    bandwidth: float,
+    *,
+    tokens: int = 32,
+    experts_per_token: int = 9,
+    hidden: int = 7000,
+    dispatch_bytes_per_value: float = 1.0,
+    combine_bytes_per_value: float = 2.0,
+    layers: int = 61,
+    microbatches: int = 2,
+    latency_per_exchange: float = 0.0,
+) -> float:
+    """Lower bound on time per output token (s) when EP communication alone sets the pace.
+
+    The DeepSeek-V3 ISCA paper's argument (§2.3.2): one dispatch + combine moves
+    (1 B + 2 B) x tokens x experts x hidden bytes through a GPU's link of ``bandwidth`` bytes/s;
+    with two micro-batches overlapping compute, each layer pays two such rounds; 61 layers.
+    ``latency_per_exchange`` (s) adds a fixed cost per dispatch and per combine.
+
+    >>> round(decode_tpot_bound(50e9) * 1e3, 2)     # 50 GB/s of scale-out bandwidth
+    14.76
+    """
+    bandwidth = check_real("bandwidth", bandwidth, lo=0.0, lo_open=True, unit="bytes/s")
+    tokens = check_int("tokens", tokens, lo=1)
+    experts = check_int("experts_per_token", experts_per_token, lo=1)
+    hidden = check_int("hidden", hidden, lo=1)
+    bd = check_real("dispatch_bytes_per_value", dispatch_bytes_per_value, lo=0.0, lo_open=True)
+    bc = check_real("combine_bytes_per_value", combine_bytes_per_value, lo=0.0, lo_open=True)
+    layers = check_int("layers", layers, lo=1)
+    mb = check_int("microbatches", microbatches, lo=1)
+    lat = check_real("latency_per_exchange", latency_per_exchange, lo=0.0, unit="s")
+    per_round = (bd + bc) * tokens * experts * hidden / bandwidth + 2 * lat
+    return layers * mb * per_round
+
+
+def nvlink_fanout_limit(nvlink_bw: float, nic_bw: float) -> float:
+    """Largest number of NVLink copies per IB copy that keeps NVLink off the critical path.
+
+    While one IB copy drains through the NIC in B / nic_bw seconds, the forwarder can push
+    nvlink_bw / nic_bw copies of the same size over NVLink (DeepSeek-V3: 160 / 50 = 3.2).
+
+    >>> nvlink_fanout_limit(160e9, 50e9)
+    3.2
+    """
+    nvlink_bw = check_real("nvlink_bw", nvlink_bw, lo=0.0, lo_open=True, unit="bytes/s")
+    nic_bw = check_real("nic_bw", nic_bw, lo=0.0, lo_open=True, unit="bytes/s")
+    return nvlink_bw / nic_bw
+
+
+def min_node_cap(k: int, fanout_limit: float) -> int:
+    """Smallest node cap M for which ``k`` experts per token, spread evenly over M nodes, keep
+    each node's NVLink fan-out at or below ``fanout_limit`` copies per IB copy: ceil(k / limit).
+
+    >>> min_node_cap(8, 3.2), min_node_cap(13, 3.2)
+    (3, 5)
+    """
+    k = check_int("k", k, lo=1)
+    fanout_limit = check_real("fanout_limit", fanout_limit, lo=0.0, lo_open=True)
+    return int(np.ceil(k / fanout_limit - 1e-12))
