@@ -7,6 +7,7 @@ and tests and benchmarks drive the same object, so what a student moves is what 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 
@@ -15,9 +16,13 @@ from ._validate import check_choice, check_int, check_real
 from .collectives import all_to_all
 from .topology import h800_cluster
 from .units import MB, gbit_per_s, to_us
-from .widgets import Explorer, dropdown, explore, int_slider, reuse, slider
+from .widgets import Explorer, dropdown, explore, int_slider, reuse, slider, toggle
 
-__all__ = ["A2AState", "a2a_state", "draw_a2a", "start_page_explorer"]
+__all__ = [
+    "A2AState", "a2a_state", "draw_a2a", "start_page_explorer",
+    "EpExploreState", "ep_explore_state", "draw_ep", "deepseek_explorer",
+    "OP_RATIOS", "PipelineState", "pipeline_state", "draw_pipeline", "pipeline_explorer",
+]
 
 
 @dataclass(frozen=True)
@@ -98,3 +103,251 @@ def start_page_explorer(show: bool = True) -> Explorer:
         "hot node 8×": {"n_nodes": 8, "hot_factor": 8.0},
     }
     return explore(a2a_state, draw_a2a, controls, presets=presets, show=show, figsize=(8, 3.2))
+
+
+# --------------------------------------------------------------------------- notebook 03
+
+
+@dataclass(frozen=True)
+class EpExploreState:
+    """One EP dispatch + combine on an H800-like group, for the notebook 03 explorer."""
+
+    dispatch_nic: float
+    dispatch_nvl: float
+    combine_nic: float
+    combine_nvl: float
+    dispatch_time: float
+    combine_time: float
+    logical_bw: float
+    true_bw: float
+    ib_copies: float
+    nvl_copies: float
+    nic_up: np.ndarray
+    ratio: float
+
+
+@lru_cache(maxsize=16)
+def _cached_routing(n_nodes, tokens_per_gpu, k, max_nodes, skew):
+    from .ep_model import route_ep_group
+
+    return route_ep_group(n_nodes, tokens_per_gpu, k=k, max_nodes=max_nodes, skew=skew, seed=0)
+
+
+def ep_explore_state(ib_gbps: float = 400.0, nvl_ratio: float = 3.2, max_nodes: int = 4,
+                     k: int = 8, skew: float = 0.0, dispatch_dtype: str = "fp8",
+                     tokens_per_gpu: int = 512, n_nodes: int = 8) -> EpExploreState:
+    """Route ``tokens_per_gpu`` tokens per GPU on ``n_nodes`` H800-like nodes (256 experts,
+    node-limited top-``k``) and time dispatch and combine. ``ib_gbps``: NIC rate (Gb/s);
+    ``nvl_ratio``: NVLink bandwidth per direction as a multiple of one NIC's."""
+    from .ep_model import ep_round
+
+    ib = gbit_per_s(check_real("ib_gbps", ib_gbps, lo=1.0, unit="Gb/s"))
+    ratio = check_real("nvl_ratio", nvl_ratio, lo=0.1)
+    n_nodes = check_int("n_nodes", n_nodes, lo=2, hi=32)
+    if 256 % (8 * n_nodes):
+        raise ValueError(f"n_nodes must divide 32 so 256 experts spread evenly; got {n_nodes}")
+    if max_nodes > n_nodes:
+        raise ValueError(f"max_nodes must be at most n_nodes={n_nodes}; got {max_nodes}")
+    dispatch_dtype = check_choice("dispatch_dtype", dispatch_dtype, ("fp8", "bf16"))
+    topo = h800_cluster(n_nodes, nic_bw=ib, nvlink_bw=ratio * ib)
+    routing = _cached_routing(n_nodes, int(tokens_per_gpu), int(k), int(max_nodes), float(skew))
+    r = ep_round(topo, routing, dispatch_dtype=dispatch_dtype)
+    T = routing.expert_ids.shape[0]
+    bd = r.dispatch_traffic.bytes_per_copy
+    return EpExploreState(
+        r.dispatch.nic_time, r.dispatch.nvlink_time, r.combine.nic_time, r.combine.nvlink_time,
+        r.dispatch.time, r.combine.time, r.logical_bw, r.true_bw,
+        r.dispatch_traffic.network_bytes / T / bd, r.dispatch_traffic.nvlink_bytes / T / bd,
+        r.dispatch.loads.grid("nic_up"), ratio,
+    )
+
+
+def draw_ep(fig, state: EpExploreState, **_):
+    """Bars: NIC and NVLink busy time of dispatch and combine; heatmap: bytes per NIC."""
+
+    def build(fig):
+        ax_bar, ax_map = fig.subplots(1, 2, width_ratios=(1.1, 1.0))
+        if fig.get_layout_engine() is None:
+            fig.subplots_adjust(left=0.09, right=0.96, bottom=0.16, top=0.76, wspace=0.35)
+        x = np.arange(2)
+        nic = ax_bar.bar(x - 0.18, [0, 0], 0.36, color=plots.COLORS["blue"], label="NIC side")
+        nvl = ax_bar.bar(x + 0.18, [0, 0], 0.36, color=plots.COLORS["orange"], label="NVLink")
+        ax_bar.set_xticks(x, ["dispatch", "combine"])
+        ax_bar.set_ylabel("busiest link busy for (µs)")
+        ax_bar.legend(loc="upper left")
+        ax_bar.set_title("which resource binds", loc="left")
+        plots.link_heatmap(ax_map, state.nic_up, col_label="NIC (rail)",
+                           title="dispatch bytes sent per NIC")
+        title = fig.suptitle("", fontsize=9, x=0.02, ha="left")
+        return {"nic": nic, "nvl": nvl, "ax_bar": ax_bar, "ax_map": ax_map,
+                "image": ax_map.images[0], "title": title}
+
+    art = reuse(fig, "ep", build)
+    nic_vals = [to_us(state.dispatch_nic), to_us(state.combine_nic)]
+    nvl_vals = [to_us(state.dispatch_nvl), to_us(state.combine_nvl)]
+    for bar, v in zip(art["nic"], nic_vals, strict=True):
+        bar.set_height(v)
+    for bar, v in zip(art["nvl"], nvl_vals, strict=True):
+        bar.set_height(v)
+    art["ax_bar"].set_ylim(0, 1.15 * max(nic_vals + nvl_vals + [1e-9]))
+    grid = state.nic_up / MB
+    art["image"].set_data(grid)
+    art["image"].set_extent((-0.5, grid.shape[1] - 0.5, grid.shape[0] - 0.5, -0.5))
+    art["image"].set_clim(0.0, max(grid.max(), 1e-9))
+    art["ax_map"].set_xlim(-0.5, grid.shape[1] - 0.5)
+    art["ax_map"].set_ylim(grid.shape[0] - 0.5, -0.5)
+    art["title"].set_text(
+        f"dispatch {to_us(state.dispatch_time):,.0f} µs, combine {to_us(state.combine_time):,.0f}"
+        f" µs (model) · per GPU: {state.logical_bw / 1e9:.0f} GB/s DeepEP-style, "
+        f"{state.true_bw / 1e9:.0f} GB/s through the NIC\n"
+        f"per token: {state.ib_copies:.2f} IB copies, {state.nvl_copies:.2f} NVLink copies "
+        f"({state.nvl_copies / max(state.ib_copies, 1e-9):.2f} per IB copy; "
+        f"NVLink/IB ratio {state.ratio:g})"
+    )
+    return fig
+
+
+def deepseek_explorer(show: bool = True) -> Explorer:
+    """Notebook 03's widget: bandwidths, node cap, experts per token, skew, dtype, size."""
+    controls = {
+        "ib_gbps": slider(100.0, 800.0, 50.0, 400.0, "NIC (Gb/s)"),
+        "nvl_ratio": slider(1.0, 10.0, 0.2, 3.2, "NVLink / NIC"),
+        "max_nodes": int_slider(1, 8, 1, 4, "node cap M"),
+        "k": int_slider(4, 16, 1, 8, "experts per token"),
+        "skew": slider(0.0, 2.0, 0.25, 0.0, "expert skew"),
+        "dispatch_dtype": dropdown([("FP8 + scales", "fp8"), ("BF16", "bf16")], "fp8",
+                                   "dispatch"),
+        "tokens_per_gpu": int_slider(128, 4096, 128, 512, "tokens per GPU"),
+        "n_nodes": dropdown([2, 4, 8, 16], 8, "nodes"),
+    }
+    presets = {
+        "DeepSeek-V3 training (EP64)": {"ib_gbps": 400.0, "nvl_ratio": 3.2, "max_nodes": 4,
+                                        "k": 8, "skew": 0.0, "dispatch_dtype": "fp8",
+                                        "n_nodes": 8},
+        "no node cap (M = 8)": {"max_nodes": 8},
+        "13 experts, M = 4": {"k": 13, "max_nodes": 4},
+        "H20-like ratio 9": {"nvl_ratio": 9.0},
+    }
+    return explore(ep_explore_state, draw_ep, controls, presets=presets, show=show,
+                   figsize=(8.5, 3.4))
+
+
+# --------------------------------------------------------------------------- notebook 01
+
+#: Op-time shapes t_F : t_B : t_W offered by the notebook 01 explorer (B = input gradient).
+OP_RATIOS = {
+    "equal (F = B = W)": (1.0, 1.0, 1.0),
+    "F : B : W = 1 : 1 : 0.5": (1.0, 1.0, 0.5),
+    "backward-heavy 1 : 2 : 1": (1.0, 2.0, 1.0),
+    "forward-heavy 2 : 1 : 1": (2.0, 1.0, 1.0),
+}
+PIPELINE_CHOICES = ("1f1b", "zb-h1", "zb-h2", "pipemorph", "manual")
+
+
+@dataclass(frozen=True)
+class PipelineState:
+    """One iteration under a delay, next to the same schedule on a healthy network (times in s)."""
+
+    result: object
+    healthy_time: float
+    delay: float
+    link: int
+    warmups: tuple
+
+
+def pipeline_state(delay_ms: float = 10.0, link: int = 0, schedule: str = "zb-h2",
+                   delta: int = 3, ratio: str = "equal (F = B = W)", t_ms: float = 10.0,
+                   p: int = 4, m: int = 12, hol: bool = False, cap: int = 0) -> PipelineState:
+    """Simulate one iteration with ``delay_ms`` ms of one-way delay on link ``link``.
+
+    ``schedule``: '1f1b', 'zb-h1', 'zb-h2' (replayed healthy plans), 'pipemorph' (re-planned
+    warm-ups, dispatched live), or 'manual' (zero-bubble order with slackness ``delta`` on every
+    link, replayed). ``ratio`` names an entry of :data:`OP_RATIOS`; ``t_ms`` scales it (ms).
+    ``hol``: sends block the GPU stream. ``cap``: memory cap on stage 0's in-flight micro-batches
+    for 'pipemorph' (0 = none).
+    """
+    from .schedulers.pipeline import pipeline_schedule, simulate_pipeline
+
+    schedule = check_choice("schedule", schedule, PIPELINE_CHOICES)
+    ratio = check_choice("ratio", ratio, OP_RATIOS)
+    p = check_int("p", p, lo=2, hi=16)
+    m = check_int("m", m, lo=1, hi=256)
+    link = check_int("link", link, lo=0, hi=p - 2)
+    delay = check_real("delay_ms", delay_ms, lo=0.0, unit="ms") * 1e-3
+    t = check_real("t_ms", t_ms, lo=0.0, lo_open=True, unit="ms") * 1e-3
+    tf, tb, tw = (t * x for x in OP_RATIOS[ratio])
+    delays = np.zeros(p - 1)
+    delays[link] = delay
+    kw = {"hol": bool(hol)}
+    if schedule == "1f1b":
+        sched, mode = pipeline_schedule("1f1b", p, m), "replay"
+    elif schedule in ("zb-h1", "zb-h2"):
+        sched, mode = pipeline_schedule(schedule, p, m), "replay"
+    elif schedule == "manual":
+        delta = check_int("delta", delta, lo=1, hi=16)
+        warm = [1 + delta * (p - 1 - i) for i in range(p)]
+        sched, mode = pipeline_schedule("zb", p, m, warmups=warm), "replay"
+    else:
+        sched, mode = pipeline_schedule("zb-h2", p, m), "replan"
+        if cap:
+            kw["cap"] = check_int("cap", cap, lo=1)
+    res = simulate_pipeline(sched, tf, tb, tw, delays=delays, mode=mode, **kw)
+    healthy = simulate_pipeline(sched, tf, tb, tw, delays=0.0, mode=mode, **kw)
+    return PipelineState(res, healthy.iteration_time, delay, link, res.warmups)
+
+
+def draw_pipeline(fig, state: PipelineState, **_):
+    """Gantt of the stages' GPU streams, with the iteration time against the healthy one."""
+    from .schedulers.pipeline import OP_KINDS
+
+    def build(fig):
+        ax = fig.subplots()
+        if fig.get_layout_engine() is None:
+            fig.subplots_adjust(left=0.1, right=0.86, bottom=0.17, top=0.8)
+        live = plots.LiveGantt(ax, OP_KINDS, time_unit="ms")
+        title = fig.suptitle("", fontsize=9, x=0.02, ha="left")
+        return {"ax": ax, "live": live, "title": title}
+
+    art = reuse(fig, "pipeline", build)
+    r = state.result
+    p = r.schedule.p
+    on_gpu = r.resource < p  # the stages' GPU streams (CPU senders are left out of the picture)
+    art["live"].update(r.resource[on_gpu], r.start[on_gpu], r.finish[on_gpu], r.kind[on_gpu],
+                       xmax=r.iteration_time * 1.02)
+    extra = r.iteration_time - state.healthy_time
+    art["title"].set_text(
+        f"iteration {r.iteration_time * 1e3:,.0f} ms vs {state.healthy_time * 1e3:,.0f} ms healthy "
+        f"(+{extra * 1e3:,.0f} ms for {state.delay * 1e3:g} ms on link "
+        f"{state.link}↔{state.link + 1}) · model\n"
+        f"warm-ups {list(state.warmups)} · peak in-flight {r.peak_inflight.tolist()} · "
+        f"mean bubble {100 * float(np.mean(r.bubble_fraction)):.0f}%"
+    )
+    return fig
+
+
+def pipeline_explorer(show: bool = True) -> Explorer:
+    """Notebook 01's widget: delay, link, schedule, op-time shape, p, m, HOL, memory cap."""
+    controls = {
+        "delay_ms": slider(0.0, 60.0, 1.0, 10.0, "delay (ms)"),
+        "link": int_slider(0, 6, 1, 0, "slow link i↔i+1"),
+        "schedule": dropdown([("1F1B (replayed)", "1f1b"), ("ZB-H1 (replayed)", "zb-h1"),
+                              ("ZB-H2 (replayed)", "zb-h2"), ("PipeMorph re-plan", "pipemorph"),
+                              ("manual slackness Δ", "manual")], "zb-h2", "schedule"),
+        "delta": int_slider(1, 8, 1, 3, "manual Δ"),
+        "ratio": dropdown(list(OP_RATIOS), "equal (F = B = W)", "t_F : t_B : t_W"),
+        "p": int_slider(2, 8, 1, 4, "stages p"),
+        "m": int_slider(4, 32, 1, 12, "micro-batches m"),
+        "hol": toggle(False, "sends block the GPU stream (HOL)"),
+        "cap": int_slider(0, 32, 1, 0, "memory cap on stage 0 (0 = none)"),
+    }
+    presets = {
+        "Fig. 5: ZB, 10 ms on link 0↔1": {"delay_ms": 10.0, "link": 0, "schedule": "zb-h2",
+                                         "p": 4, "m": 12, "hol": False},
+        "cascade: ZB, 20 ms": {"delay_ms": 20.0, "link": 0, "schedule": "zb-h2", "p": 4,
+                               "m": 12},
+        "PipeMorph, 30 ms": {"delay_ms": 30.0, "link": 0, "schedule": "pipemorph", "p": 4,
+                             "m": 12},
+        "HOL blocking, 30 ms": {"delay_ms": 30.0, "schedule": "zb-h2", "hol": True},
+    }
+    return explore(pipeline_state, draw_pipeline, controls, presets=presets, show=show,
+                   figsize=(9.0, 3.2), columns=3)

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import matplotlib
 import numpy as np
+from matplotlib.collections import PolyCollection
 from matplotlib.figure import Figure
 from matplotlib.patches import FancyBboxPatch, Rectangle
 
@@ -39,6 +40,7 @@ __all__ = [
     "cdf",
     "time_scale",
     "paper_map",
+    "LiveGantt",
 ]
 
 # A colour-blind-safe palette (Okabe-Ito), named by role.
@@ -405,3 +407,51 @@ def paper_map(ax, papers=None, *, highlight: str | None = None):
         ax.set_xlabel("parallelism that meets the slow piece")
         ax.set_title("Six papers, one theme: the slowest piece sets the pace", loc="left")
     return ax
+
+
+class LiveGantt:
+    """A Gantt chart whose bars can be replaced quickly (one polygon collection per op kind).
+
+    Widgets use it: :meth:`update` swaps the rectangles without rebuilding axes or ticks.
+    Times in seconds; ``time_unit`` sets the axis unit.
+    """
+
+    def __init__(self, ax, kind_names, *, time_unit: str = "ms", legend: bool = True):
+        self.ax = ax
+        self.kind_names = tuple(kind_names)
+        self.scale = 1.0 / _TIME_UNITS[check_choice("time_unit", time_unit, _TIME_UNITS)]
+        self.collections = []
+        with style():
+            for name in self.kind_names:
+                coll = PolyCollection([], facecolors=KIND_COLORS.get(name, COLORS["grey"]),
+                                      edgecolors="white", linewidths=0.4, label=name)
+                ax.add_collection(coll)
+                self.collections.append(coll)
+            ax.set_xlabel(f"time ({'µs' if time_unit == 'us' else time_unit})")
+            ax.grid(axis="y", visible=False)
+            if legend:
+                ax.legend(handles=self.collections, loc="upper left", bbox_to_anchor=(1.0, 1.0),
+                          fontsize=8)
+
+    def update(self, resource, start, finish, kind, *, row_names=None, xmax=None):
+        """Replace every bar; rows are resource ids, ``kind`` codes index ``kind_names``."""
+        resource = np.asarray(resource)
+        start = np.asarray(start) * self.scale
+        finish = np.asarray(finish) * self.scale
+        kind = np.asarray(kind)
+        for code, coll in enumerate(self.collections):
+            sel = kind == code
+            y = resource[sel].astype(float)
+            x0, x1 = start[sel], finish[sel]
+            verts = np.empty((y.size, 4, 2))
+            verts[:, 0, 0] = verts[:, 3, 0] = x0
+            verts[:, 1, 0] = verts[:, 2, 0] = x1
+            verts[:, 0, 1] = verts[:, 1, 1] = y - 0.4
+            verts[:, 2, 1] = verts[:, 3, 1] = y + 0.4
+            coll.set_verts(verts)
+        n_rows = int(resource.max()) + 1 if resource.size else 1
+        names = row_names or [f"stage {i}" for i in range(n_rows)]
+        self.ax.set_yticks(range(n_rows), names[:n_rows])
+        self.ax.set_ylim(n_rows - 0.5, -0.5)
+        right = xmax * self.scale if xmax is not None else (finish.max() if finish.size else 1)
+        self.ax.set_xlim(0, right)
