@@ -71,3 +71,40 @@ register("03.2", _ex03_2, rtol=0.01, hint="how many copies fit through NVLink wh
 register("03.3", _ex03_3, kind="exact", hint="each of the M nodes gets 32/M experts")
 register("03.4", _ex03_4, unit="ms", rtol=0.02,
          hint="(1 + 2) bytes × tokens × experts × hidden / bandwidth, per round")
+
+
+# --------------------------------------------------------------------------- notebook 01
+def _ex01_1():
+    from .schedulers.pipeline import absorption_bound
+
+    return absorption_bound(4, 0.012, 0.008) * 1e3
+
+
+def _ex01_2():
+    from .schedulers.pipeline import replan_warmups
+
+    return replan_warmups([0.025, 0.0, 0.012, 0.0], t_f=0.010)
+
+
+def _ex01_3(delay):
+    from .schedulers.pipeline import pipeline_schedule, simulate_pipeline
+
+    zb = pipeline_schedule("zb-h2", 4, 12)
+    return simulate_pipeline(zb, 0.01, 0.01, 0.01, delays=[delay, 0.0, 0.0]).iteration_time * 1e3
+
+
+def _ex01_4():
+    from .schedulers.pipeline import absorption_bound
+
+    return next(d for d in range(1, 100) if absorption_bound(d, 0.01, 0.01) >= 0.035)
+
+
+register("01.1", _ex01_1, unit="ms", rtol=0.01,
+         hint="count what each side of the link does between F_j leaving and B_j coming back")
+register("01.2", _ex01_2, kind="exact",
+         hint="start from the last stage (w = 1) and walk upstream, adding ⌈c/t_F⌉ + 2 per link")
+register("01.3a", lambda: _ex01_3(0.0), unit="ms", rtol=0.01,
+         hint="how long until the last stage starts, and is any stage idle after that?")
+register("01.3b", lambda: _ex01_3(0.010), unit="ms", rtol=0.01,
+         hint="is 10 ms within what slackness 2 absorbs, and which regime is it in?")
+register("01.4", _ex01_4, kind="exact", hint="solve (Δ − 1)·t ≥ c for the smallest integer Δ")
