@@ -1,15 +1,13 @@
-"""Link-load engine: speed against its reference, large all-to-alls, the start page's widget."""
+"""Link-load engine: speed against its reference, and uniform all-to-alls on large clusters."""
 
 from __future__ import annotations
 
-import statistics
 import time
 
 import numpy as np
 
 from uneven.collectives import all_to_all
 from uneven.engines.linkload import _reference_link_loads, link_loads
-from uneven.explorers import start_page_explorer
 from uneven.topology import h800_cluster
 
 
@@ -47,15 +45,6 @@ def run():
                                f"{r.loads.bottleneck()[1].split('[')[0]}",
                      "target": "< 1 s at 16,384" if n_nodes == 2048 else "",
                      "met": secs < 1.0 if n_nodes == 2048 else None})
-    ex = start_page_explorer(show=False)
-    ex.timings.clear()
-    values = [0.5, 1.0, 2.0, 4.0, 8.0] * 4
-    for v in values:
-        ex.controls["mb_per_pair"].value = v
-    med = statistics.median(ex.timings)
-    rows.append({"benchmark": "start page widget update", "size": "median of 20",
-                 "seconds": med, "metric": "compute + draw + PNG encode",
-                 "target": "< 100 ms", "met": med < 0.1})
     return rows
 
 
