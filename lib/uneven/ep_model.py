@@ -20,9 +20,7 @@ from .engines.linkload import LinkLoads, link_loads_matrix
 from .ep_traffic import (
     EpTraffic,
     combine_bytes_per_token,
-    deepep_logical_bytes,
     dispatch_bytes_per_token,
-    ep_combine_traffic,
     ep_dispatch_traffic,
 )
 from .schedulers.experts import contiguous_placement, node_limited_route, synthetic_gate_scores
@@ -48,8 +46,9 @@ _NVL_KINDS = [LINK_KINDS.index(k) for k in ("nvl_out", "nvl_in")]
 
 @dataclass(frozen=True)
 class EpPhase:
-    """One dispatch or combine phase: total ``time`` (s), the busiest NIC-side and NVLink-side
-    drain times (s), which of the two binds, and the per-link ``loads``."""
+    """One dispatch or combine phase: total ``time`` (s), the busiest network-side (NIC, leaf)
+    and NVLink-side drain times (s), which of the two binds (``bound`` is 'NIC' for the network
+    side, 'NVLink' otherwise), and the per-link ``loads``."""
 
     time: float
     nic_time: float
@@ -74,8 +73,12 @@ class EpRouting:
 class EpRound:
     """Dispatch and combine of one routed batch, with DeepEP-style bandwidths per GPU.
 
-    ``logical_bw``/``true_bw`` (bytes/s): DeepEP's "RDMA" bytes (own node counted) and the bytes
-    that really leave through the NIC, each divided by the dispatch time, averaged over GPUs.
+    ``logical_bytes_per_gpu`` / ``network_bytes_per_gpu`` (bytes, dispatch): DeepEP's "RDMA" bytes
+    (every destination node counted, the sender's own included) and the bytes that really leave
+    through the NIC, averaged over GPUs. ``logical_bw`` / ``true_bw`` (bytes/s) divide them by the
+    dispatch time; ``combine_logical_bw`` / ``combine_true_bw`` do the same for combine with its
+    payload. Averages over GPUs divided by the phase time, which under skew is lower than what the
+    busiest rank would report for itself.
     """
 
     dispatch: EpPhase
@@ -86,6 +89,7 @@ class EpRound:
     logical_bw: float
     true_bw: float
     combine_logical_bw: float
+    combine_true_bw: float
 
 
 def ep_phase(topo: Topology, traffic: EpTraffic, efficiency=None) -> EpPhase:
@@ -135,9 +139,13 @@ def route_ep_group(
             f"n_experts must be a multiple of the GPU count {n_gpus}; got {n_experts}"
         )
     max_nodes = min(check_int("max_nodes", max_nodes, lo=1), n_nodes)
+    k = check_int("k", k, lo=1, hi=max_nodes * (n_experts // n_nodes))
+    seed = check_int("seed", seed, lo=0)
+    # One independent score stream per GPU; all GPUs share the experts' popularity (``seed``).
+    gpu_seeds = np.random.SeedSequence(seed).generate_state(n_gpus, dtype=np.uint32)
     ids = np.empty((n_gpus * tokens_per_gpu, k), dtype=np.int64)
     for gpu in range(n_gpus):
-        scores = synthetic_gate_scores(tokens_per_gpu, n_experts, skew, seed * 100_003 + gpu,
+        scores = synthetic_gate_scores(tokens_per_gpu, n_experts, skew, int(gpu_seeds[gpu]),
                                        popularity_seed=seed)
         rows = slice(gpu * tokens_per_gpu, (gpu + 1) * tokens_per_gpu)
         ids[rows] = node_limited_route(scores, k, n_groups=n_nodes, max_groups=max_nodes)[0]
@@ -155,24 +163,43 @@ def ep_round(
     mode: str = "dedup",
     efficiency=None,
 ) -> EpRound:
-    """Dispatch then combine ``routing`` on ``topo``; DeepEP-style per-GPU bandwidths."""
+    """Dispatch then combine ``routing`` on ``topo`` and time both phases.
+
+    ``hidden`` values per token; ``dispatch_dtype`` / ``combine_dtype`` as in
+    :func:`uneven.ep_traffic.dispatch_bytes_per_token`; ``mode`` 'dedup' (one network copy per
+    node, NVLink forwarding) or 'direct'; ``efficiency`` scales link capacities (a number or a
+    dict per link kind). Combine is dispatch reversed with the combine payload, so its byte
+    matrices are the dispatch ones transposed and rescaled (one aggregation pass, not two).
+
+    >>> r = ep_round(h800_cluster(2), route_ep_group(2, 64, seed=1))
+    >>> r.dispatch.bound, round(r.logical_bytes_per_gpu / r.network_bytes_per_gpu, 1)
+    ('NVLink', 2.0)
+    """
     if not isinstance(routing, EpRouting):
         raise ValueError(f"routing must be an EpRouting; got {type(routing).__name__}")
+    if not isinstance(topo, Topology):
+        raise ValueError(f"topo must be a Topology; got {type(topo).__name__}")
     mode = check_choice("mode", mode, ("dedup", "direct"))
     bd = dispatch_bytes_per_token(hidden, dispatch_dtype)
     bc = combine_bytes_per_token(hidden, combine_dtype)
     args = (routing.expert_ids, routing.src_gpu, routing.expert_gpu, routing.gpus_per_node)
     disp_t = ep_dispatch_traffic(*args, bd, mode=mode, n_gpus=topo.n_gpus)
-    comb_t = ep_combine_traffic(*args, bc, mode=mode, n_gpus=topo.n_gpus)
+    scale = bc / bd
+    comb_t = EpTraffic(
+        np.ascontiguousarray(disp_t.network.T) * scale,
+        np.ascontiguousarray(disp_t.nvlink.T) * scale,
+        disp_t.nodes_per_token, disp_t.remote_nodes_per_token, disp_t.gpus_per_token, mode,
+        "combine", disp_t.gpus_per_node, bc,
+    )
     disp = ep_phase(topo, disp_t, efficiency)
     comb = ep_phase(topo, comb_t, efficiency)
-    logical = deepep_logical_bytes(*args, bd, n_gpus=topo.n_gpus)
+    # DeepEP's definition counts every destination node, own node included; the NIC sees the rest.
     n = topo.n_gpus
-    log_gpu = logical.logical_total / n
-    net_gpu = logical.network_total / n
+    log_gpu = float(disp_t.nodes_per_token.sum()) * bd / n
+    net_gpu = float(disp_t.remote_nodes_per_token.sum()) * bd / n
     return EpRound(
         disp, comb, disp_t, log_gpu, net_gpu, log_gpu / disp.time, net_gpu / disp.time,
-        log_gpu * bc / bd / comb.time,
+        log_gpu * scale / comb.time, net_gpu * scale / comb.time,
     )
 
 
@@ -191,9 +218,12 @@ def deepep_sweep(
     """DeepEP's internode benchmark as a model: one row per EP size (a multiple of 8).
 
     Each row: ``ep``, ``dispatch_logical_GBps``, ``dispatch_true_GBps``,
-    ``combine_logical_GBps``, ``dispatch_bound``, ``combine_bound`` and the times (s).
+    ``combine_logical_GBps``, ``combine_true_GBps``, ``dispatch_bound``, ``combine_bound`` and
+    the times (s).
     ``topology(n_nodes)`` builds the cluster (default: the H800 preset).
     """
+    if not callable(topology):
+        raise ValueError(f"topology must be a callable n_nodes -> Topology; got {topology!r}")
     rows = []
     for ep in ep_sizes:
         ep = check_int("ep_sizes[i]", ep, lo=16)
@@ -208,6 +238,7 @@ def deepep_sweep(
             "dispatch_logical_GBps": r.logical_bw / 1e9,
             "dispatch_true_GBps": r.true_bw / 1e9,
             "combine_logical_GBps": r.combine_logical_bw / 1e9,
+            "combine_true_GBps": r.combine_true_bw / 1e9,
             "dispatch_bound": r.dispatch.bound,
             "combine_bound": r.combine.bound,
             "dispatch_s": r.dispatch.time,
@@ -230,8 +261,12 @@ def fanout_per_token(
 
     Tokens start on GPUs spread evenly over the group; returns ``ib_copies`` (copies that cross
     the network), ``nvlink_copies`` (forwards plus same-node sends), ``nodes`` (distinct nodes),
-    ``experts_per_node`` (k / nodes) and ``gpus_per_node`` (distinct target GPUs per node).
+    ``experts_per_node`` (k / nodes) and ``target_gpus_per_node`` (distinct target GPUs per
+    node reached). ``n_tokens`` is rounded down to a multiple of the GPU count (at least one
+    token per GPU).
     """
+    n_nodes = check_int("n_nodes", n_nodes, lo=1)
+    gpus_per_node = check_int("gpus_per_node", gpus_per_node, lo=1)
     max_nodes = check_int("max_nodes", max_nodes, lo=1, hi=n_nodes)
     n_tokens = check_int("n_tokens", n_tokens, lo=1)
     n_gpus = n_nodes * gpus_per_node
@@ -247,7 +282,7 @@ def fanout_per_token(
         "nvlink_copies": t.nvlink_bytes / T,
         "nodes": float(nodes),
         "experts_per_node": k / float(nodes),
-        "gpus_per_node": float(t.gpus_per_token.mean() / nodes),
+        "target_gpus_per_node": float(t.gpus_per_token.mean() / nodes),
     }
 
 

@@ -58,33 +58,43 @@ def a2a_state(n_nodes: int = 4, mb_per_pair: float = 1.0, nic_gbps: float = 400.
 
 
 def draw_a2a(fig, state: A2AState, **_):
-    """Heatmaps of NIC bytes (sent, received) with the phase time in the title."""
-    vmax = max(state.nic_up.max(), state.nic_down.max()) / MB
+    """Heatmaps of NIC bytes (sent, received) as a share of the busiest NIC, times in the title.
+
+    Returns the layout key (the grid shape) for :class:`uneven.widgets.Explorer`.
+    """
+    busiest = max(state.nic_up.max(), state.nic_down.max())
 
     def build(fig):
-        axes = fig.subplots(1, 2)
+        axes = fig.subplots(1, 2, sharey=True)
         if fig.get_layout_engine() is None:  # widget figures place axes by hand (fast)
-            fig.subplots_adjust(left=0.07, right=0.97, bottom=0.16, top=0.76, wspace=0.25)
-        plots.link_heatmap(axes[0], state.nic_up, col_label="NIC (rail)",
-                           title="bytes sent per NIC", vmax=vmax, colorbar=False)
-        plots.link_heatmap(axes[1], state.nic_down, col_label="NIC (rail)",
-                           title="bytes received per NIC", vmax=vmax)
+            fig.subplots_adjust(left=0.07, right=0.97, bottom=0.16, top=0.74, wspace=0.12)
+        for ax, grid, what in zip(axes, (state.nic_up, state.nic_down), ("sent", "received"),
+                                  strict=True):
+            plots.link_heatmap(ax, grid / busiest, col_label="NIC (rail)", unit="B", vmax=1.0,
+                               title=f"bytes {what} per NIC", colorbar=False)
+        axes[1].set_ylabel("")
+        fig.colorbar(axes[1].images[0], ax=list(axes), shrink=0.85,
+                     label="share of the busiest NIC")
         title = fig.suptitle("", fontsize=9, x=0.02, ha="left")
-        return {"images": [ax.images[0] for ax in axes], "title": title, "axes": axes}
+        images = [ax.images[0] for ax in axes]
+        return {"images": images, "title": title, "axes": axes, "dynamic": [*images, title]}
 
     art = reuse(fig, "a2a", build)
+    shape = state.nic_up.shape
     for im, grid in zip(art["images"], (state.nic_up, state.nic_down), strict=True):
-        im.set_data(grid / MB)
-        im.set_extent((-0.5, grid.shape[1] - 0.5, grid.shape[0] - 0.5, -0.5))
-        im.set_clim(0.0, vmax)
-    for ax, grid in zip(art["axes"], (state.nic_up, state.nic_down), strict=True):
-        ax.set_xlim(-0.5, grid.shape[1] - 0.5)
-        ax.set_ylim(grid.shape[0] - 0.5, -0.5)
+        im.set_data(grid / busiest)
+        im.set_extent((-0.5, shape[1] - 0.5, shape[0] - 0.5, -0.5))
+    if art.get("shape") != shape:
+        art["axes"][0].set_xlim(-0.5, shape[1] - 0.5)
+        art["axes"][1].set_xlim(-0.5, shape[1] - 0.5)
+        art["axes"][0].set_ylim(shape[0] - 0.5, -0.5)
+        art["shape"] = shape
     art["title"].set_text(
-        f"{state.n_gpus} GPUs: all-to-all takes {to_us(state.time):,.0f} µs (model); "
-        f"uniform NIC-bound oracle {to_us(state.ideal):,.0f} µs\nbottleneck: {state.bottleneck}"
+        f"{state.n_gpus} GPUs: all-to-all takes {to_us(state.time):,.0f} µs (model); uniform "
+        f"NIC-bound oracle {to_us(state.ideal):,.0f} µs\nbottleneck: {state.bottleneck}; "
+        f"busiest NIC carries {busiest / MB:,.1f} MB"
     )
-    return fig
+    return shape
 
 
 def start_page_explorer(show: bool = True) -> Explorer:
@@ -110,7 +120,13 @@ def start_page_explorer(show: bool = True) -> Explorer:
 
 @dataclass(frozen=True)
 class EpExploreState:
-    """One EP dispatch + combine on an H800-like group, for the notebook 03 explorer."""
+    """One EP dispatch + combine on an H800-like group, for the notebook 03 explorer.
+
+    Times in s: busiest network-side and NVLink-side link of each phase, and each phase. Per-GPU
+    bandwidths in bytes/s (DeepEP's definition and through the NIC). Copies per token. ``recv``:
+    per GPU (nodes x 8), how long its busier incoming port (NIC or NVLink) is busy in dispatch, as
+    a share of the phase. ``max_nodes``: the node cap actually used (at most the node count).
+    """
 
     dispatch_nic: float
     dispatch_nvl: float
@@ -122,11 +138,12 @@ class EpExploreState:
     true_bw: float
     ib_copies: float
     nvl_copies: float
-    nic_up: np.ndarray
+    recv: np.ndarray
     ratio: float
+    max_nodes: int
 
 
-@lru_cache(maxsize=16)
+@lru_cache(maxsize=4)
 def _cached_routing(n_nodes, tokens_per_gpu, k, max_nodes, skew):
     from .ep_model import route_ep_group
 
@@ -137,74 +154,84 @@ def ep_explore_state(ib_gbps: float = 400.0, nvl_ratio: float = 3.2, max_nodes: 
                      k: int = 8, skew: float = 0.0, dispatch_dtype: str = "fp8",
                      tokens_per_gpu: int = 512, n_nodes: int = 8) -> EpExploreState:
     """Route ``tokens_per_gpu`` tokens per GPU on ``n_nodes`` H800-like nodes (256 experts,
-    node-limited top-``k``) and time dispatch and combine. ``ib_gbps``: NIC rate (Gb/s);
-    ``nvl_ratio``: NVLink bandwidth per direction as a multiple of one NIC's."""
+    node-limited top-``k`` with at most ``max_nodes`` nodes per token, capped at the node count)
+    and time dispatch and combine. ``ib_gbps``: NIC rate (Gb/s); ``nvl_ratio``: NVLink bandwidth
+    per direction as a multiple of one NIC's; ``skew``: expert popularity spread (0 = uniform)."""
     from .ep_model import ep_round
 
     ib = gbit_per_s(check_real("ib_gbps", ib_gbps, lo=1.0, unit="Gb/s"))
     ratio = check_real("nvl_ratio", nvl_ratio, lo=0.1)
-    n_nodes = check_int("n_nodes", n_nodes, lo=2, hi=32)
-    if 256 % (8 * n_nodes):
-        raise ValueError(f"n_nodes must divide 32 so 256 experts spread evenly; got {n_nodes}")
-    if max_nodes > n_nodes:
-        raise ValueError(f"max_nodes must be at most n_nodes={n_nodes}; got {max_nodes}")
+    n_nodes = check_choice("n_nodes", n_nodes, (2, 4, 8, 16))
+    max_nodes = min(check_int("max_nodes", max_nodes, lo=1), n_nodes)
+    k = check_int("k", k, lo=1, hi=max_nodes * 256 // n_nodes)
+    skew = check_real("skew", skew, lo=0.0)
+    tokens_per_gpu = check_int("tokens_per_gpu", tokens_per_gpu, lo=1, hi=8192)
     dispatch_dtype = check_choice("dispatch_dtype", dispatch_dtype, ("fp8", "bf16"))
     topo = h800_cluster(n_nodes, nic_bw=ib, nvlink_bw=ratio * ib)
-    routing = _cached_routing(n_nodes, int(tokens_per_gpu), int(k), int(max_nodes), float(skew))
+    routing = _cached_routing(n_nodes, tokens_per_gpu, k, max_nodes, skew)
     r = ep_round(topo, routing, dispatch_dtype=dispatch_dtype)
     T = routing.expert_ids.shape[0]
     bd = r.dispatch_traffic.bytes_per_copy
+    loads = r.dispatch.loads
+    recv = np.maximum(loads.grid("nic_down") / ib, loads.grid("nvl_in") / (ratio * ib))
     return EpExploreState(
         r.dispatch.nic_time, r.dispatch.nvlink_time, r.combine.nic_time, r.combine.nvlink_time,
         r.dispatch.time, r.combine.time, r.logical_bw, r.true_bw,
         r.dispatch_traffic.network_bytes / T / bd, r.dispatch_traffic.nvlink_bytes / T / bd,
-        r.dispatch.loads.grid("nic_up"), ratio,
+        recv / r.dispatch.time, ratio, max_nodes,
     )
 
 
 def draw_ep(fig, state: EpExploreState, **_):
-    """Bars: NIC and NVLink busy time of dispatch and combine; heatmap: bytes per NIC."""
+    """Bars: how long the busiest network-side and NVLink-side links are busy in dispatch and
+    combine, as a share of each phase (the taller bar binds). Heatmap: how long each GPU's busier
+    incoming port is busy in dispatch, as a share of the phase. Absolute times are in the title.
+    Returns the layout key for :class:`uneven.widgets.Explorer`."""
+    nic_vals = [state.dispatch_nic / state.dispatch_time, state.combine_nic / state.combine_time]
+    nvl_vals = [state.dispatch_nvl / state.dispatch_time, state.combine_nvl / state.combine_time]
+    ytop = 1.4  # room for the legend above bars that reach 1
 
     def build(fig):
-        ax_bar, ax_map = fig.subplots(1, 2, width_ratios=(1.1, 1.0))
+        ax_bar, ax_map = fig.subplots(1, 2, width_ratios=(1.0, 1.2))
         if fig.get_layout_engine() is None:
-            fig.subplots_adjust(left=0.09, right=0.96, bottom=0.16, top=0.76, wspace=0.35)
+            fig.subplots_adjust(left=0.08, right=0.97, bottom=0.16, top=0.74, wspace=0.3)
         x = np.arange(2)
-        nic = ax_bar.bar(x - 0.18, [0, 0], 0.36, color=plots.COLORS["blue"], label="NIC side")
+        nic = ax_bar.bar(x - 0.18, [0, 0], 0.36, color=plots.COLORS["blue"], label="network side")
         nvl = ax_bar.bar(x + 0.18, [0, 0], 0.36, color=plots.COLORS["orange"], label="NVLink")
         ax_bar.set_xticks(x, ["dispatch", "combine"])
-        ax_bar.set_ylabel("busiest link busy for (µs)")
-        ax_bar.legend(loc="upper left")
+        ax_bar.set_ylabel("busiest link busy / phase time")
+        ax_bar.legend(loc="upper center", ncol=2)
         ax_bar.set_title("which resource binds", loc="left")
-        plots.link_heatmap(ax_map, state.nic_up, col_label="NIC (rail)",
-                           title="dispatch bytes sent per NIC")
+        plots.link_heatmap(ax_map, state.recv, col_label="GPU", unit="B", vmax=1.0,
+                           title="receive-side busy share per GPU", colorbar=True)
+        ax_map.figure.axes[-1].set_ylabel("share of the phase")
         title = fig.suptitle("", fontsize=9, x=0.02, ha="left")
-        return {"nic": nic, "nvl": nvl, "ax_bar": ax_bar, "ax_map": ax_map,
-                "image": ax_map.images[0], "title": title}
+        image = ax_map.images[0]
+        return {"nic": nic, "nvl": nvl, "ax_bar": ax_bar, "ax_map": ax_map, "image": image,
+                "title": title, "dynamic": [*nic, *nvl, image, title]}
 
     art = reuse(fig, "ep", build)
-    nic_vals = [to_us(state.dispatch_nic), to_us(state.combine_nic)]
-    nvl_vals = [to_us(state.dispatch_nvl), to_us(state.combine_nvl)]
     for bar, v in zip(art["nic"], nic_vals, strict=True):
         bar.set_height(v)
     for bar, v in zip(art["nvl"], nvl_vals, strict=True):
         bar.set_height(v)
-    art["ax_bar"].set_ylim(0, 1.15 * max(nic_vals + nvl_vals + [1e-9]))
-    grid = state.nic_up / MB
-    art["image"].set_data(grid)
-    art["image"].set_extent((-0.5, grid.shape[1] - 0.5, grid.shape[0] - 0.5, -0.5))
-    art["image"].set_clim(0.0, max(grid.max(), 1e-9))
-    art["ax_map"].set_xlim(-0.5, grid.shape[1] - 0.5)
-    art["ax_map"].set_ylim(grid.shape[0] - 0.5, -0.5)
+    shape = state.recv.shape
+    art["image"].set_data(state.recv)
+    art["image"].set_extent((-0.5, shape[1] - 0.5, shape[0] - 0.5, -0.5))
+    layout = (shape, ytop)
+    if art.get("layout") != layout:  # axis limits are part of the cached background
+        art["ax_bar"].set_ylim(0, ytop)
+        art["ax_map"].set_xlim(-0.5, shape[1] - 0.5)
+        art["ax_map"].set_ylim(shape[0] - 0.5, -0.5)
+        art["layout"] = layout
     art["title"].set_text(
         f"dispatch {to_us(state.dispatch_time):,.0f} µs, combine {to_us(state.combine_time):,.0f}"
-        f" µs (model) · per GPU: {state.logical_bw / 1e9:.0f} GB/s DeepEP-style, "
+        f" µs (model) · per GPU {state.logical_bw / 1e9:.0f} GB/s DeepEP-style, "
         f"{state.true_bw / 1e9:.0f} GB/s through the NIC\n"
-        f"per token: {state.ib_copies:.2f} IB copies, {state.nvl_copies:.2f} NVLink copies "
-        f"({state.nvl_copies / max(state.ib_copies, 1e-9):.2f} per IB copy; "
-        f"NVLink/IB ratio {state.ratio:g})"
+        f"node cap M = {state.max_nodes}; per token {state.ib_copies:.2f} IB and "
+        f"{state.nvl_copies:.2f} NVLink copies; NVLink/NIC bandwidth {state.ratio:g}"
     )
-    return fig
+    return layout
 
 
 def deepseek_explorer(show: bool = True) -> Explorer:
@@ -217,7 +244,7 @@ def deepseek_explorer(show: bool = True) -> Explorer:
         "skew": slider(0.0, 2.0, 0.25, 0.0, "expert skew"),
         "dispatch_dtype": dropdown([("FP8 + scales", "fp8"), ("BF16", "bf16")], "fp8",
                                    "dispatch"),
-        "tokens_per_gpu": int_slider(128, 4096, 128, 512, "tokens per GPU"),
+        "tokens_per_gpu": int_slider(128, 2048, 128, 512, "tokens per GPU"),
         "n_nodes": dropdown([2, 4, 8, 16], 8, "nodes"),
     }
     presets = {
@@ -226,7 +253,8 @@ def deepseek_explorer(show: bool = True) -> Explorer:
                                         "n_nodes": 8},
         "no node cap (M = 8)": {"max_nodes": 8},
         "13 experts, M = 4": {"k": 13, "max_nodes": 4},
-        "H20-like ratio 9": {"nvl_ratio": 9.0},
+        "NVLink 9× the NIC": {"nvl_ratio": 9.0},
+        "a hot expert group (skew 2)": {"skew": 2.0},
     }
     return explore(ep_explore_state, draw_ep, controls, presets=presets, show=show,
                    figsize=(8.5, 3.4))
@@ -306,14 +334,15 @@ def draw_pipeline(fig, state: PipelineState, **_):
             fig.subplots_adjust(left=0.1, right=0.86, bottom=0.17, top=0.8)
         live = plots.LiveGantt(ax, OP_KINDS, time_unit="ms")
         title = fig.suptitle("", fontsize=9, x=0.02, ha="left")
-        return {"ax": ax, "live": live, "title": title}
+        return {"ax": ax, "live": live, "title": title,
+                "dynamic": [*live.collections, title]}
 
     art = reuse(fig, "pipeline", build)
     r = state.result
     p = r.schedule.p
     on_gpu = r.resource < p  # the stages' GPU streams (CPU senders are left out of the picture)
-    art["live"].update(r.resource[on_gpu], r.start[on_gpu], r.finish[on_gpu], r.kind[on_gpu],
-                       xmax=r.iteration_time * 1.02)
+    layout = art["live"].update(r.resource[on_gpu], r.start[on_gpu], r.finish[on_gpu],
+                                r.kind[on_gpu], xmax=plots.nice_ceiling(r.iteration_time))
     extra = r.iteration_time - state.healthy_time
     art["title"].set_text(
         f"iteration {r.iteration_time * 1e3:,.0f} ms vs {state.healthy_time * 1e3:,.0f} ms healthy "
@@ -322,7 +351,7 @@ def draw_pipeline(fig, state: PipelineState, **_):
         f"warm-ups {list(state.warmups)} · peak in-flight {r.peak_inflight.tolist()} · "
         f"mean bubble {100 * float(np.mean(r.bubble_fraction)):.0f}%"
     )
-    return fig
+    return layout
 
 
 def pipeline_explorer(show: bool = True) -> Explorer:

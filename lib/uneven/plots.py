@@ -41,6 +41,7 @@ __all__ = [
     "time_scale",
     "paper_map",
     "LiveGantt",
+    "nice_ceiling",
 ]
 
 # A colour-blind-safe palette (Okabe-Ito), named by role.
@@ -149,6 +150,23 @@ def png_bytes(fig: Figure, dpi: float = 80) -> bytes:
     with matplotlib.rc_context({"savefig.bbox": "standard"}):
         fig.savefig(buf, format="png", dpi=dpi, pil_kwargs={"compress_level": 1})
     return buf.getvalue()
+
+
+def nice_ceiling(x: float) -> float:
+    """The smallest of 1, 1.5, 2, 3, 5, 7.5 x 10^k that is >= ``x`` (an axis limit that stays put
+    while ``x`` moves a little, so a widget can keep its cached background).
+
+    >>> nice_ceiling(390.0), nice_ceiling(0.042), nice_ceiling(0.0)
+    (500.0, 0.05, 1.0)
+    """
+    if not x > 0:
+        return 1.0
+    exp = np.floor(np.log10(x))
+    for step in (1.0, 1.5, 2.0, 3.0, 5.0, 7.5, 10.0):
+        value = float(step * 10.0**exp)
+        if value >= x * (1 - 1e-12):
+            return round(value, 12)
+    return float(10.0 ** (exp + 1))
 
 
 def time_scale(seconds_max: float) -> tuple[str, float]:
@@ -450,8 +468,12 @@ class LiveGantt:
             verts[:, 2, 1] = verts[:, 3, 1] = y + 0.4
             coll.set_verts(verts)
         n_rows = int(resource.max()) + 1 if resource.size else 1
-        names = row_names or [f"stage {i}" for i in range(n_rows)]
-        self.ax.set_yticks(range(n_rows), names[:n_rows])
-        self.ax.set_ylim(n_rows - 0.5, -0.5)
+        names = tuple(row_names or [f"stage {i}" for i in range(n_rows)])[:n_rows]
         right = xmax * self.scale if xmax is not None else (finish.max() if finish.size else 1)
-        self.ax.set_xlim(0, right)
+        layout = (names, right)
+        if layout != getattr(self, "_layout", None):  # ticks are slow: touch them only on change
+            self.ax.set_yticks(range(n_rows), names)
+            self.ax.set_ylim(n_rows - 0.5, -0.5)
+            self.ax.set_xlim(0, right)
+            self._layout = layout
+        return layout

@@ -20,13 +20,16 @@ Tests drive an :class:`Explorer` headless: set ``ex.controls["delay_ms"].value``
 from __future__ import annotations
 
 import html
+import io
 import time
 from collections.abc import Callable
 
 import ipywidgets as W
 from IPython.display import Image, display
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from PIL import Image as Image_
 
-from .plots import blank_figure, png_bytes, style
+from .plots import blank_figure, style
 
 __all__ = ["Explorer", "explore", "reuse", "slider", "int_slider", "dropdown", "toggle"]
 
@@ -35,16 +38,32 @@ def reuse(fig, key: str, build: Callable) -> dict:
     """Artists of ``fig`` built once by ``build(fig) -> dict`` and kept for later redraws.
 
     A widget's draw function calls ``art = reuse(fig, "a2a", build)`` and then only updates data
-    (``set_data``, ``set_text``, ``set_clim``): creating axes and ticks is the slow part of a
-    redraw.
+    (``set_data``, ``set_text``, ...): creating axes and ticks is the slow part of a redraw. The
+    artists listed under ``art["dynamic"]`` are the ones that change; on an explorer's figure they
+    are drawn over a cached background (blitting), so an update renders only them. The draw
+    function returns a *layout key* (anything hashable) that changes whenever the background
+    would (axis limits, ticks, shapes); ``None`` means "always redraw everything".
     A figure that was cleared, or built for another key, is rebuilt.
     """
     cache = getattr(fig, "_uneven_artists", None)
     if cache is None or cache[0] != key or not fig.axes:
         fig.clear()
-        cache = (key, build(fig))
+        art = build(fig)
+        if getattr(fig, "_uneven_live", False):
+            for artist in art.get("dynamic", ()):
+                artist.set_animated(True)  # left out of the background, drawn on top
+        cache = (key, art)
         fig._uneven_artists = cache
     return cache[1]
+
+
+def _encode_png(canvas) -> bytes:
+    """PNG bytes of an Agg canvas's current buffer (light compression: it runs per update)."""
+    width, height = canvas.get_width_height()
+    img = Image_.frombuffer("RGBA", (width, height), canvas.buffer_rgba(), "raw", "RGBA", 0, 1)
+    out = io.BytesIO()
+    img.save(out, format="PNG", compress_level=1)
+    return out.getvalue()
 
 
 def slider(lo: float, hi: float, step: float, value: float, description: str,
@@ -124,12 +143,16 @@ class Explorer:
         try:
             state = self.compute(**values)
             with style():
-                # One figure for the explorer's life: draw functions may update their artists in
-                # place (see ``reuse``), which is what keeps a redraw under ~100 ms.
+                # One figure for the explorer's life: draw functions update their artists in
+                # place (see ``reuse``) and only the changing ones are re-rendered.
                 if self._fig is None:
                     self._fig = blank_figure(*self.figsize)
-                self.draw(self._fig, state, **values)
-                png = png_bytes(self._fig, dpi=self.dpi)
+                    self._fig.set_dpi(self.dpi)
+                    self._fig._uneven_live = True
+                    self._canvas = FigureCanvasAgg(self._fig)
+                    self._layout = self._background = None
+                layout = self.draw(self._fig, state, **values)
+                png = self._render(layout)
         except Exception as err:  # shown to the reader, never raised into the widget machinery
             self._fig = None  # a half-drawn figure is not reused
             self.error = f"{type(err).__name__}: {err}"
@@ -145,6 +168,19 @@ class Explorer:
         self.timings.append(time.perf_counter() - t0)
         if self._handle is not None:
             self._handle.update(Image(data=png))
+
+    def _render(self, layout) -> bytes:
+        fig, canvas = self._fig, self._canvas
+        art = getattr(fig, "_uneven_artists", (None, {}))[1]
+        if layout is None or layout != self._layout or self._background is None:
+            canvas.draw()  # animated (dynamic) artists are skipped here ...
+            self._background = canvas.copy_from_bbox(fig.bbox)
+            self._layout = layout
+        else:
+            canvas.restore_region(self._background)
+        for artist in art.get("dynamic", ()):
+            fig.draw_artist(artist)  # ... and drawn on top of the background here
+        return _encode_png(canvas)
 
     def _apply_preset(self, change) -> None:
         name = change["new"]
