@@ -15,6 +15,7 @@ from __future__ import annotations
 import time
 
 import numpy as np
+from _timing import best_of
 
 from uneven.engines.linkload import link_loads_matrix
 from uneven.ep_traffic import _reference_ep, dispatch_bytes_per_token, ep_dispatch_traffic
@@ -36,19 +37,10 @@ def _route(scores):
     return node_limited_route(scores, K, N_GROUPS, MAX_GROUPS, route_scale=2.5)
 
 
-def _best_of(fn, repeats):
-    best = np.inf
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - t0)
-    return best
-
-
 def _routing_vs_reference(n_tokens=10_000):
     scores = synthetic_gate_scores(n_tokens, N_EXPERTS, 0.5, seed=1)
     bias = np.random.default_rng(2).normal(0.0, 0.01, N_EXPERTS)
-    engine = _best_of(lambda: node_limited_route(scores, K, N_GROUPS, MAX_GROUPS, bias, 2.5), 5)
+    engine = best_of(lambda: node_limited_route(scores, K, N_GROUPS, MAX_GROUPS, bias, 2.5), 5)[0]
     t0 = time.perf_counter()
     _reference_node_limited(scores, bias, K, N_GROUPS, MAX_GROUPS, 2.5)
     reference = time.perf_counter() - t0
@@ -70,7 +62,7 @@ def _aggregation_vs_reference(n_tokens=10_000):
     ids = _route(scores).expert_ids
     src = np.arange(n_tokens) % EP
     place = contiguous_placement(N_EXPERTS, EP)
-    engine = _best_of(lambda: ep_dispatch_traffic(ids, src, place, GPUS_PER_NODE, 1.0), 5)
+    engine = best_of(lambda: ep_dispatch_traffic(ids, src, place, GPUS_PER_NODE, 1.0), 5)[0]
     t0 = time.perf_counter()
     _reference_ep(ids, src, place, GPUS_PER_NODE, True, EP)
     reference = time.perf_counter() - t0

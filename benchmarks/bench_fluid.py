@@ -16,6 +16,7 @@ from __future__ import annotations
 import time
 
 import numpy as np
+from _timing import best_of
 
 from uneven.engines.fluid import (
     _compare,
@@ -67,15 +68,6 @@ def leaf_spine_flows(n_flows: int, seed: int = 0):
     return path_ptr, path_links, capacity, size, arrival
 
 
-def _best_of(fn, repeats: int):
-    best, out = np.inf, None
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        out = fn()
-        best = min(best, time.perf_counter() - t0)
-    return best, out
-
-
 def _capped(inst, max_events):
     args = _prepare(*inst, None, None, 0.0, 0.0)
     return _run(*args, max_events)
@@ -83,10 +75,10 @@ def _capped(inst, max_events):
 
 def _exact_row(n_flows: int):
     inst = leaf_spine_flows(n_flows, seed=1)
-    eng_s, res = _best_of(lambda: simulate_fluid(*inst), 2)
+    eng_s, res = best_of(lambda: simulate_fluid(*inst), 2)
     k = REF_EVENTS[n_flows]
     # Same instance, same first k events, engine vs reference: a like-for-like ratio.
-    eng_k, part = _best_of(lambda: _capped(inst, k), 3)
+    eng_k, part = best_of(lambda: _capped(inst, k), 3)
     t0 = time.perf_counter()
     ref = _reference_simulate_fluid(*inst, max_events=k)
     ref_k = time.perf_counter() - t0
@@ -144,7 +136,7 @@ def _rails_row(n_flows: int, rails: int):
         np.concatenate([p[3] for p in parts]),
         np.concatenate([p[4] for p in parts]),  # rails run side by side, each at LOAD
     )
-    eng_s, res = _best_of(lambda: simulate_fluid(*inst), 1)
+    eng_s, res = best_of(lambda: simulate_fluid(*inst), 1)
     return {
         "benchmark": f"fluid exact, {rails} disjoint rails",
         "size": f"{n_flows} flows, {rails} x 256-host leaf/spine, {res.n_events} events",
@@ -156,7 +148,7 @@ def _rails_row(n_flows: int, rails: int):
 
 
 def _batched_row(inst, exact, quantum: float = 0.0, window: float = 0.0):
-    eng_s, res = _best_of(lambda: simulate_fluid(*inst, quantum=quantum, window=window), 1)
+    eng_s, res = best_of(lambda: simulate_fluid(*inst, quantum=quantum, window=window), 1)
     err = _compare(exact, res)
     what = f"quantum={quantum:g}" if window == 0.0 else f"window={window:g} s (absolute)"
     return {

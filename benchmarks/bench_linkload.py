@@ -2,22 +2,12 @@
 
 from __future__ import annotations
 
-import time
-
 import numpy as np
+from _timing import best_of
 
 from uneven.collectives import all_to_all
 from uneven.engines.linkload import _reference_link_loads, link_loads
 from uneven.topology import h800_cluster
-
-
-def _best(fn, repeat=3):
-    best = float("inf")
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - t0)
-    return best
 
 
 def run():
@@ -29,15 +19,15 @@ def run():
         dst = rng.integers(0, topo.n_gpus, n_flows)
         nb = rng.uniform(1e3, 1e7, n_flows)
         link_loads(topo, src[:10], dst[:10], nb[:10])  # compile outside the timing
-        eng = _best(lambda s=src, d=dst, b=nb: link_loads(topo, s, d, b))
-        ref = _best(lambda s=src, d=dst, b=nb: _reference_link_loads(topo, s, d, b), repeat=1)
+        eng = best_of(lambda s=src, d=dst, b=nb: link_loads(topo, s, d, b))[0]
+        ref = best_of(lambda s=src, d=dst, b=nb: _reference_link_loads(topo, s, d, b), 1)[0]
         rows.append({"benchmark": "linkload flows vs reference", "size": f"{n_flows:,} flows",
                      "seconds": eng, "reference_seconds": ref, "ratio": ref / eng,
                      "target": "≥ 50×", "met": ref / eng >= 50})
     for n_nodes in (256, 2048):
         t = h800_cluster(n_nodes)
         all_to_all(h800_cluster(2), 1e6)
-        secs = _best(lambda t=t: all_to_all(t, 1e6))
+        secs = best_of(lambda t=t: all_to_all(t, 1e6))[0]
         r = all_to_all(t, 1e6)
         rows.append({"benchmark": "uniform all-to-all link loads", "size": f"{t.n_gpus:,} GPUs",
                      "seconds": secs,

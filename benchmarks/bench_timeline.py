@@ -16,6 +16,7 @@ from __future__ import annotations
 import time
 
 import numpy as np
+from _timing import best_of
 
 from uneven.engines.timeline import (
     _reference_timeline,
@@ -26,15 +27,6 @@ from uneven.engines.timeline import (
 )
 from uneven.schedulers import pipeline as P
 from uneven.schedulers.pipeline import pipeline_schedule, simulate_pipeline
-
-
-def _best(fn, repeat=3):
-    best = float("inf")
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - t0)
-    return best
 
 
 def _random_dag(n, n_res=16, per_op=3, seed=0):
@@ -71,13 +63,13 @@ def _engine_vs_reference(name, resource, duration, csr):
     ptr, src, dly = csr
     n = duration.size
     run_timeline(duration[:10], resource[:10])  # warm the JIT
-    engine = _best(lambda: run_timeline(duration, resource, ptr, src, dly), repeat=5)
+    engine = best_of(lambda: run_timeline(duration, resource, ptr, src, dly), 5)[0]
     deps = [[] for _ in range(n)]
     for i in range(n):
         for k in range(ptr[i], ptr[i + 1]):
             deps[i].append((int(src[k]), float(dly[k])))
     dur_list, res_list = duration.tolist(), resource.tolist()
-    reference = _best(lambda: _reference_timeline(dur_list, res_list, deps), repeat=1)
+    reference = best_of(lambda: _reference_timeline(dur_list, res_list, deps), 1)[0]
     order_ptr, order_ops = _resource_orders(resource)
 
     def interpreted():
@@ -85,7 +77,7 @@ def _engine_vs_reference(name, resource, duration, csr):
         _timeline_kernel.py_func(duration, np.zeros(n), order_ptr, order_ops, ptr, src, dly,
                                  start, finish, done)
 
-    kahn_py = _best(interpreted, repeat=1)
+    kahn_py = best_of(interpreted, 1)[0]
     size = f"{name}: {n:,} ops, {int(ptr[-1]):,} edges"
     return [
         {
@@ -125,7 +117,7 @@ def _big_iteration(p=64, m=1024):
         def go(sched=sched, mode=mode, holder=holder):
             holder["r"] = simulate_pipeline(sched, t, t, t, delays=delays, mode=mode)
 
-        secs = _best(go, repeat=2)
+        secs = best_of(go, 2)[0]
         n_ops = holder["r"].start.size
         out.append({
             "benchmark": f"pipeline iteration, {kind} {mode}",

@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))  # the benchmarks share benchmarks/_timing.py
 
 
 def load(path: Path):

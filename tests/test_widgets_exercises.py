@@ -1,5 +1,6 @@
 """Widgets driven headless, and the exercise checkers."""
 
+import numpy as np
 import pytest
 
 from uneven.exercises import check, register, registered
@@ -81,3 +82,28 @@ def test_every_registered_exercise_computes():
     for key in registered():
         fb = check(key, -12345.678)
         assert isinstance(fb.message, str)
+
+
+def _pixels(png):
+    import io
+
+    import numpy as np
+    from PIL import Image
+
+    return np.asarray(Image.open(io.BytesIO(png)).convert("RGB"), dtype=np.int16)
+
+
+def test_blitted_updates_draw_the_same_picture_as_a_fresh_figure():
+    from uneven.explorers import deepseek_explorer, pipeline_explorer
+
+    for build, control, path in ((start_page_explorer, "mb_per_pair", (2.0, 4.0, 3.0)),
+                                 (pipeline_explorer, "delay_ms", (20.0, 5.0, 12.0)),
+                                 (deepseek_explorer, "ib_gbps", (200.0, 600.0, 350.0))):
+        moved = build(show=False)
+        for value in path:  # several updates over one cached background
+            moved.controls[control].value = value
+        fresh = build(show=False)
+        fresh._background = None  # force the next update to render everything
+        fresh.controls[control].value = path[-1]
+        diff = np.abs(_pixels(moved.png) - _pixels(fresh.png))
+        assert diff.max() <= 8, f"{build.__name__}: blitted picture differs from a fresh one"
