@@ -276,6 +276,7 @@ class PipelineState:
     delay: float
     link: int
     warmups: tuple
+    notes: tuple = ()
 
 
 def pipeline_state(delay_ms: float = 10.0, link: int = 0, schedule: str = "zb-h2",
@@ -295,7 +296,11 @@ def pipeline_state(delay_ms: float = 10.0, link: int = 0, schedule: str = "zb-h2
     ratio = check_choice("ratio", ratio, OP_RATIOS)
     p = check_int("p", p, lo=2, hi=16)
     m = check_int("m", m, lo=1, hi=256)
-    link = check_int("link", link, lo=0, hi=p - 2)
+    notes = []
+    link = check_int("link", link, lo=0)
+    if link > p - 2:  # the slider allows 8 stages; a smaller pipeline has fewer links
+        notes.append(f"link {link}↔{link + 1} does not exist with p = {p}: using {p - 2}↔{p - 1}")
+        link = p - 2
     delay = check_real("delay_ms", delay_ms, lo=0.0, unit="ms") * 1e-3
     t = check_real("t_ms", t_ms, lo=0.0, lo_open=True, unit="ms") * 1e-3
     tf, tb, tw = (t * x for x in OP_RATIOS[ratio])
@@ -309,14 +314,26 @@ def pipeline_state(delay_ms: float = 10.0, link: int = 0, schedule: str = "zb-h2
     elif schedule == "manual":
         delta = check_int("delta", delta, lo=1, hi=16)
         warm = [1 + delta * (p - 1 - i) for i in range(p)]
+        if max(warm) > m:
+            notes.append(f"warm-ups above m = {m} are clipped to m")
         sched, mode = pipeline_schedule("zb", p, m, warmups=warm), "replay"
     else:
         sched, mode = pipeline_schedule("zb-h2", p, m), "replan"
         if cap:
             kw["cap"] = check_int("cap", cap, lo=1)
+    if cap and schedule != "pipemorph":
+        notes.append("the memory cap applies to PipeMorph's re-plan only")
     res = simulate_pipeline(sched, tf, tb, tw, delays=delays, mode=mode, **kw)
-    healthy = simulate_pipeline(sched, tf, tb, tw, delays=0.0, mode=mode, **kw)
-    return PipelineState(res, healthy.iteration_time, delay, link, res.warmups)
+    healthy = _healthy_time(sched, tf, tb, tw, mode, **kw)
+    return PipelineState(res, healthy, delay, link, res.warmups, tuple(notes))
+
+
+@lru_cache(maxsize=64)
+def _healthy_time(sched, tf, tb, tw, mode, **kw) -> float:
+    # The healthy iteration does not depend on the delay slider: compute it once per setting.
+    from .schedulers.pipeline import simulate_pipeline
+
+    return simulate_pipeline(sched, tf, tb, tw, delays=0.0, mode=mode, **kw).iteration_time
 
 
 def draw_pipeline(fig, state: PipelineState, **_):
@@ -326,7 +343,7 @@ def draw_pipeline(fig, state: PipelineState, **_):
     def build(fig):
         ax = fig.subplots()
         if fig.get_layout_engine() is None:
-            fig.subplots_adjust(left=0.1, right=0.86, bottom=0.17, top=0.8)
+            fig.subplots_adjust(left=0.1, right=0.86, bottom=0.17, top=0.74)
         live = plots.LiveGantt(ax, OP_KINDS, time_unit="ms")
         title = fig.suptitle("", fontsize=9, x=0.02, ha="left")
         return {"ax": ax, "live": live, "title": title,
@@ -345,6 +362,7 @@ def draw_pipeline(fig, state: PipelineState, **_):
         f"{state.link}↔{state.link + 1}) · model\n"
         f"warm-ups {list(state.warmups)} · peak in-flight {r.peak_inflight.tolist()} · "
         f"mean bubble {100 * float(np.mean(r.bubble_fraction)):.0f}%"
+        + (f"\nnote: {'; '.join(state.notes)}" if state.notes else "")
     )
     return layout
 
@@ -365,7 +383,7 @@ def pipeline_explorer(show: bool = True) -> Explorer:
         "cap": int_slider(0, 32, 1, 0, "memory cap on stage 0 (0 = none)"),
     }
     presets = {
-        "Fig. 5: ZB, 10 ms on link 0↔1": {"delay_ms": 10.0, "link": 0, "schedule": "zb-h2",
+        "paper's Fig. 5 setting: ZB, 10 ms": {"delay_ms": 10.0, "link": 0, "schedule": "zb-h2",
                                          "p": 4, "m": 12, "hol": False},
         "cascade: ZB, 20 ms": {"delay_ms": 20.0, "link": 0, "schedule": "zb-h2", "p": 4,
                                "m": 12},

@@ -63,6 +63,8 @@ KIND_COLORS = {
     "W": COLORS["green"],
     "BW": COLORS["orange"],
     "send": COLORS["grey"],
+    "send-act": COLORS["grey"],
+    "send-grad": COLORS["purple"],
     "recv": COLORS["sky"],
     "comm": COLORS["purple"],
     "wait": COLORS["red"],

@@ -134,14 +134,18 @@ def episodic_delay_trace(
     """Per-iteration one-way delays (s), shape ``(n_iterations, n_links)``.
 
     Episodes of ``episode_length`` iterations are spread evenly over the run; in each, a random
-    set of 1..3 links gets a delay drawn uniformly from ``delay_range``; between episodes every
-    link is healthy. The defaults follow the trace of PipeMorph's public 128-GPU artifact
-    [repo]: 9 episodes of 70 iterations, 20-60 ms on 1-3 of 7 links.
+    set of ``links_per_episode`` (low..high) links gets a delay drawn uniformly from
+    ``delay_range`` (s); between episodes every link is healthy. The defaults follow the trace
+    of PipeMorph's public 128-GPU artifact [repo]: 9 episodes of 70 iterations, 20-60 ms on
+    1-3 of 7 links.
     """
     n_it = check_int("n_iterations", n_iterations, lo=1)
     n_links = check_int("n_links", n_links, lo=1)
     n_ep = check_int("n_episodes", n_episodes, lo=0)
     ep_len = check_int("episode_length", episode_length, lo=1)
+    for name, pair in (("delay_range", delay_range), ("links_per_episode", links_per_episode)):
+        if not isinstance(pair, (tuple, list)) or len(pair) != 2:
+            raise ValueError(f"{name} must be a pair (low, high); got {pair!r}")
     lo = check_real("delay_range[0]", delay_range[0], lo=0.0, unit="s")
     hi = check_real("delay_range[1]", delay_range[1], lo=lo, unit="s")
     kmin = check_int("links_per_episode[0]", links_per_episode[0], lo=1, hi=n_links)
