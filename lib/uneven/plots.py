@@ -22,6 +22,7 @@ import numpy as np
 from matplotlib.collections import PolyCollection
 from matplotlib.figure import Figure
 from matplotlib.patches import FancyBboxPatch, Rectangle
+from matplotlib.ticker import MaxNLocator
 
 from ._validate import as_float_array, check_choice
 
@@ -257,6 +258,9 @@ def link_heatmap(
         ax.set_xlabel(col_label)
         ax.set_ylabel(row_label)
         ax.grid(False)
+        # Rows and columns are nodes and ports: whole numbers only.
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+        ax.yaxis.set_major_locator(MaxNLocator(integer=True))
         if title:
             ax.set_title(title, loc="left")
         if colorbar:
