@@ -177,3 +177,39 @@ def test_make_lab_serves_localhost_and_requires_the_token(tmp_path):
     finally:
         os.killpg(proc.pid, 15)
         proc.wait(timeout=30)
+
+
+# Kernels that only ever run inlined inside other kernels: they have no entry of their own to warm.
+INNER_KERNELS = {
+    "uneven.engines.fluid." + n for n in (
+        "_sift_up", "_sift_down", "_heap_push", "_heap_pop", "_heap_remove", "_heapify",
+        "_heap_fix", "_fill", "_set_active", "_advance")
+} | {
+    "uneven.engines.linkload._kind_max", "uneven.schedulers.experts._rank_order",
+    "uneven.schedulers.experts._finish", "uneven.schedulers.pipeline._interleaved_put",
+    "uneven.schedulers.pipeline._send", "uneven.topology._net_path",
+}
+
+
+def test_warmup_compiles_every_entry_kernel(tmp_path):
+    """What binder/postBuild runs: from an empty cache, every kernel a wrapper calls compiles."""
+    code = """
+import importlib, pkgutil
+from numba.core.registry import CPUDispatcher
+import uneven
+from uneven import warmup
+warmup.main()
+for mod in pkgutil.walk_packages(uneven.__path__, "uneven."):
+    m = importlib.import_module(mod.name)
+    for name, obj in vars(m).items():
+        if isinstance(obj, CPUDispatcher) and obj.__module__ == m.__name__ and not obj.signatures:
+            print("COLD", f"{m.__name__}.{name}")
+"""
+    env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path / "cache"))
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                         timeout=600)
+    assert out.returncode == 0, out.stderr
+    cold = {line.split()[1] for line in out.stdout.splitlines() if line.startswith("COLD")}
+    never = sorted(cold - INNER_KERNELS)
+    assert not never, f"kernels the warm-up never compiles: {never}"
+    assert list((tmp_path / "cache").rglob("*.nbi")), "the warm-up wrote no cache"

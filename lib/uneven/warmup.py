@@ -27,6 +27,8 @@ def _linkload():
     from .topology import cloudmatrix384, h800_cluster
 
     t = h800_cluster(2)
+    t.route(0, 9)
+    t.hop_class(0, 9)
     link_loads(t, [0], [9], [1.0])
     link_loads_matrix(t, np.ones((16, 16)))
     all_to_all(t, 1.0)
@@ -59,6 +61,9 @@ def _fluid():
 
     fluid_transfers(h800_cluster(2), [0, 1], [8, 9], [1.0, 2.0], arrival=[0.0, 0.5])
     fluid_transfers(h800_cluster(2), [0, 1], [8, 9], [1.0, 2.0], quantum=1e-3)
+    from .engines.fluid import max_min_rates
+
+    max_min_rates(np.array([0, 1, 2]), np.array([0, 0]), np.array([1.0]))
 
 
 @_step
@@ -67,6 +72,9 @@ def _experts():
         from .explorers import ep_explore_state
     except ImportError:  # a partial install without the EP modules
         return
+    from .schedulers.experts import synthetic_gate_scores, topk_route
+
+    topk_route(synthetic_gate_scores(4, 16, seed=0), 2)
     ep_explore_state(tokens_per_gpu=128, n_nodes=2, max_nodes=2)
 
 
