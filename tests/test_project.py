@@ -36,6 +36,14 @@ def test_notebook_committed_without_outputs(path):
             assert cell.get("execution_count") is None, f"{path.name} cell {i} has a count"
 
 
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_notebook_names_its_kernel(path):
+    # Without a kernelspec JupyterLab (and Binder) asks every reader to pick a kernel.
+    meta = json.loads(path.read_text())["metadata"]
+    assert meta.get("kernelspec", {}).get("name") == "python3"
+    assert meta.get("language_info", {}).get("name") == "python"
+
+
 def _names(lines):
     out = set()
     for line in lines:

@@ -27,6 +27,8 @@ def test_presets_set_several_controls_with_one_update():
     assert ex.controls["n_nodes"].value == 8 and ex.controls["hot_factor"].value == 8.0
     assert len(ex.timings) == n + 1
     assert ex.state.n_gpus == 64
+    ex.controls["hot_factor"].value = 2.0  # moving a control by hand leaves the preset
+    assert ex.preset_menu.value == "(custom)" and ex.state.n_gpus == 64
 
 
 def test_a_bad_value_gives_a_message_not_an_exception():

@@ -138,6 +138,8 @@ class Explorer:
         """Recompute and redraw; on failure keep the last figure and show the message."""
         if self._holding:
             return
+        if change is not None and self.preset_menu is not None:
+            self.preset_menu.value = "(custom)"  # a hand-moved control leaves the preset
         t0 = time.perf_counter()
         values = self.values()
         try:
