@@ -371,6 +371,9 @@ def cluster(
     ip[P_KIND], ip[P_N], ip[P_G], ip[P_K] = KIND_CLUSTER, n, g, k
     ip[P_NPL], ip[P_LPR], ip[P_NODES] = npl, lpr, n_nodes
     ip[P_PXN] = 1 if cross_rail == "pxn" else 0
+    # Routes never read the plane count: with the spine layer modelled as one ideal (ECMP without
+    # collisions) bundle per leaf, separate planes and shared spines load links alike under PXN.
+    # It is kept in the vector so kernels could tell the fabrics apart (e.g. a plane failure).
     ip[P_PLANES] = k if fabric == "multi_plane" else 1
     ip[P_OFF0 : P_OFF0 + 6] = offs[:6]
     ip[P_NLINKS] = n_links
