@@ -36,6 +36,9 @@ import numpy as np
 from .._jit import njit
 from .._validate import as_float_array, as_int_array, check_int, check_real
 
+# Indices cast to uint64 need no negative-index wrap-around code in the compiled kernels.
+_U = np.uint64
+
 __all__ = [
     "Routing",
     "topk_route",
@@ -69,16 +72,17 @@ class Routing(NamedTuple):
 @njit(inline="always")
 def _rank_order(cval, cand, m, order):
     """Sort the ``m`` candidates (ids ``cand``, values ``cval``) into ``order``: larger value
-    first, ties to the smaller id. Each candidate's rank is counted without branching, so the
-    cost is a predictable ``m * m`` compares (``m`` is ~10 after thresholding)."""
+    first, ties to the smaller id. The ids must be increasing, so a tie goes to the earlier
+    position. Each rank is counted over a fixed-length loop without branching (variable-length
+    inner loops mispredicted their exits); ``m`` is ~k after thresholding. Indices are cast to
+    ``uint64`` so numba emits no negative-index wrap-around code."""
     for i in range(m):
-        ci = cand[i]
-        vi = cval[i]
+        vi = cval[_U(i)]
         r = 0
         for j in range(m):
-            vj = cval[j]
-            r += (vj > vi) | ((vj == vi) & (cand[j] < ci))
-        order[r] = ci
+            vj = cval[_U(j)]
+            r += (vj > vi) | ((vj == vi) & (j < i))
+        order[_U(r)] = cand[_U(i)]
 
 
 @njit(inline="always")
@@ -107,7 +111,7 @@ def _finish(scores, t, k, order, out_ids, out_w, route_scale):
 # scores alone costs ~80 ns/token (2 KB from L3), so the floor is not far below.
 
 
-@njit
+@njit(nogil=True)
 def _topk_kernel(scores, bias, k, route_scale, out_ids, out_w, sb, cand, cval, order):
     """Returns -1, or the first token with a negative or non-finite score (then stops)."""
     n_tokens, n_experts = scores.shape
@@ -141,53 +145,131 @@ def _topk_kernel(scores, bias, k, route_scale, out_ids, out_w, sb, cand, cval, o
     return -1
 
 
-@njit
+@njit(nogil=True)
 def _node_limited_kernel(
-    scores, bias, k, n_groups, max_groups, route_scale, out_ids, out_w,
-    sb, top2, gids, gscore, gorder, cand, cval, order,
+    scores, bits, bias, k, n_groups, max_groups, route_scale, out_ids, out_w,
+    gbest, gsecond, gscore, kept, tops, cand, cval, order,
 ):
-    """Returns -1, or the first token with a negative or non-finite score (then stops)."""
+    """Returns -1, or the first token with a negative or non-finite score (then stops).
+
+    ``bits`` is ``scores`` viewed as int64 (same memory), for a vectorised validity check."""
     n_tokens, n_experts = scores.shape
     gsize = n_experts // n_groups
-    for t in range(n_tokens):
-        # pass 1: biased scores, and each group's score = sum of its two largest biased scores
-        lo = 0.0
-        nan = 0.0
+    q = gsize - gsize % 4  # the first q experts of a group go through four interleaved lanes
+    n_kept = max_groups * gsize
+    n_tops = 2 * max_groups if k <= 2 * max_groups else 2 * ((k + 1) // 2)
+    inf = np.inf
+    for tt in range(n_tokens):
+        t = _U(tt)
+        # validity from the bit patterns (an integer max vectorises, a float one does not): the
+        # sign bit plus the 11 exponent bits reach 0x7FF only for a negative, inf or NaN score
+        hi = 0
+        for e in range(n_experts):
+            hi = max(hi, (bits[t, _U(e)] >> 52) & 0xFFF)
+        if hi >= 0x7FF:  # a sign bit, inf or NaN: check precisely (-0.0 is fine)
+            for e in range(n_experts):
+                x = scores[t, _U(e)]
+                if not (x >= 0.0 and x < inf):
+                    return tt
+        # pass 1: each group's two largest biased scores. Four independent lanes (stride 4) keep
+        # the max/min dependency chains short; a group's top two are merged from its lanes'.
         for g in range(n_groups):
-            a = -np.inf  # largest so far
-            b = -np.inf  # second largest so far
-            for e in range(g * gsize, (g + 1) * gsize):
-                x = scores[t, e]
-                lo = min(lo, x)
-                nan += x - x  # NaN once any score is NaN or infinite
-                v = x + bias[e]
-                sb[e] = v
-                b = max(b, min(a, v))
-                a = max(a, v)
-            top2[g] = b
-            gids[g] = g
-            gscore[g] = a + b if gsize > 1 else a
-        if lo < 0.0 or nan != 0.0:
-            return t
-        # keep the max_groups best groups (ties: lower group index)
-        _rank_order(gscore, gids, n_groups, gorder)
-        # tau: the kept groups' smallest second-best score; 2 * max_groups candidates reach it
-        tau = -np.inf
-        if gsize > 1 and k <= 2 * max_groups:
-            tau = np.inf
-            for j in range(max_groups):
-                tau = min(tau, top2[gorder[j]])
-        # pass 2: candidates >= tau from the kept groups, then the k best of them
+            base = g * gsize
+            a0 = a1 = a2 = a3 = -inf  # each lane's largest so far
+            b0 = b1 = b2 = b3 = -inf  # each lane's second largest so far
+            for i in range(0, q, 4):
+                e = _U(base + i)
+                v0 = scores[t, e] + bias[e]
+                v1 = scores[t, e + _U(1)] + bias[e + _U(1)]
+                v2 = scores[t, e + _U(2)] + bias[e + _U(2)]
+                v3 = scores[t, e + _U(3)] + bias[e + _U(3)]
+                b0 = max(b0, min(a0, v0))
+                b1 = max(b1, min(a1, v1))
+                b2 = max(b2, min(a2, v2))
+                b3 = max(b3, min(a3, v3))
+                a0 = max(a0, v0)
+                a1 = max(a1, v1)
+                a2 = max(a2, v2)
+                a3 = max(a3, v3)
+            for i in range(q, gsize):
+                e = _U(base + i)
+                v0 = scores[t, e] + bias[e]
+                b0 = max(b0, min(a0, v0))
+                a0 = max(a0, v0)
+            # top two of a union = larger max, and max(smaller max, larger second)
+            b0 = max(min(a0, a1), max(b0, b1))
+            a0 = max(a0, a1)
+            b2 = max(min(a2, a3), max(b2, b3))
+            a2 = max(a2, a3)
+            b0 = max(min(a0, a2), max(b0, b2))
+            a0 = max(a0, a2)
+            gbest[_U(g)] = a0
+            gsecond[_U(g)] = b0
+            gscore[_U(g)] = a0 + b0 if gsize > 1 else a0
+        # keep the max_groups best groups (ties: lower index), listed in increasing index
+        nk = 0
+        for g in range(n_groups):
+            gs = gscore[_U(g)]
+            r = 0
+            for h in range(n_groups):
+                vh = gscore[_U(h)]
+                r += (vh > gs) | ((vh == gs) & (h < g))
+            kept[_U(nk)] = g
+            nk += r < max_groups
+        # tau = the k-th largest of n_tops >= k values held by distinct kept experts (the top two
+        # of blocks of the kept experts), so at least k kept experts reach tau and all of the
+        # top k are >= tau. Usually the blocks are the kept groups, whose top two are known.
+        if k == n_kept:
+            tau = -inf  # every kept expert is chosen
+        else:
+            if k <= 2 * max_groups:
+                for j in range(max_groups):
+                    tops[_U(2 * j)] = gbest[_U(kept[_U(j)])]
+                    tops[_U(2 * j + 1)] = gsecond[_U(kept[_U(j)])]
+            else:  # more picks than two per kept group: cut the kept experts into blocks
+                nb = n_tops // 2
+                blk = n_kept // nb  # >= 2 because k < n_kept
+                a0 = b0 = -inf
+                p = 0
+                i = 0
+                for j in range(max_groups):
+                    base = kept[_U(j)] * gsize
+                    for e in range(base, base + gsize):
+                        v0 = scores[t, _U(e)] + bias[_U(e)]
+                        b0 = max(b0, min(a0, v0))
+                        a0 = max(a0, v0)
+                        p += 1
+                        if p == blk and i < nb - 1:
+                            tops[_U(2 * i)] = a0
+                            tops[_U(2 * i + 1)] = b0
+                            a0 = b0 = -inf
+                            p = 0
+                            i += 1
+                tops[_U(2 * i)] = a0
+                tops[_U(2 * i + 1)] = b0
+            tau = inf
+            if k == n_tops:
+                for i in range(n_tops):
+                    tau = min(tau, tops[_U(i)])
+            else:
+                for i in range(n_tops):
+                    vi = tops[_U(i)]
+                    r = 0
+                    for j in range(n_tops):
+                        r += tops[_U(j)] > vi
+                    tau = min(tau, vi if r < k else inf)
+        # pass 2: the kept experts >= tau (~k of them) in increasing id, then the k best
         m = 0
         for j in range(max_groups):
-            base = gorder[j] * gsize
-            for e in range(base, base + gsize):
-                v = sb[e]
-                cand[m] = e
-                cval[m] = v
+            base = kept[_U(j)] * gsize
+            for i in range(gsize):
+                e = _U(base + i)
+                v = scores[t, e] + bias[e]
+                cand[_U(m)] = e
+                cval[_U(m)] = v
                 m += v >= tau
         _rank_order(cval, cand, m, order)
-        _finish(scores, t, k, order, out_ids, out_w, route_scale)
+        _finish(scores, tt, k, order, out_ids, out_w, route_scale)
     return -1
 
 
@@ -325,11 +407,12 @@ def node_limited_route(
     n_tokens = scores.shape[0]
     out_ids = np.empty((n_tokens, k), dtype=np.int64)
     out_w = np.empty((n_tokens, k))
+    n_tops = 2 * max(max_groups, (k + 1) // 2)
     bad = _node_limited_kernel(
-        scores, bias, np.int64(k), np.int64(n_groups), np.int64(max_groups), route_scale,
-        out_ids, out_w,
-        np.empty(n_experts), np.empty(n_groups), np.empty(n_groups, dtype=np.int64),
-        np.empty(n_groups), np.empty(n_groups, dtype=np.int64),
+        scores, scores.view(np.int64), bias, np.int64(k), np.int64(n_groups),
+        np.int64(max_groups), route_scale, out_ids, out_w,
+        np.empty(n_groups), np.empty(n_groups), np.empty(n_groups),
+        np.empty(n_groups, dtype=np.int64), np.empty(n_tops),
         np.empty(n_experts, dtype=np.int64), np.empty(n_experts),
         np.empty(n_experts, dtype=np.int64),
     )
