@@ -10,8 +10,13 @@ ROOT_ARG := $(if $(filter 0,$(shell id -u)),--allow-root,)
 
 .PHONY: install lab test figures bench lint clean
 
+# The venv's own kernel must win over a user-level "python3" kernelspec (ipython kernel install).
+export JUPYTER_PATH := $(abspath $(VENV))/share/jupyter
+
 $(STAMP): pyproject.toml
-	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 10))' || \
+		{ echo "uneven needs Python >= 3.10; try: make PYTHON=python3.11 $(MAKECMDGOALS)"; exit 1; }
+	$(BIN)/python -c 'import pip' 2>/dev/null || { rm -rf $(VENV); $(PYTHON) -m venv $(VENV); }
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e '.[test]'
 	touch $(STAMP)

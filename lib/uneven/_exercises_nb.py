@@ -8,22 +8,22 @@ from .exercises import register
 
 
 def _ex00_1():
-    # Uniform all-to-all, 1 MB per pair, 4 H800 nodes, bandwidth term only.
+    # Uniform all-to-all, 2 MB per pair, 8 H800 nodes, bandwidth term only (µs).
     from .collectives import all_to_all
     from .topology import h800_cluster
 
-    r = all_to_all(h800_cluster(4), 1e6)
+    r = all_to_all(h800_cluster(8), 2e6)
     return (r.time - r.loads.max_latency) * 1e6
 
 
 def _ex00_2():
-    # The same all-to-all when node 0 receives 4x: time in µs, bandwidth term only.
+    # 1 MB per pair on 8 nodes, GPUs of node 0 receive 3x: bandwidth term only (µs).
     from .collectives import all_to_all
     from .topology import h800_cluster
 
-    W = np.ones((4, 4))
-    W[:, 0] *= 4
-    r = all_to_all(h800_cluster(4), node_weights=W, block=np.full((8, 8), 1e6))
+    W = np.ones((8, 8))
+    W[:, 0] *= 3
+    r = all_to_all(h800_cluster(8), node_weights=W, block=np.full((8, 8), 1e6))
     return (r.time - r.loads.max_latency) * 1e6
 
 

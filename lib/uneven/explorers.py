@@ -62,7 +62,7 @@ def draw_a2a(fig, state: A2AState, **_):
 
     Returns the layout key (the grid shape) for :class:`uneven.widgets.Explorer`.
     """
-    busiest = max(state.nic_up.max(), state.nic_down.max())
+    busiest = max(state.nic_up.max(), state.nic_down.max(), 1e-300)  # one node: no NIC traffic
 
     def build(fig):
         axes = fig.subplots(1, 2, sharey=True)
@@ -102,7 +102,7 @@ def _show_grid(image, ax, grid):
 def start_page_explorer(show: bool = True) -> Explorer:
     """The start page's tour widget: nodes, bytes per pair, NIC speed, a hot node, the fabric."""
     controls = {
-        "n_nodes": int_slider(1, 32, 1, 4, "nodes (8 GPUs each)"),
+        "n_nodes": int_slider(2, 32, 1, 4, "nodes (8 GPUs each)"),
         "mb_per_pair": slider(0.25, 16.0, 0.25, 1.0, "MB per GPU pair"),
         "nic_gbps": slider(100.0, 800.0, 100.0, 400.0, "NIC (Gb/s)"),
         "hot_factor": slider(1.0, 8.0, 0.5, 1.0, "node 0 receives ×"),

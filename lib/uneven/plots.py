@@ -309,9 +309,9 @@ def draw_topology(ax, topo, *, max_nodes: int = 4, highlight=None, title: str | 
             x0 = a * (node_w + gap)
             ax.add_patch(FancyBboxPatch((x0, 0), node_w, 2.2, boxstyle="round,pad=0.05",
                                         fc="#F4F4F4", ec=COLORS["ink"], lw=0.8))
-            ax.text(x0 + node_w / 2, -0.35, f"node {a}", ha="center", va="top", fontsize=8)
-            ax.text(x0 + node_w / 2, 2.02, "NVLink switch" if topo.kind == "cluster"
-                    else "L1 UB switch", ha="center", va="center", fontsize=6.5,
+            ax.text(x0 + 0.15, 2.02, f"node {a}", ha="left", va="center", fontsize=7.5)
+            ax.text(x0 + node_w - 0.15, 2.02, "NVLink switch" if topo.kind == "cluster"
+                    else "L1 UB switch", ha="right", va="center", fontsize=6.5,
                     color=COLORS["grey"])
             for i in range(g):
                 gx = x0 + 0.3 + i + 0.5
@@ -353,7 +353,8 @@ def draw_topology(ax, topo, *, max_nodes: int = 4, highlight=None, title: str | 
             if topo.n_nodes > n_show:
                 ax.text(total_w + 0.3, 1.1, f"+{topo.n_nodes - n_show} more nodes",
                         fontsize=7, va="center", color=COLORS["grey"])
-            ax.text(0, y_leaf + 0.6, "rail-optimised leaves (colour = rail)", fontsize=7,
+            ax.text(-0.4, y_leaf - 0.75 - (groups - 1) * 0.6,
+                    "rail-optimised leaf switches (colour = rail)", fontsize=7,
                     color=COLORS["grey"])
             bottom = y_sp - 0.6
         else:
@@ -384,7 +385,12 @@ def _draw_route(ax, topo, pair, pos):
         nums = [int(s.split()[-1]) for s in rest.rstrip("]").split(",")]
         if kind == "nvl_in":
             pts.append(pos.get(("gpu", nums[0] * topo.gpus_per_node + nums[1])))
-        elif kind in ("nic_up", "nic_down"):
+        elif kind == "nic_up":
+            # Even when no leaf link is loaded (same leaf), the bytes pass through the leaf switch.
+            pts.append(pos.get(("nic", nums[0], nums[1])))
+            pts.append(pos.get(("leaf", nums[1], nums[0] // topo.nodes_per_leaf)))
+        elif kind == "nic_down":
+            pts.append(pos.get(("leaf", nums[1], nums[0] // topo.nodes_per_leaf)))
             pts.append(pos.get(("nic", nums[0], nums[1])))
         elif kind in ("leaf_up", "leaf_down"):
             pts.append(pos.get(("leaf", nums[0], nums[1])))
@@ -423,8 +429,8 @@ def paper_map(ax, papers=None, *, highlight: str | None = None):
                 dy = (k - (len(items) - 1) / 2) * 0.24
                 hot = highlight == p.key
                 text = f"{p.notebook[:2]} · {p.title}\n{p.venue} — slow: {p.slow_piece}"
-                ax.text(cx, cy + dy, text,
-                        ha="center", va="center", fontsize=7.2,
+                ax.text(cx, cy + dy, text, wrap=True,
+                        ha="center", va="center", fontsize=6.6,
                         bbox=dict(boxstyle="round,pad=0.3", lw=1.4 if hot else 0.6,
                                   fc="#FFF4E0" if hot else "white",
                                   ec=COLORS["red"] if hot else COLORS["ink"]))
