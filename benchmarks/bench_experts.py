@@ -46,17 +46,11 @@ def _routing_vs_reference(n_tokens=10_000):
     t0 = time.perf_counter()
     _reference_node_limited(scores, bias, K, N_GROUPS, MAX_GROUPS, 2.5)
     reference = time.perf_counter() - t0
-    return {
-        "benchmark": "experts.node_limited_route vs pure-Python reference",
-        "size": f"{n_tokens:,} tokens × {N_EXPERTS} experts, top-{K} in {MAX_GROUPS}/{N_GROUPS} "
-        "groups",
-        "seconds": engine,
-        "reference_seconds": reference,
-        "ratio": reference / engine,
-        "metric": f"{engine / n_tokens * 1e9:.0f} ns/token",
-        "target": None,
-        "met": None,
-    }
+    return _vs_reference_row(
+        "experts.node_limited_route vs pure-Python reference",
+        f"{n_tokens:,} tokens × {N_EXPERTS} experts, top-{K} in {MAX_GROUPS}/{N_GROUPS} groups",
+        engine, reference, n_tokens,
+    )
 
 
 def _aggregation_vs_reference(n_tokens=10_000):
@@ -68,16 +62,17 @@ def _aggregation_vs_reference(n_tokens=10_000):
     t0 = time.perf_counter()
     _reference_ep(ids, src, place, GPUS_PER_NODE, True, EP)
     reference = time.perf_counter() - t0
-    return {
-        "benchmark": "ep_traffic.ep_dispatch_traffic (dedup) vs pure-Python reference",
-        "size": f"{n_tokens:,} tokens × top-{K}, EP{EP}",
-        "seconds": engine,
-        "reference_seconds": reference,
-        "ratio": reference / engine,
-        "metric": f"{engine / n_tokens * 1e9:.0f} ns/token",
-        "target": None,
-        "met": None,
-    }
+    return _vs_reference_row(
+        "ep_traffic.ep_dispatch_traffic (dedup) vs pure-Python reference",
+        f"{n_tokens:,} tokens × top-{K}, EP{EP}", engine, reference, n_tokens,
+    )
+
+
+def _vs_reference_row(name, size, engine, reference, n_tokens):
+    """A table row for an engine timed against its pure-Python reference (seconds)."""
+    return {"benchmark": name, "size": size, "seconds": engine, "reference_seconds": reference,
+            "ratio": reference / engine, "metric": f"{engine / n_tokens * 1e9:.0f} ns/token",
+            "target": None, "met": None}
 
 
 def _full_step():

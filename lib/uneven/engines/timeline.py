@@ -250,6 +250,8 @@ def _timeline_kernel(dur, rel, order_ptr, order_ops, dep_ptr, dep_src, dep_delay
             if indeg[j] == 0:
                 queue[tail] = j
                 tail += 1
+        # The same release step for the next op on this resource. Written out, not factored into
+        # a helper: an inlined helper returning the queue tail measured about 2x slower here.
         j = nxt[i]
         if j >= 0:
             if f > est[j]:
