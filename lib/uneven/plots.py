@@ -1,8 +1,14 @@
 """One house style for every figure: timelines, link-load heatmaps, topologies, CDFs.
 
 Functions draw into a matplotlib ``Axes`` you pass in and return it, so notebooks can compose
-panels freely. :func:`figure` makes a ``matplotlib.figure.Figure`` that pyplot does not track
-(widgets redraw it without duplicate inline copies); :func:`save` writes ``figures/NN_what.png``.
+panels freely. :func:`figure` makes a :class:`NotebookFigure`: a figure that pyplot does not track
+(widgets redraw it without duplicate inline copies) and that shows itself as a PNG image in any
+notebook front end, whether or not pyplot was ever imported; :func:`save` writes
+``figures/NN_what.png``.
+
+Named things (schedules, placements, transports, fabrics, resources) have one colour each,
+everywhere: :func:`color` looks it up in :data:`PALETTE`. Legends go outside the data, on the right
+or below (:func:`legend`), so no line ever hides behind one.
 
 >>> fig, ax = figure(4, 2)
 >>> _ = cdf(ax, [1.0, 2.0, 2.0, 5.0], label="demo", unit="ms")
@@ -29,6 +35,11 @@ from ._validate import as_float_array, check_choice
 __all__ = [
     "COLORS",
     "KIND_COLORS",
+    "PALETTE",
+    "color",
+    "legend",
+    "NotebookFigure",
+    "DISPLAY_DPI",
     "style",
     "figure",
     "blank_figure",
@@ -71,6 +82,48 @@ KIND_COLORS = {
     "wait": COLORS["red"],
 }
 
+# One colour per named thing across every notebook. Lines of one family share a hue; variants of
+# one thing (a cap, a bound) reuse its colour with another line style.
+PALETTE = {
+    # pipeline schedules and approaches (notebook 01)
+    "GPipe": COLORS["grey"],
+    "1F1B": COLORS["blue"],
+    "interleaved": COLORS["purple"],
+    "ZB-H1": COLORS["sky"],
+    "ZB-H2": COLORS["orange"],
+    "offload only": COLORS["purple"],
+    "re-plan only": COLORS["red"],
+    "PipeMorph": COLORS["green"],
+    # resources
+    "NIC": COLORS["blue"],
+    "NVLink": COLORS["orange"],
+    "compute": COLORS["green"],
+    "barrier": COLORS["red"],
+    # fabrics (notebook 03)
+    "MPFT": COLORS["orange"],
+    "MRFT": COLORS["blue"],
+    "MRFT, no PXN": COLORS["sky"],
+    "FT2": COLORS["blue"],
+    "FT3": COLORS["green"],
+    # expert placements (notebook 05)
+    "contiguous": COLORS["grey"],
+    "EPLB": COLORS["blue"],
+    "NIC-aware": COLORS["green"],
+    "NIC-aware + swaps": COLORS["purple"],
+    # EP transports
+    "direct": COLORS["grey"],
+    "one copy per node": COLORS["orange"],
+    "relay": COLORS["green"],
+    # sequence schedulers (notebook 02)
+    "static mesh": COLORS["grey"],
+    "naive HDP": COLORS["sky"],
+    "balanced HDP": COLORS["green"],
+    # what a number is
+    "paper": COLORS["ink"],
+    "model": COLORS["blue"],
+    "healthy": COLORS["ink"],
+}
+
 _RC = {
     "figure.dpi": 100,
     "savefig.dpi": 150,
@@ -93,6 +146,75 @@ _RC = {
 
 _TIME_UNITS = {"s": 1.0, "ms": 1e-3, "us": 1e-6}
 
+#: CSS pixels per inch of a figure shown in a notebook. Figures are rendered at twice this (crisp
+#: on HiDPI screens) and shown at this size, so 9.5 pt text is 13 CSS px.
+DISPLAY_DPI = 100.0
+_RENDER_SCALE = 2.0
+
+
+def color(name: str) -> str:
+    """The colour of a named thing (a schedule, a fabric, a placement ...) from :data:`PALETTE`.
+
+    >>> color("PipeMorph") == PALETTE["PipeMorph"]
+    True
+    """
+    if name not in PALETTE:
+        known = ", ".join(sorted(PALETTE))
+        raise ValueError(f"name must be one of the named things in PALETTE ({known}); "
+                         f"got {name!r}")
+    return PALETTE[name]
+
+
+def legend(ax, where: str = "right", **kw):
+    """The house legend: outside the axes, on the ``'right'`` or ``'below'`` them (or
+    ``'inside'`` for a panel with free space, upper left). Returns the legend."""
+    where = check_choice("where", where, ("right", "below", "inside"))
+    with style():
+        if where == "right":
+            kw = {"loc": "upper left", "bbox_to_anchor": (1.01, 1.0), **kw}
+        elif where == "below":
+            kw = {"loc": "upper center", "bbox_to_anchor": (0.5, -0.18), "ncol": 3, **kw}
+        else:
+            kw = {"loc": "upper left", **kw}
+        return ax.legend(**kw)
+
+
+def _png_size(png: bytes) -> tuple[int, int]:
+    """Width and height in pixels, read from a PNG's IHDR chunk."""
+    return int.from_bytes(png[16:20], "big"), int.from_bytes(png[20:24], "big")
+
+
+class NotebookFigure(Figure):
+    """A ``Figure`` that shows itself as a PNG image in any notebook front end.
+
+    IPython only turns a plain ``Figure`` into an image when matplotlib's inline backend has been
+    activated (by importing pyplot); otherwise it prints ``<Figure size ...>``. This class carries
+    its own rich representation instead: a PNG rendered at twice :data:`DISPLAY_DPI` with a width
+    hint, so JupyterLab, Notebook 7, VS Code, Colab and nbconvert all show the same crisp picture.
+
+    >>> fig, ax = figure(3, 2)
+    >>> data, meta = fig._repr_mimebundle_()
+    >>> data["image/png"][1:4] == b"PNG", meta["image/png"]["width"] > 200
+    (True, True)
+    """
+
+    def _repr_mimebundle_(self, include=None, exclude=None):
+        png = self.to_png()
+        w, h = _png_size(png)
+        size = {"width": round(w / _RENDER_SCALE), "height": round(h / _RENDER_SCALE)}
+        title = self._suptitle.get_text() if self._suptitle is not None else ""
+        if not title and self.axes:
+            title = self.axes[0].get_title(loc="left") or self.axes[0].get_title()
+        text = f"[figure{': ' + title if title else ''}]"
+        return {"image/png": png, "text/plain": text}, {"image/png": size}
+
+    def to_png(self, scale: float = _RENDER_SCALE) -> bytes:
+        """PNG bytes at ``scale`` times the display resolution (tight bounding box)."""
+        buf = io.BytesIO()
+        with style():
+            self.savefig(buf, format="png", dpi=DISPLAY_DPI * scale, metadata={"Software": None})
+        return buf.getvalue()
+
 
 @contextlib.contextmanager
 def style():
@@ -104,7 +226,7 @@ def style():
 def figure(width: float = 7.0, height: float = 3.2, ncols: int = 1, nrows: int = 1, **kw):
     """A styled, untracked Figure and its axes (``ax`` or an array of them)."""
     with style():
-        fig = Figure(figsize=(width, height), layout="constrained")
+        fig = NotebookFigure(figsize=(width, height), layout="constrained")
         axes = fig.subplots(nrows, ncols, squeeze=True, **kw)
     return fig, axes
 
@@ -112,7 +234,7 @@ def figure(width: float = 7.0, height: float = 3.2, ncols: int = 1, nrows: int =
 def blank_figure(width: float = 7.0, height: float = 3.2, layout: str | None = None) -> Figure:
     """An untracked Figure with no axes. Widgets pass ``layout=None``: constrained layout costs
     more than the rest of a redraw, so their draw functions place axes with fixed margins."""
-    return Figure(figsize=(width, height), layout=layout)
+    return NotebookFigure(figsize=(width, height), layout=layout)
 
 
 def figures_dir() -> Path:

@@ -1,0 +1,21 @@
+"""Each notebook's explorer and figure recipes, one module per notebook.
+
+An explorer is compute + draw + controls (:class:`uneven.widgets.Explorer`); a figure recipe is a
+named function that draws one of the notebook's figures from values the notebook computed with the
+library. Notebooks call both; tests and benchmarks drive the same objects, so what a student moves
+is what CI checks.
+
+* :mod:`uneven.explorers.nb00` — the start page (an all-to-all on an H800-like cluster)
+* :mod:`uneven.explorers.nb01` — Attack of the Bubbles (a pipeline under a slow link)
+* :mod:`uneven.explorers.nb03` — Insights into DeepSeek-V3 (EP dispatch and combine)
+"""
+
+from .nb00 import A2AState, a2a_state, draw_a2a, start_page_explorer
+from .nb01 import OP_RATIOS, PipelineState, draw_pipeline, pipeline_explorer, pipeline_state
+from .nb03 import EpExploreState, deepseek_explorer, draw_ep, ep_explore_state
+
+__all__ = [
+    "A2AState", "a2a_state", "draw_a2a", "start_page_explorer",
+    "EpExploreState", "ep_explore_state", "draw_ep", "deepseek_explorer",
+    "OP_RATIOS", "PipelineState", "pipeline_state", "draw_pipeline", "pipeline_explorer",
+]

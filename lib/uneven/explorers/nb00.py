@@ -1,0 +1,103 @@
+"""Start page (notebook 00): an all-to-all on an H800-like cluster, with a hot node."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .. import plots
+from .._validate import check_choice, check_int, check_real
+from ..collectives import all_to_all
+from ..topology import h800_cluster
+from ..units import MB, gbit_per_s, to_us
+from ..widgets import Explorer, dropdown, explore, int_slider, reuse, slider
+from ._common import show_grid
+
+__all__ = ["A2AState", "a2a_state", "draw_a2a", "start_page_explorer"]
+
+
+@dataclass(frozen=True)
+class A2AState:
+    """An all-to-all on an H800-like cluster: its time (s), bottleneck, and NIC loads (bytes)."""
+
+    time: float
+    bottleneck: str
+    nic_up: np.ndarray
+    nic_down: np.ndarray
+    n_gpus: int
+    ideal: float
+
+
+def a2a_state(n_nodes: int = 4, mb_per_pair: float = 1.0, nic_gbps: float = 400.0,
+              hot_factor: float = 1.0, fabric: str = "multi_plane") -> A2AState:
+    """All-to-all where every GPU sends ``mb_per_pair`` MB to every other GPU, except that node 0
+    receives ``hot_factor`` times as much (a hot node). ``nic_gbps`` is each NIC's rate in Gb/s;
+    ``fabric`` is ``'multi_plane'`` (PXN) or ``'multi_rail'`` (cross-rail via shared spines)."""
+    n_nodes = check_int("n_nodes", n_nodes, lo=1, hi=4096)
+    s = check_real("mb_per_pair", mb_per_pair, lo=0.0, lo_open=True, unit="MB") * MB
+    nic = gbit_per_s(check_real("nic_gbps", nic_gbps, lo=0.0, lo_open=True, unit="Gb/s"))
+    hot = check_real("hot_factor", hot_factor, lo=1.0)
+    fabric = check_choice("fabric", fabric, ("multi_plane", "multi_rail"))
+    topo = h800_cluster(n_nodes, fabric=fabric, nic_bw=nic,
+                        cross_rail="pxn" if fabric == "multi_plane" else "spine")
+    W = np.ones((n_nodes, n_nodes))
+    W[:, 0] *= hot
+    res = all_to_all(topo, node_weights=W, block=np.full((8, 8), s))
+    ideal = (topo.n_gpus - 8) * s / nic  # the uniform, NIC-bound oracle
+    return A2AState(res.time, res.loads.bottleneck()[1], res.loads.grid("nic_up"),
+                    res.loads.grid("nic_down"), topo.n_gpus, ideal)
+
+
+def draw_a2a(fig, state: A2AState, **_):
+    """Heatmaps of NIC bytes (sent, received) as a share of the busiest NIC, times in the title.
+
+    Returns the layout key (the grid shape) for :class:`uneven.widgets.Explorer`.
+    """
+    busiest = max(state.nic_up.max(), state.nic_down.max(), 1e-300)  # one node: no NIC traffic
+
+    def build(fig):
+        axes = fig.subplots(1, 2, sharey=True)
+        if fig.get_layout_engine() is None:  # widget figures place axes by hand (fast)
+            fig.subplots_adjust(left=0.07, right=0.97, bottom=0.16, top=0.74, wspace=0.12)
+        for ax, grid, what in zip(axes, (state.nic_up, state.nic_down), ("sent", "received"),
+                                  strict=True):
+            plots.link_heatmap(ax, grid / busiest, col_label="NIC (rail)", unit="B", vmax=1.0,
+                               title=f"bytes {what} per NIC", colorbar=False)
+        axes[1].set_ylabel("")
+        fig.colorbar(axes[1].images[0], ax=list(axes), shrink=0.85,
+                     label="share of the busiest NIC")
+        title = fig.suptitle("", fontsize=9, x=0.02, ha="left")
+        images = [ax.images[0] for ax in axes]
+        return {"images": images, "title": title, "axes": axes, "dynamic": [*images, title]}
+
+    art = reuse(fig, "a2a", build)
+    for im, ax, grid in zip(art["images"], art["axes"], (state.nic_up, state.nic_down),
+                            strict=True):
+        show_grid(im, ax, grid / busiest)
+    art["title"].set_text(
+        f"{state.n_gpus} GPUs: all-to-all takes {to_us(state.time):,.0f} µs (model); uniform "
+        f"NIC-bound oracle {to_us(state.ideal):,.0f} µs\nbottleneck: {state.bottleneck}; "
+        f"busiest NIC carries {busiest / MB:,.1f} MB"
+    )
+    return state.nic_up.shape
+
+
+def start_page_explorer(show: bool = True) -> Explorer:
+    """The start page's tour widget: nodes, bytes per pair, NIC speed, a hot node, the fabric."""
+    controls = {
+        "n_nodes": int_slider(2, 32, 1, 4, "nodes (8 GPUs each)"),
+        "mb_per_pair": slider(0.25, 16.0, 0.25, 1.0, "MB per GPU pair"),
+        "nic_gbps": slider(100.0, 800.0, 100.0, 400.0, "NIC (Gb/s)"),
+        "hot_factor": slider(1.0, 8.0, 0.5, 1.0, "node 0 receives ×"),
+        "fabric": dropdown([("multi-plane + PXN", "multi_plane"),
+                            ("shared spines, no PXN", "multi_rail")], "multi_plane", "fabric"),
+    }
+    presets = {
+        "DeepSeek-V3 EP group (8 nodes)": {"n_nodes": 8, "mb_per_pair": 1.0, "nic_gbps": 400.0,
+                                          "hot_factor": 1.0, "fabric": "multi_plane"},
+        "hot node 8×": {"n_nodes": 8, "hot_factor": 8.0},
+    }
+    return explore(a2a_state, draw_a2a, controls, presets=presets, show=show, figsize=(8, 3.2))
+
+
