@@ -1,12 +1,15 @@
-"""Pipeline schedules: closed-form oracles, the paper's simulator numbers, absorption, properties.
+"""Pipeline schedules: closed-form oracles, the authors' own schedules and simulator numbers,
+absorption of a slow link, and properties.
 
-Absorption statement checked here (replay of a healthy plan, one slow link k with extra one-way
-delay c, sends off the GPU stream, every slackness Δ_i >= 1; c* = (Δ_k - 1)(t_F + t_B) / 2 with
-t_B the full backward for 1F1B and the input-gradient part for zero bubble):
+Absorption statement checked here (replay of a plan, one slow link k with extra one-way delay c,
+sends off the GPU stream, every slackness Δ_i >= 1; c1 = (Δ_k - 1)(t_F + t_B) / 2 with t_B the
+full backward for 1F1B and the input-gradient part for zero bubble; c2 = c1 + Δ_k t_W / 2):
 
-* 1F1B: T(c) = T(0) + 2c exactly for 0 <= c <= c*;
-* zero bubble: T(0) + c <= T(c) <= T(0) + 2c for c <= c*, and T(c) = T(0) + c exactly while
-  c <= t when all op times equal t and Δ_k >= 2;
+* 1F1B: T(c) = T(0) + 2c exactly for 0 <= c <= c1;
+* zero bubble, any order: T(0) + c <= T(c) <= T(0) + 2c for c <= c1; T(c) = T(0) + c exactly
+  for the PipeMorph artifact's Fig. 8 plans (greedy, planned under a small delay);
+* zero bubble with a memory budget (one W per steady cycle): T(c) - T(0) does not depend on m
+  for c < c2;
 * beyond: the slope dT/dc reaches at least 2 ceil(m / w_k) (checked for c >= T(0)), i.e. O(m c).
 """
 
@@ -89,17 +92,69 @@ def test_interleaved_formula(p, m, v):
     # Megatron warm-up 2(p-i-1) + (v-1)p chunk forwards, plus the first steady one
     want = [min(2 * (p - i - 1) + (v - 1) * p + 1, m * v) if m != p else m * v for i in range(p)]
     assert list(res.warmups) == want
-    assert res.peak_inflight.tolist() == want
+    assert res.peak_memory.tolist() == pytest.approx([x / v for x in want])  # a chunk is 1/v
 
 
-@pytest.mark.parametrize("tf, tb, tw", [(1, 1, 1), (2, 1, 1), (1, 2, 1), (1, 0.5, 0.5)])
+#: The Zero Bubble authors' hand-made orders for p = 4, m = 8, as their own generator prints them
+#: (``get_hand_schedule`` in megatron/core/pipeline_parallel/efficiency.py, branch ``arxiv``,
+#: f68d3879 of sail-sg/zero-bubble-pipeline-parallelism).
+AUTHORS_ORDERS = {
+    "zb-h1": [
+        "F0 F1 F2 F3 B0 W0 F4 B1 W1 F5 B2 W2 F6 B3 W3 F7 B4 W4 B5 W5 B6 W6 B7 W7",
+        "F0 F1 F2 B0 F3 B1 W0 F4 B2 W1 F5 B3 W2 F6 B4 W3 F7 B5 W4 B6 W5 B7 W6 W7",
+        "F0 F1 B0 F2 B1 F3 B2 W0 F4 B3 W1 F5 B4 W2 F6 B5 W3 F7 B6 W4 B7 W5 W6 W7",
+        "F0 B0 F1 B1 F2 B2 F3 B3 W0 F4 B4 W1 F5 B5 W2 F6 B6 W3 F7 B7 W4 W5 W6 W7",
+    ],
+    "zb-h2": [
+        "F0 F1 F2 F3 F4 F5 F6 B0 W0 F7 B1 W1 B2 W2 B3 W3 B4 W4 B5 W5 B6 W6 B7 W7",
+        "F0 F1 F2 F3 F4 B0 F5 B1 F6 B2 W0 F7 B3 W1 B4 W2 B5 W3 B6 W4 B7 W5 W6 W7",
+        "F0 F1 F2 B0 F3 B1 F4 B2 F5 B3 F6 B4 W0 F7 B5 W1 B6 W2 B7 W3 W4 W5 W6 W7",
+        "F0 B0 F1 B1 F2 B2 F3 B3 F4 B4 F5 B5 F6 B6 W0 F7 B7 W1 W2 W3 W4 W5 W6 W7",
+    ],
+}
+
+
+@pytest.mark.parametrize("kind", ["zb-h1", "zb-h2"])
+def test_zero_bubble_orders_are_the_authors(kind):
+    res = simulate_pipeline(pipeline_schedule(kind, 4, 8), 1.0, 1.0, 1.0)
+    assert [" ".join(res.order(s)) for s in range(4)] == AUTHORS_ORDERS[kind]
+
+
+@pytest.mark.parametrize("kind, c", [("zb-h1", 1), ("zb-h2", 2)])
+@pytest.mark.parametrize("p, m, want", [(4, 8, 27.0), (8, 16, 55.0)])
+def test_zero_bubble_makespans_of_the_paper(kind, c, p, m, want):
+    """F = B = W = 1: the authors' hand-made ZB-H1 and ZB-H2 both take 3m + p - 1 (27 and 55),
+    holding p and 2p - 1 micro-batches (F done, W not yet) on every stage."""
+    res = simulate_pipeline(pipeline_schedule(kind, p, m), 1.0, 1.0, 1.0)
+    assert res.iteration_time == pytest.approx(want)
+    assert res.iteration_time == pytest.approx(3 * m + p - 1)
+    assert res.peak_memory.tolist() == [float(c * p - (c - 1))] * p
+
+
+@pytest.mark.parametrize("kind", ["zb-h1", "zb-h2"])
+@pytest.mark.parametrize("p, m", [(4, 8), (4, 12), (6, 30), (8, 16)])
+def test_budgeted_dispatcher_rebuilds_the_hand_made_orders(kind, p, m):
+    """With equal op times, the dispatcher given ZB-H1's or ZB-H2's warm-ups and memory budget
+    (kind 'zb') finds the authors' makespan: the budget alone explains their W placement."""
+    hand = pipeline_schedule(kind, p, m)
+    ours = pipeline_schedule("zb", p, m, warmups=hand.warmups, memory=hand.memory)
+    a, b = (simulate_pipeline(s, 1.0, 1.0, 1.0) for s in (hand, ours))
+    assert a.iteration_time == pytest.approx(b.iteration_time)
+    assert b.peak_memory.max() <= hand.memory
+    if kind == "zb-h1":
+        assert all(a.order(s) == b.order(s) for s in range(p))
+
+
+@pytest.mark.parametrize("tf, tb, tw", [(1, 1, 1), (2, 1, 1), (1, 2, 1), (1, 0.5, 0.5),
+                                        (1.5, 1, 0.7), (1, 1, 0.3)])
 @pytest.mark.parametrize("p, m", [(4, 12), (4, 24), (6, 30), (8, 64)])
-def test_zb_h1_bubble(tf, tb, tw, p, m):
-    """DualPipe table: (p-1)(F + B - 2W) with B the full backward (here on stage 0)."""
+def test_zb_h1_closed_form(tf, tb, tw, p, m):
+    """Zero Bubble: ZB-H1 takes m(F + B + W) + (p-1)(F + B - W) (B the input gradient) when
+    W <= B, i.e. (p-1)(F + B_full - 2W) of idle time on stage 0 (DualPipe's table)."""
     res = simulate_pipeline(pipeline_schedule("zb-h1", p, m), tf, tb, tw)
-    idle0 = res.iteration_time - res.busy[0]
-    assert idle0 == pytest.approx((p - 1) * (tf + (tb + tw) - 2 * tw))
-    assert res.peak_inflight.tolist() == [p - i for i in range(p)]
+    assert res.iteration_time == pytest.approx(m * (tf + tb + tw) + (p - 1) * (tf + tb - tw))
+    assert res.iteration_time - res.busy[0] == pytest.approx((p - 1) * (tf + (tb + tw) - 2 * tw))
+    assert res.peak_memory.tolist() == [p] * p
 
 
 def test_zb_h1_equal_times_bubble_is_a_third_of_1f1b():
@@ -111,17 +166,18 @@ def test_zb_h1_equal_times_bubble_is_a_third_of_1f1b():
 
 @pytest.mark.parametrize("tf, tb, tw", [(1, 1, 1), (2, 1, 1), (1, 0.5, 0.5), (1.5, 1, 0.7)])
 @pytest.mark.parametrize("p, m", [(4, 24), (6, 30), (8, 64)])
-def test_zb_h2_has_no_bubble(tf, tb, tw, p, m):
+def test_zb_h2_stage0_bubble(tf, tb, tw, p, m):
+    """Zero Bubble: ZB-H2's bubble is (p-1)(F + B - 2W), zero when F + B <= 2W (stage 0's span);
+    the last stage starts after p-1 forwards and never idles."""
     res = simulate_pipeline(pipeline_schedule("zb-h2", p, m), tf, tb, tw)
-    np.testing.assert_allclose(span_bubbles(res), 0.0, atol=1e-9)
-    # the last stage starts after p-1 forwards and then never idles
-    assert res.iteration_time == pytest.approx((p - 1) * tf + m * (tf + tb + tw))
-    assert res.peak_inflight.tolist() == [2 * (p - i) - 1 for i in range(p)]
+    assert span_bubbles(res)[0] == pytest.approx(max(0.0, (p - 1) * (tf + tb - 2 * tw)))
+    assert span_bubbles(res)[-1] == pytest.approx(0.0, abs=1e-9)
+    assert res.peak_memory.tolist() == [2 * p - 1] * p
 
 
 def test_gpipe_holds_every_micro_batch():
     res = simulate_pipeline(pipeline_schedule("gpipe", 3, 5), 1.0, 1.0)
-    assert res.peak_inflight.tolist() == [5, 5, 5]
+    assert res.peak_memory.tolist() == [5, 5, 5]
 
 
 def test_per_stage_times_slowest_stage_dominates():
@@ -134,23 +190,53 @@ def test_per_stage_times_slowest_stage_dominates():
 # --------------------------------------------------------------------------- paper numbers
 
 
-@pytest.mark.parametrize("kind", ["zb-h2", "greedy"])
-def test_fig5_zero_bubble_replay_390_400_440(kind):
-    """Notes' [sim]: ZB, S=4, N=12, t=10 ms, healthy plan replayed under delay on link 0-1.
-
-    The notes' "ZB" is the artifact's greedy policy; its healthy warm-ups are [7,5,3,1]
-    (ZB-H2's), so both give the same numbers.
-    """
-    s = pipeline_schedule(kind, 4, 12)
+def test_fig5_artifact_zb_replay_390_400_440():
+    """The artifact's Fig. 5: its "ZB" (OurPolicy: greedy, no memory budget), S=4, N=12,
+    t=10 ms, planned on a healthy network and replayed under delay on link 0-1."""
+    s = pipeline_schedule("greedy", 4, 12)
     got = [T(s, 10 * MS, 10 * MS, 10 * MS, delays=[c * MS, 0, 0]) / MS for c in (0, 10, 20)]
     np.testing.assert_allclose(got, [390, 400, 440], atol=1e-6)
-    assert simulate_pipeline(s, 10 * MS, 10 * MS, 10 * MS).warmups == (7, 5, 3, 1)
+    res = simulate_pipeline(s, 10 * MS, 10 * MS, 10 * MS)
+    assert res.warmups == (7, 5, 3, 1)
+    assert res.peak_memory.tolist() == [12] * 4  # every W drifts to the tail: all m held
+
+
+def test_zb_h2_within_its_budget_absorbs_more():
+    """ZB-H2 with its 2p - 1 budget puts a W into every steady cycle: 20 ms costs 30, not 50."""
+    s = pipeline_schedule("zb-h2", 4, 12)
+    got = [T(s, 10 * MS, 10 * MS, 10 * MS, delays=[c * MS, 0, 0]) / MS for c in (0, 10, 20)]
+    np.testing.assert_allclose(got, [390, 400, 420], atol=1e-6)
 
 
 def test_zb_h1_tolerates_no_delay():
     s = pipeline_schedule("zb-h1", 4, 12)
     got = [T(s, 10 * MS, 10 * MS, 10 * MS, delays=[c * MS, 0, 0]) / MS for c in (0, 10, 20)]
-    np.testing.assert_allclose(got, [390, 490, 590], atol=1e-6)
+    np.testing.assert_allclose(got, [390, 460, 560], atol=1e-6)
+
+
+#: The PipeMorph artifact's Fig. 8 (figures.ipynb, branch AE bc31ab09), rerun from its own
+#: simulator: extra ms over the healthy 910 ms, S = 2, N = 30, t = 10 ms, for c = 0, 5, ..., 60.
+ARTIFACT_FIG8 = {
+    2: [0, 5, 10, 110, 210, 310, 410, 510, 610, 710, 810, 910, 1010],
+    3: [0, 5, 10, 15, 20, 100, 180, 260, 340, 420, 500, 580, 660],
+    4: [0, 5, 10, 15, 20, 25, 30, 90, 150, 210, 270, 330, 390],
+    5: [0, 5, 10, 15, 20, 25, 30, 35, 40, 90, 140, 190, 240],
+    6: [0, 5, 10, 15, 20, 25, 30, 35, 40, 45, 50, 100, 150],
+}
+
+
+def test_fig8_reproduces_the_artifact_exactly():
+    """Each curve's plan is the greedy policy's under a planning delay of 5(Δ-2) ms, replayed."""
+    t = 10 * MS
+    s = pipeline_schedule("greedy", 2, 30)
+    for delta, want in ARTIFACT_FIG8.items():
+        plan = [5 * (delta - 2) * MS]
+        assert simulate_pipeline(s, t, t, t, plan_delays=plan).warmups == (delta + 1, 1)
+        got = [T(s, t, t, t, delays=[c * MS], plan_delays=plan) / MS - 910 for c in range(0, 61, 5)]
+        np.testing.assert_allclose(got, want, atol=1e-6)
+        # exactly +c up to the knee (Δ-1)t
+        knee = absorption_bound(delta, t, t)
+        assert T(s, t, t, t, delays=[knee], plan_delays=plan) / MS == pytest.approx(910 + knee / MS)
 
 
 def test_replan_example_960ms():
@@ -162,7 +248,7 @@ def test_replan_example_960ms():
     assert healthy.iteration_time / MS == pytest.approx(930)
     assert res.warmups == (10, 5, 3, 1)
     assert res.iteration_time / MS == pytest.approx(960)
-    assert res.peak_inflight.tolist() == [10, 5, 3, 1]
+    assert res.peak_memory.tolist() == [10] * 4  # the budget is raised to what the plan needs
     # the delay-aware greedy list scheduler reaches the same time with more memory
     greedy = simulate_pipeline(pipeline_schedule("greedy", 4, 30), 10 * MS, 10 * MS, 10 * MS,
                                delays=[30 * MS, 0, 0], mode="online")
@@ -252,13 +338,37 @@ def test_absorption_zero_bubble_between_c_and_2c(plan, tf, tb, tw):
 
 @settings(max_examples=40, deadline=None)
 @given(warmup_plans("zb"))
-def test_absorption_zero_bubble_equal_times_grows_by_exactly_c(plan):
+def test_absorption_healthy_plans_equal_times_grow_by_exactly_c_up_to_one_op(plan):
+    """Planned on a healthy network, the W's of stage k go to its tail: the last gradient's
+    crossing is hidden while c <= t (and exposed beyond, up to 2c - t)."""
     s, k = plan
     if s.warmups[k] - s.warmups[k + 1] < 2:
         return
     base = T(s, 1.0, 1.0, 1.0)
     for c in (0.25, 0.5, 1.0):
         assert T(s, 1.0, 1.0, 1.0, delays=delays_on(s.p, k, c)) - base == pytest.approx(c)
+
+
+@settings(max_examples=40, deadline=None)
+@given(warmup_plans("zb"), st.integers(0, 2), times, times, times, st.data())
+def test_absorption_with_a_memory_budget_does_not_grow_with_m(plan, extra, tf, tb, tw, data):
+    """A budget puts one W into every steady cycle, and each adds t_W / 2 of slack: up to
+    c2 = ((Δ-1)(t_F+t_B) + Δ t_W)/2 the cost does not depend on m (between c and 2c up to c1)."""
+    s0, k = plan
+    budget = s0.warmups[0] + extra
+    m1 = s0.warmups[0] + budget + 10
+    delta = s0.warmups[k] - s0.warmups[k + 1]
+    c1 = absorption_bound(delta, tf, tb)
+    c2 = absorption_bound(delta, tf, tb, t_w=tw)
+
+    def grow(m, c):
+        s = pipeline_schedule("zb", s0.p, m, warmups=s0.warmups, memory=budget)
+        return T(s, tf, tb, tw, delays=delays_on(s.p, k, c)) - T(s, tf, tb, tw)
+
+    c = data.draw(st.floats(0.0, c1)) if c1 > 0 else 0.0
+    assert c - 1e-9 <= grow(m1, c) <= 2 * c + 1e-9
+    c = data.draw(st.floats(c1, max(c1, 0.999 * c2)))
+    assert grow(m1, c) == pytest.approx(grow(m1 + 12, c), abs=1e-9)
 
 
 @settings(max_examples=40, deadline=None)
@@ -347,8 +457,11 @@ def test_dispatched_plans_never_deadlock(kind, p, m, tf, tb, tw, hol, tx, cap, d
                                 cap=cap if mode == "replan" else None)
         assert np.all(np.isfinite(res.finish))
         assert np.sum(res.kind <= 2) == p * m * (3 if s.split_backward else 2)
-        if mode == "replan" or kind != "greedy":
-            assert res.peak_inflight.tolist() == list(res.warmups)
+        budget = P._mode_memory(s, mode, res.warmups)
+        if kind == "1f1b":
+            assert res.peak_memory.tolist() == list(res.warmups)
+        elif budget is not None:
+            assert res.peak_memory.max() <= budget
         if mode == "replan" and cap is not None:
             assert res.warmups[0] <= cap
             assert np.all(np.diff(res.warmups) <= 0)
@@ -373,7 +486,8 @@ def test_dispatcher_and_timeline_engine_agree(kind, p, m, tf, tb, tw, hol, tx, m
     if mode == "replay" and not s.dispatched:
         return
     okind, omb, _, ostart = P._dispatch(s, arr(tf), arr(tb), arr(tw), ld, lt, hol, warm,
-                                        s.split_backward, P._alternates(s, mode))
+                                        s.split_backward, P._alternates(s, mode),
+                                        P._mode_memory(s, mode, warm) if warm else s.memory)
     if mode == "replay":  # the plan was made on the healthy network: replay it there
         res = simulate_pipeline(s, tf, tb, tw, hol=hol, transfer=tx)
     for st_ in range(p):
@@ -589,7 +703,7 @@ def test_kernels_without_jit():
         "z = pipeline_schedule('zb-h2', 4, 12)\n"
         "t = [round(simulate_pipeline(z, .01, .01, .01, delays=[c, 0, 0]).iteration_time, 6)"
         " for c in (0, .01, .02)]\n"
-        "assert t == [0.39, 0.4, 0.44], t\n"
+        "assert t == [0.39, 0.4, 0.42], t\n"
         "r = simulate_pipeline(pipeline_schedule('zb-h1', 4, 30), .01, .01, .01,"
         " delays=[.03, 0, 0], mode='replan')\n"
         "assert r.warmups == (10, 5, 3, 1) and round(r.iteration_time, 6) == 0.96\n"

@@ -118,7 +118,7 @@ def draw_pipeline(fig, state: PipelineState, **_):
         f"iteration {r.iteration_time * 1e3:,.0f} ms vs {state.healthy_time * 1e3:,.0f} ms healthy "
         f"(+{extra * 1e3:,.0f} ms for {state.delay * 1e3:g} ms on link "
         f"{state.link}↔{state.link + 1}) · model\n"
-        f"warm-ups {list(state.warmups)} · peak in-flight {r.peak_inflight.tolist()} · "
+        f"warm-ups {list(state.warmups)} · peak in-flight {r.peak_memory.tolist()} · "
         f"mean bubble {100 * float(np.mean(r.bubble_fraction)):.0f}%"
         + (f"\nnote: {'; '.join(state.notes)}" if state.notes else "")
     )

@@ -23,27 +23,40 @@ gpipe       all forwards, then all backwards (fixed order)
 1f1b        Megatron 1F1B: ``w_i`` forwards, then B/F pairs, then the remaining B's (fixed order);
             ``w_i = p-i`` unless ``warmups`` is given (must not increase along the pipe)
 interleaved Megatron interleaved 1F1B with ``v >= 2`` chunks (needs ``m % p == 0``)
-zb-h1       zero bubble, 1F1B memory: F / B / W dispatched with ``w_i = p-i``
-zb-h2       zero bubble, 2x memory: ``w_i = 2(p-i)-1``
-zb          the same dispatcher with any given ``warmups``
-greedy      the dispatcher with no memory cap (B before F before W whenever ready); this is the
-            "ZB" policy of the PipeMorph artifact, whose warm-ups come out as ``2(p-i)-1``
-            (healthy network, equal op times)
+zb-h1       zero bubble, 1F1B memory: ``w_i = p-i``, at most ``p`` micro-batches held per stage
+zb-h2       zero bubble, about 2x memory: ``w_i = 2(p-i)-1``, at most ``2p-1`` held per stage
+zb          the same dispatcher with any given ``warmups`` (and optional ``memory`` budget)
+greedy      the dispatcher with no warm-up and no memory budget (B before F before W whenever
+            ready); this is ``OurPolicy``, the "ZB" of the PipeMorph artifact, whose warm-ups
+            come out as ``2(p-i)-1`` on a healthy network with equal op times
 =========== ===================================================================================
+
+Memory. A micro-batch's activations are **held from its F until its W** (until its B when B and W
+are one op): the W pass still needs what F stored. This is the accounting of the Zero Bubble
+authors' first-iteration schedule (activations freed at W; ``--zero-bubble-max-pending-backward``
+counts micro-batches between F and W) and it is what ``peak_memory`` reports, in units of one
+micro-batch's activations on one stage. The zero-bubble kinds have a **memory budget**, the same
+on every stage: ``p`` for ZB-H1 (1F1B's peak, held by its stage 0), ``2p - 1`` for ZB-H2 (the
+peak of the authors' hand-made ZB-H2). With these budgets the dispatcher reproduces the authors'
+hand-made ZB-H1 and ZB-H2 orders (``efficiency.get_hand_schedule`` in sail-sg's repository) and
+their makespans, 27 and 55 time units at F = B = W = 1 for p = 4, m = 8 and p = 8, m = 16.
 
 Dispatched orders. ``zb-h1``, ``zb-h2`` and ``zb``: a stage runs its ``w_i`` forwards, then
 its F's and B's in the 1F1B order (B, F, B, F, ..., then the last B's), each as soon as its input
-has arrived; while the next one waits, the stage runs W's (earliest micro-batch first). W's thus
-fill gaps and the tail, and at most ``w_i`` micro-batches are in flight (forward done, B not yet
-done). Re-planning (PipeMorph): after its ``w_i`` forwards a stage picks, among the ops whose
-inputs have arrived, a B before an F before a W (earliest micro-batch first) and starts no F while
-``w_i`` micro-batches are in flight. ``greedy``: the same pick, with no warm-up and no cap.
+has arrived. Before an F would exceed the stage's memory budget it runs a W (earliest micro-batch
+first), and while the next F or B waits for its input it runs W's too: W's fill gaps, keep memory
+within budget, and take the tail. Re-planning (PipeMorph, the artifact's ``DeltaiPolicy``): after
+its ``w_i`` forwards a stage picks, among the ops whose inputs have arrived, a B before an F before
+a W (earliest micro-batch first) and starts no F while ``w_i`` micro-batches are between their F
+and their B; like the artifact, it has no memory budget (``peak_memory`` shows what it costs).
+``greedy``: the same pick, with no warm-up and no budget.
 
 How a schedule meets the delays (``mode`` of :func:`simulate_pipeline`):
 
 * ``"replay"`` (what a production job does): the per-stage op order is planned once for the
-  healthy network (zero extra delay, the given transfer times), then **replayed** in that fixed
-  order under the delays. A late tensor stalls its consumer and everything queued behind it.
+  healthy network (zero extra delay, the given transfer times; or under ``plan_delays``), then
+  **replayed** in that fixed order under the delays. A late tensor stalls its consumer and
+  everything queued behind it.
 * ``"online"``: the dispatcher runs live under the delays with the schedule's own warm-ups
   (for ``1f1b`` this is the replay: with no W to place, its order is fixed).
 * ``"replan"`` (PipeMorph): warm-ups are re-planned for the delays by :func:`replan_warmups`,
@@ -99,7 +112,7 @@ F, B, W, SEND_ACT, SEND_GRAD = 0, 1, 2, 3, 4
 OP_KINDS = ("F", "B", "W", "send-act", "send-grad")
 SCHEDULE_KINDS = ("gpipe", "1f1b", "interleaved", "zb-h1", "zb-h2", "zb", "greedy")
 MODES = ("replay", "online", "replan")
-_FIXED = {"gpipe": 0, "1f1b": 1, "interleaved": 2}
+_FIXED = {"gpipe": 0, "1f1b": 1, "interleaved": 2, "zb-h1": 3, "zb-h2": 4}
 _TOL = 1e-9  # slack for ceil(c / t_F), so that 0.07 / 0.01 = 7.000000000000001 counts as 7
 
 
@@ -112,9 +125,10 @@ _TOL = 1e-9  # slack for ceil(c / t_F), so that 0.07 / 0.01 = 7.000000000000001 
 class PipelineSchedule:
     """What to run: built by :func:`pipeline_schedule`.
 
-    ``warmups``: leading forwards per stage (the in-flight cap for dispatched kinds), ``None``
-    for ``greedy`` (no cap). ``split_backward``: B and W are separate ops. ``dispatched``: the
-    order comes from the dispatcher rather than a fixed recipe.
+    ``warmups``: leading forwards per stage (for dispatched kinds also the most micro-batches
+    between their F and their B), ``None`` for ``greedy``. ``memory``: the budget of micro-batches
+    held (F done, W not yet) on every stage, ``None`` for none. ``split_backward``: B and W are
+    separate ops. ``dispatched``: the order comes from the dispatcher rather than a fixed recipe.
     """
 
     kind: str
@@ -124,16 +138,22 @@ class PipelineSchedule:
     warmups: tuple | None
     split_backward: bool
     dispatched: bool
+    memory: int | None = None
 
 
-def pipeline_schedule(kind: str, p: int, m: int, v: int = 1, warmups=None) -> PipelineSchedule:
+def pipeline_schedule(kind: str, p: int, m: int, v: int = 1, warmups=None,
+                      memory=None) -> PipelineSchedule:
     """A pipeline schedule: one of :data:`SCHEDULE_KINDS` (see the module table).
 
     ``warmups`` (length ``p``, integers >= 1 that never increase along the pipe; entries above
-    ``m`` are clipped to ``m``) is accepted by ``"1f1b"`` and required by ``"zb"``.
+    ``m`` are clipped to ``m``) is accepted by ``"1f1b"`` and required by ``"zb"``. ``memory``
+    (``"zb"`` only) is a budget of micro-batches held per stage, at least ``max(warmups)``;
+    ``None`` means no budget. ``"zb-h1"`` and ``"zb-h2"`` come with ``p`` and ``2p - 1``.
 
     >>> pipeline_schedule("zb-h2", p=4, m=12).warmups
     (7, 5, 3, 1)
+    >>> pipeline_schedule("zb-h1", p=4, m=12).memory
+    4
     >>> pipeline_schedule("1f1b", p=4, m=2).warmups  # clipped to m
     (2, 2, 2, 1)
     """
@@ -170,7 +190,19 @@ def pipeline_schedule(kind: str, p: int, m: int, v: int = 1, warmups=None) -> Pi
     else:  # greedy
         w = None
     split = kind in ("zb-h1", "zb-h2", "zb", "greedy")
-    return PipelineSchedule(kind, p, m, v, w, split, split)
+    dispatched = kind in ("zb", "greedy")
+    if memory is not None:
+        if kind != "zb":
+            raise ValueError(f"memory is accepted only for kind 'zb' (zb-h1 and zb-h2 come with "
+                             f"their own budgets); got memory for kind={kind!r}")
+        memory = check_int("memory", memory, lo=max(w))
+    elif kind == "zb-h1":
+        memory = p
+    elif kind == "zb-h2":
+        memory = 2 * p - 1
+    if memory is not None:
+        memory = min(memory, m)
+    return PipelineSchedule(kind, p, m, v, w, split, dispatched, memory)
 
 
 def _check_warmups(warmups, p, m) -> tuple:
@@ -200,34 +232,41 @@ def slackness(warmups) -> np.ndarray:
     return w[:-1] - w[1:]
 
 
-def absorption_bound(delta, t_f, t_b):
-    """Largest delay (s) a link of slackness ``delta`` absorbs when a healthy plan is replayed.
+def absorption_bound(delta, t_f, t_b, t_w=0.0):
+    """Largest one-way delay (s) a link of slackness ``delta`` absorbs in a replayed plan's
+    steady phase, without a stall that repeats micro-batch after micro-batch.
 
-    Returns ``c* = (Δ - 1)(t_f + t_b) / 2`` (0 when ``Δ <= 1``); with equal op times ``t`` this is
-    ``(Δ - 1) t``. ``t_b`` is the backward a stage runs between two forwards: the input-gradient
-    part for the zero-bubble kinds (their W's sit in gaps and the tail), the *full* backward
-    ``t_b + t_w`` for 1F1B. ``delta`` may be an integer or an array of integers (one per link).
+    Returns ``c* = ((Δ - 1)(t_f + t_b) + Δ t_w) / 2`` (0 when ``Δ <= 0``). ``t_b`` is the backward
+    a stage runs between two forwards: the input-gradient part for the zero-bubble kinds, the
+    *full* backward ``t_b + t_w`` for 1F1B. ``t_w`` is the W that sits in every steady cycle of
+    both stages: 0 (the default) when the order keeps W's out of the steady phase (1F1B; the
+    PipeMorph artifact's plans, whose W's drift to the tail), ``t_w`` when a memory budget forces
+    one W per micro-batch into it (ZB-H1, ZB-H2). With equal op times ``t`` and ``t_w = 0`` this
+    is ``(Δ - 1) t``, the knee of the paper's Fig. 8. ``delta``: an integer or an array of them.
 
-    Why: in the steady 1F1B order, stage ``k`` runs ``w_k - 1`` forwards and ``w_k - 1``
-    backwards between sending F_j and needing B_j back; stage ``k+1`` needs
-    ``w_{k+1}(t_F + t_B)`` between receiving F_j and sending B_j, and the round trip adds ``2c``.
-    No stall iff ``2c + w_{k+1}(t_F+t_B) <= (w_k - 1)(t_F+t_B)``.
+    Why: follow micro-batch ``j`` across link ``k``. Stage ``k`` sends F_j, runs what its order
+    puts before B_j — ``Δ_k + w_{k+1} - 1`` cycles of one F and one B (and one W) — then needs
+    B_j back. Stage ``k+1`` needs ``w_{k+1} - 1`` such cycles plus F_j and B_j themselves, and the
+    round trip adds ``2c``. No stall iff ``2c`` fits in the difference.
 
-    What this model does (replay of the healthy plan, delay ``c`` on link ``k`` only, sends off
-    the GPU stream, every ``Δ_i >= 1``; checked by property tests in ``tests/test_pipeline.py``):
+    What the model does, replaying a plan with delay ``c`` on link ``k`` only (sends off the GPU
+    stream, every ``Δ_i >= 1``; property tests in ``tests/test_pipeline.py``):
 
-    * ``c <= c*``: the iteration grows by between ``c`` and ``2c``, whatever ``m``. Exactly
-      ``2c`` for 1F1B (the first activation and the last gradient both cross the slow link on the
-      critical path). Exactly ``c`` for the zero-bubble kinds with equal op times while
-      ``c <= t`` (the W's queued behind the last B's hide the gradient's crossing; the notes'
-      Fig 5: 390 -> 400 ms at 10 ms); between ``t`` and ``c*`` up to ``2c - t``.
-    * ``c > c*``: every ``w_k`` micro-batches pay the excess ``2c - (Δ-1)(t_F+t_B)`` again, so
-      the slope of the iteration time in ``c`` climbs to ``2 ceil(m / w_k)`` or more: O(m c).
+    * ``c <= (Δ-1)(t_f+t_b)/2`` (``c*`` with ``t_w = 0``): the iteration grows by between ``c``
+      and ``2c``, whatever ``m``: the first activation crossing and perhaps the last gradient
+      crossing are paid once. Exactly ``2c`` for 1F1B. Exactly ``c`` for the artifact's plans,
+      which keep a few W's between stage 0's last B's and so hide the last crossing.
+    * with a memory budget, up to ``c*`` with ``t_w``: still independent of ``m`` (the early
+      micro-batches, before the budget binds, may stall: more than ``2c`` in all);
+    * beyond ``c*``: every ``w_k`` micro-batches pay the excess again, so the iteration time
+      grows with ``m``: O(m c).
 
     >>> absorption_bound(2, 0.01, 0.01)
     0.01
     >>> absorption_bound([1, 2, 3], 1.0, 1.0).tolist()
     [0.0, 1.0, 2.0]
+    >>> absorption_bound(2, 1.0, 1.0, t_w=1.0)  # ZB-H2 with its memory budget
+    2.0
     """
     d = np.asarray(delta)
     if d.dtype.kind not in "iu" and not (
@@ -236,7 +275,9 @@ def absorption_bound(delta, t_f, t_b):
         raise ValueError(f"delta must be an integer or an array of integers; got {delta!r}")
     tf = _positive("t_f", t_f)
     tb = _positive("t_b", t_b)
-    out = np.maximum(d.astype(np.float64) - 1.0, 0.0) * (tf + tb) / 2.0
+    tw = check_real("t_w", t_w, lo=0.0, unit="s")
+    d = d.astype(np.float64)
+    out = np.where(d >= 1.0, ((d - 1.0) * (tf + tb) + d * tw) / 2.0, 0.0)
     return float(out) if out.ndim == 0 else out
 
 
@@ -308,9 +349,10 @@ class PipelineResult:
 
     Scalars: ``iteration_time`` (s, the makespan). Per stage (length ``p``): ``bubble_fraction``
     (idle compute time / iteration time; sends do not count as work), ``busy`` (s of F/B/W),
-    ``peak_inflight`` (most micro-batch chunks whose forward ran and whose B has not, i.e. the
-    activation memory in units of one micro-batch chunk), ``warmups`` (forwards before the first
-    B, counting the first steady one; for ``replan`` the plan used).
+    ``peak_memory`` (the most micro-batches held at once: F done, W not yet, or B not yet when B
+    and W are one op; in units of one micro-batch's activations on that stage, so an interleaved
+    chunk counts ``1/v``), ``warmups`` (forwards before the first B, counting the first steady
+    one; for ``replan`` the plan used).
 
     Per op, for timelines (``uneven.plots.gantt``): ``resource`` (int; stage ``s`` is its GPU
     stream ``s``; the CPU senders are ``p + 2s`` for activations and ``p + 2s + 1`` for
@@ -321,7 +363,7 @@ class PipelineResult:
     iteration_time: float
     bubble_fraction: np.ndarray = field(repr=False)
     busy: np.ndarray = field(repr=False)
-    peak_inflight: np.ndarray = field(repr=False)
+    peak_memory: np.ndarray = field(repr=False)
     warmups: tuple
     schedule: PipelineSchedule = field(repr=False)
     mode: str
@@ -388,6 +430,7 @@ def simulate_pipeline(
     mode: str = "replay",
     hol: bool = False,
     cap=None,
+    plan_delays=None,
 ) -> PipelineResult:
     """Simulate one training iteration of ``schedule`` (see the module doc for the model).
 
@@ -398,18 +441,27 @@ def simulate_pipeline(
     ``"replan"`` (:data:`MODES`; ``replan`` takes only ``p``, ``m`` and whether B and W are
     split from ``schedule``). ``hol``: sends block the sending GPU stream. ``cap``: memory cap
     on stage 0's in-flight micro-batches for ``replan`` (see :func:`replan_warmups`).
+    ``plan_delays`` (``replay`` of a dispatched kind only; same shapes as ``delays``): the link
+    delays the order is planned under before it is replayed; default zero, a healthy network.
+    The PipeMorph artifact's Fig. 8 plans each curve's order this way, under a small delay.
 
     >>> zb = pipeline_schedule("zb-h2", p=4, m=12)
     >>> [round(simulate_pipeline(zb, 0.01, 0.01, 0.01, delays=[c, 0, 0]).iteration_time, 3)
     ...  for c in (0.0, 0.01, 0.02)]
-    [0.39, 0.4, 0.44]
+    [0.39, 0.4, 0.42]
     """
     sched, tf, tb, tw, mode, hol = _check_common(schedule, t_f, t_b, t_w, mode, hol)
     p, v = sched.p, sched.v
     ld = _link_array("delays", delays, p, v)
     lt = _link_array("transfer", transfer, p, v)
     warm = _mode_warmups(sched, mode, ld, tf, cap)
-    return _simulate(sched, tf, tb, tw, ld, lt, mode, hol, warm, plan=None)
+    plan = None
+    if plan_delays is not None:
+        if mode != "replay" or not sched.dispatched:
+            raise ValueError("plan_delays applies to mode='replay' of a dispatched kind (zb-h1, "
+                             f"zb-h2, zb, greedy); got kind={sched.kind!r}, mode={mode!r}")
+        plan = _plan(sched, tf, tb, tw, _link_array("plan_delays", plan_delays, p, v), lt, hol)
+    return _simulate(sched, tf, tb, tw, ld, lt, mode, hol, warm, plan=plan)
 
 
 def simulate_trace(
@@ -448,7 +500,7 @@ def simulate_trace(
     lt = _link_array("transfer", transfer, p, v)
     plan = None
     if mode == "replay" and sched.dispatched:
-        plan = _healthy_plan(sched, tf, tb, tw, lt, hol)
+        plan = _plan(sched, tf, tb, tw, np.zeros(max(p, 1)), lt, hol)
     n_it = trace.shape[0]
     times = np.empty(n_it)
     warms = np.zeros((n_it, p), dtype=np.int64)
@@ -535,9 +587,9 @@ def _mode_warmups(sched, mode, ld, tf, cap):
         cap = check_int("cap", cap, lo=1)
     if mode == "replan":
         return replan_warmups(ld[: sched.p - 1], tf, m=sched.m, cap=cap)
-    if sched.kind == "1f1b" and mode == "online":
+    if mode == "online" or sched.dispatched:
         return sched.warmups
-    return sched.warmups if sched.dispatched else None
+    return None
 
 
 # --------------------------------------------------------------------------------------------
@@ -551,16 +603,23 @@ def _durations(sched, tf, tb, tw, split):
     return tf / v, db / v, tw / v
 
 
+def _mode_memory(sched, mode, warm):
+    """The memory budget the dispatcher enforces: the schedule's own, raised for a re-plan to the
+    warm-ups it needs (``None``: no budget, as in the PipeMorph artifact's simulator)."""
+    if sched.memory is None or mode != "replan":
+        return sched.memory
+    return max(sched.memory, max(warm))
+
+
 def _alternates(sched, mode) -> bool:
     """Whether the dispatcher keeps the 1F1B order of F's and B's (see the module doc)."""
     return mode != "replan" and sched.kind != "greedy"
 
 
-def _healthy_plan(sched, tf, tb, tw, lt, hol):
-    """Order planned by the dispatcher for a network with no extra delay."""
-    zero = np.zeros(max(sched.p, 1))
-    return _dispatch(sched, tf, tb, tw, zero, lt, hol, sched.warmups, sched.split_backward,
-                     _alternates(sched, "replay"))
+def _plan(sched, tf, tb, tw, ld, lt, hol):
+    """Order planned by the dispatcher under link delays ``ld`` (zeros: a healthy network)."""
+    return _dispatch(sched, tf, tb, tw, ld, lt, hol, sched.warmups, sched.split_backward,
+                     _alternates(sched, "replay"), sched.memory)
 
 
 def _simulate(sched, tf, tb, tw, ld, lt, mode, hol, warm, plan):
@@ -568,11 +627,13 @@ def _simulate(sched, tf, tb, tw, ld, lt, mode, hol, warm, plan):
     split = sched.split_backward
     if mode == "replay":
         if sched.dispatched:
-            order = plan if plan is not None else _healthy_plan(sched, tf, tb, tw, lt, hol)
+            order = plan if plan is not None else _plan(sched, tf, tb, tw, np.zeros(max(p, 1)),
+                                                        lt, hol)
         else:
             order = _fixed_order(sched)
     else:  # online / replan: dispatched live under the delays
-        order = _dispatch(sched, tf, tb, tw, ld, lt, hol, warm, split, _alternates(sched, mode))
+        order = _dispatch(sched, tf, tb, tw, ld, lt, hol, warm, split, _alternates(sched, mode),
+                          _mode_memory(sched, mode, warm))
     okind = order[0]
     dur, res, kind, mb, chunk, stage, dep_ptr, dep_src, dep_dly = _dag(
         sched, order, tf, tb, tw, ld, lt, hol
@@ -593,8 +654,10 @@ def _simulate(sched, tf, tb, tw, ld, lt, mode, hol, warm, plan):
     makespan = float(finish.max())
     comp = kind <= W
     busy = np.bincount(stage[comp], weights=dur[comp], minlength=p)
-    step = np.where(okind == F, 1, np.where(okind == B, -1, 0))
-    peak = np.cumsum(step, axis=1).max(axis=1)
+    # Held from F until W (until B when B and W are one op); a chunk holds 1/v of a micro-batch.
+    release = W if split else B
+    step = np.where(okind == F, 1, np.where(okind == release, -1, 0))
+    peak = np.cumsum(step, axis=1).max(axis=1) / sched.v
     is_b = okind == B
     first_b = np.where(is_b.any(axis=1), is_b.argmax(axis=1), n_per)
     warm_used = tuple(int(np.sum(okind[s, : first_b[s]] == F)) for s in range(p))
@@ -611,7 +674,7 @@ def _simulate(sched, tf, tb, tw, ld, lt, mode, hol, warm, plan):
         iteration_time=makespan,
         bubble_fraction=bubble,
         busy=busy,
-        peak_inflight=peak,
+        peak_memory=peak,
         warmups=warm_used,
         schedule=sched,
         mode=mode,
@@ -646,7 +709,7 @@ def _dag(sched, order, tf, tb, tw, ld, lt, hol):
 
 def _fixed_order(sched):
     p, m, v = sched.p, sched.m, sched.v
-    n_per = 2 * m * v
+    n_per = (3 if sched.split_backward else 2) * m * v
     okind = np.empty((p, n_per), dtype=np.int64)
     omb = np.empty((p, n_per), dtype=np.int64)
     ochunk = np.zeros((p, n_per), dtype=np.int64)
@@ -686,7 +749,7 @@ def _fixed_order_kernel(code, p, m, v, w, okind, omb, ochunk):  # pragma: no cov
                 okind[s, pos] = 1
                 omb[s, pos] = k
                 pos += 1
-        else:  # Megatron interleaved: forward k -> chunk (k//p)%v, backward chunks reversed
+        elif code == 2:  # Megatron interleaved: forward k -> chunk (k//p)%v, backward reversed
             if m == p:
                 warm = total
             else:
@@ -708,6 +771,36 @@ def _fixed_order_kernel(code, p, m, v, w, okind, omb, ochunk):  # pragma: no cov
                 _interleaved_put(okind, omb, ochunk, s, pos, 1, nb, p, v)
                 nb += 1
                 pos += 1
+        else:  # Zero Bubble's hand-made ZB-H1 (c = 1) and ZB-H2 (c = 2), as the authors build
+            # them: (p-1-s)c forwards; then per i an F (while any remain), B_i, and from
+            # i >= s*c on a W; the W's still owed close the stage.
+            c = code - 2
+            warm = min((p - 1 - s) * c, m)
+            for j in range(warm):
+                okind[s, pos] = 0
+                omb[s, pos] = j
+                pos += 1
+            nf = warm
+            nw = 0
+            for i in range(m):
+                if nf < m:
+                    okind[s, pos] = 0
+                    omb[s, pos] = nf
+                    nf += 1
+                    pos += 1
+                okind[s, pos] = 1
+                omb[s, pos] = i
+                pos += 1
+                if i >= s * c:
+                    okind[s, pos] = 2
+                    omb[s, pos] = nw
+                    nw += 1
+                    pos += 1
+            while nw < m:
+                okind[s, pos] = 2
+                omb[s, pos] = nw
+                nw += 1
+                pos += 1
 
 
 @njit(inline="always")
@@ -721,7 +814,7 @@ def _interleaved_put(okind, omb, ochunk, s, pos, kind, k, p, v):  # pragma: no c
     ochunk[s, pos] = c
 
 
-def _dispatch(sched, tf, tb, tw, ld, lt, hol, warm, split, alternate):
+def _dispatch(sched, tf, tb, tw, ld, lt, hol, warm, split, alternate, memory=None):
     p, m = sched.p, sched.m
     dF, dB, dW = _durations(sched, tf, tb, tw, split)
     n_per = m * (3 if split else 2)
@@ -733,25 +826,34 @@ def _dispatch(sched, tf, tb, tw, ld, lt, hol, warm, split, alternate):
     else:
         w = np.minimum(np.array(warm, dtype=np.int64), m)
         strict = True
+    # The memory budget binds only when B and W are split (otherwise B frees what F held).
+    budget = np.full(p, m if memory is None or not split else min(memory, m), dtype=np.int64)
     # times closer than eps count as equal (1e-9 of the shortest op)
     eps = 1e-9 * float(min(dF.min(), dB.min()))
     ostart = np.empty((p, n_per))
-    done = _dispatch_kernel(p, m, w, strict, alternate, split, dF, dB, dW, ld, lt, hol, eps,
-                            okind, omb, ostart)
+    # The zero-bubble kinds follow the Zero Bubble authors (a W only where it fits); greedy and
+    # the re-plan follow the PipeMorph artifact's policies (any W fills any gap).
+    fit_w = sched.kind in ("zb-h1", "zb-h2", "zb") and alternate
+    done = _dispatch_kernel(p, m, w, budget, strict, alternate, fit_w, split, dF, dB, dW, ld, lt,
+                            hol, eps, okind, omb, ostart)
     if done < p * n_per:  # pragma: no cover - guarded by tests; a bug if it ever fires
         raise RuntimeError(f"dispatcher stalled after {done} of {p * n_per} ops (warmups {warm})")
     return okind, omb, np.zeros((p, n_per), dtype=np.int64), ostart
 
 
 @njit
-def _dispatch_kernel(p, m, w, strict, alternate, split, dF, dB, dW, ld, lt, hol, eps,
-                     okind, omb, ostart):  # pragma: no cover - compiled
+def _dispatch_kernel(p, m, w, budget, strict, alternate, fit_w, split, dF, dB, dW, ld, lt, hol,
+                     eps, okind, omb, ostart):  # pragma: no cover - compiled
     """Event-driven list scheduler; fills the per-stage orders, returns ops scheduled.
 
     At each step the stage that can start something earliest does so; at that moment it picks a
     B, else an F, else a W among the ops whose inputs are there. Ops on other stages start no
     earlier, and their outputs arrive later still, so the choice never misses an op that could
-    have been ready (ties at equal times go to the lower stage).
+    have been ready (ties at equal times go to the lower stage). An F that would hold more than
+    ``budget[s]`` micro-batches (F done, W not yet) is not eligible: the stage runs a W first.
+    With ``fit_w`` a W placed in a gap must end before the next F or B can start; such a W may
+    be placed at a time earlier than ops already placed on other stages, which is safe because
+    nothing on another stage waits for a W.
     """
     n_per = okind.shape[1]
     inf = np.inf
@@ -776,20 +878,29 @@ def _dispatch_kernel(p, m, w, strict, alternate, split, dF, dB, dW, ld, lt, hol,
                 continue
             r_f = inf
             r_b = inf
+            room = (nf[s] - nw[s] < budget[s]) if split else True
             if alternate:  # F/B in 1F1B order: w forwards, then B, F, B, F ..., then B's
                 if nf[s] >= w[s] and (nb[s] == nf[s] - w[s] or nf[s] == m):
                     if nb[s] < m:
                         r_b = b_arr[s, nb[s]]
-                else:
+                elif room:
                     r_f = f_arr[s, nf[s]]
             else:
-                if nf[s] < m and nf[s] - nb[s] < w[s]:
+                if nf[s] < m and nf[s] - nb[s] < w[s] and room:
                     r_f = f_arr[s, nf[s]]
                 if nb[s] < nf[s] and (not strict or nf[s] >= w[s]):
                     r_b = b_arr[s, nb[s]]
             r_w = inf
             if split and nw[s] < nb[s]:
-                r_w = b_fin[s, nw[s]]
+                # Zero Bubble's rule (fit_w): a W goes where memory forces it, where it fits whole
+                # before the next F or B can start, or in the tail. Otherwise (the artifact's
+                # policies) any W fills any gap.
+                nxt = min(r_f, r_b)
+                forced = not room and nf[s] < m
+                tail = nf[s] == m and nb[s] == m
+                if (not fit_w or forced or tail
+                        or (nxt < inf and max(free[s], b_fin[s, nw[s]]) + dW[s] <= nxt + eps)):
+                    r_w = b_fin[s, nw[s]]
             r = min(r_f, min(r_b, r_w))
             if r == inf:
                 continue
