@@ -290,3 +290,53 @@ def test_validation_errors_other_entry_points():
         ep_combine_traffic([[0]], [0], [0], 1, 1.0, mode="x")
     with pytest.raises(ValueError, match="bytes_per_copy"):
         deepep_logical_bytes([[0]], [0], [0], 1, float("nan"))
+
+
+def _reference_local_writes(ids, src, egpu, g, n):
+    """One self-write per distinct target GPU that shares the token's local index (DeepEP's
+    forwarder writing into its own receive buffer)."""
+    out = [0] * n
+    for row, s in zip(ids, src, strict=True):
+        for t in {int(egpu[e]) for e in row}:
+            if t % g == s % g:
+                out[t] += 1
+    return out
+
+
+def test_local_buffer_writes_match_reference_on_random_routings():
+    from uneven.ep_traffic import local_buffer_writes
+
+    rng = np.random.default_rng(7)
+    for _ in range(20):
+        g = int(rng.integers(1, 5))
+        nodes = int(rng.integers(1, 5))
+        n = g * nodes
+        n_exp = n * int(rng.integers(1, 4))
+        T, k = int(rng.integers(1, 40)), int(rng.integers(1, 5))
+        ids = rng.integers(0, n_exp, size=(T, k))
+        src = rng.integers(0, n, size=T)
+        egpu = rng.integers(0, n, size=n_exp)
+        got = local_buffer_writes(ids, src, egpu, g, 3.0, n_gpus=n)
+        assert got.tolist() == [3.0 * x for x in _reference_local_writes(ids, src, egpu, g, n)]
+
+
+def test_deepep_buffer_writes_are_distinct_ranks_and_bind_at_ep16():
+    """DeepEP's NVL-buffer writes per token = distinct destination ranks (6.52 at EP16 in its
+    test routing), of which 7/8 cross NVLink; counting the forwarder's self-writes makes EP16
+    'forwarding'-bound and leaves EP32/64 NIC-bound."""
+    from uneven.ep_model import deepep_sweep
+
+    plain = deepep_sweep((16, 32), tokens_per_gpu=1024)
+    fwd = deepep_sweep((16, 32), tokens_per_gpu=1024, count_local_writes=True)
+    assert plain[0]["nvlink_copies_per_token"] == pytest.approx(5.71, abs=0.05)
+    assert plain[0]["nvl_writes_per_token"] == pytest.approx(6.52, abs=0.05)
+    assert fwd[0]["dispatch_bound"] == "forwarding"
+    assert fwd[0]["dispatch_logical_GBps"] < plain[0]["dispatch_logical_GBps"]
+    assert fwd[1]["dispatch_logical_GBps"] == pytest.approx(plain[1]["dispatch_logical_GBps"])
+    with pytest.raises(ValueError, match="local_writes"):
+        from uneven.ep_model import ep_phase
+        from uneven.ep_traffic import ep_dispatch_traffic
+        from uneven.topology import h800_cluster
+
+        t = ep_dispatch_traffic([[0]], [0], [9], 8, 1.0, n_gpus=16)
+        ep_phase(h800_cluster(2), t, local_writes=[1.0])

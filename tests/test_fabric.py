@@ -88,8 +88,11 @@ def test_smallest_fabric_grows_with_size_and_has_enough_ports(kind, k, planes, d
 def test_cost_curve_shape():
     sizes = np.array([64, 1024, 2048, 2049, 16384, 16385, 65536, 65537])
     c = cost_per_endpoint_curve(sizes, 64, 8)
-    assert set(c) == {"FT2", "MPFT", "FT3"}
+    assert set(c) == {"FT2", "MPFT", "FT3", "single plane"}
     ft2, mp, ft3 = c["FT2"], c["MPFT"], c["FT3"]
+    # what a single-plane design builds: FT2 while it fits, FT3 beyond
+    np.testing.assert_allclose(c["single plane"][:3], ft2[:3])
+    np.testing.assert_allclose(c["single plane"][3:7], ft3[3:7])
     assert np.isnan(ft2[3:]).all() and not np.isnan(ft2[:3]).any()
     assert np.isnan(mp[5:]).all() and not np.isnan(mp[:5]).any()
     assert np.isnan(ft3[7]) and not np.isnan(ft3[:7]).any()

@@ -15,13 +15,14 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ._validate import check_choice, check_int, check_real
+from ._validate import check_bool, check_choice, check_int, check_real
 from .engines.linkload import LinkLoads, link_loads_matrix
 from .ep_traffic import (
     EpTraffic,
     combine_bytes_per_token,
     dispatch_bytes_per_token,
     ep_dispatch_traffic,
+    local_buffer_writes,
 )
 from .schedulers.experts import contiguous_placement, node_limited_route, synthetic_gate_scores
 from .topology import LINK_KINDS, Topology, h800_cluster
@@ -47,14 +48,16 @@ _NVL_KINDS = [LINK_KINDS.index(k) for k in ("nvl_out", "nvl_in")]
 @dataclass(frozen=True)
 class EpPhase:
     """One dispatch or combine phase: total ``time`` (s), the busiest network-side (NIC, leaf)
-    and NVLink-side drain times (s), which of the two binds (``bound`` is 'NIC' for the network
-    side, 'NVLink' otherwise), and the per-link ``loads``."""
+    and NVLink-side drain times (s), the busiest forwarder's write time (s; 0 unless local
+    buffer writes are counted), which binds (``bound``: 'NIC', 'NVLink' or 'forwarding'), and
+    the per-link ``loads``."""
 
     time: float
     nic_time: float
     nvlink_time: float
     bound: str
     loads: LinkLoads = field(repr=False)
+    forward_time: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -92,10 +95,14 @@ class EpRound:
     combine_true_bw: float
 
 
-def ep_phase(topo: Topology, traffic: EpTraffic, efficiency=None) -> EpPhase:
+def ep_phase(topo: Topology, traffic: EpTraffic, efficiency=None,
+             local_writes=None) -> EpPhase:
     """Time one EP phase on ``topo``: network copies and NVLink copies as one bottleneck phase.
 
     ``efficiency`` is passed to :meth:`LinkLoads.time` (a number or a dict per link kind).
+    ``local_writes`` (bytes per GPU, e.g. :func:`uneven.ep_traffic.local_buffer_writes`): if
+    given, each GPU's buffer writes — its NVLink sends plus these local copies — are also timed at
+    its NVLink port's rate, a model of DeepEP's forwarder warps, which make both kinds of write.
     """
     if not isinstance(traffic, EpTraffic):
         raise ValueError(f"traffic must be an EpTraffic; got {type(traffic).__name__}")
@@ -107,7 +114,31 @@ def ep_phase(topo: Topology, traffic: EpTraffic, efficiency=None) -> EpPhase:
     per_link = loads.seconds_per_link(efficiency)
     nic = float(per_link[np.isin(topo.link_kind, _NIC_KINDS)].max(initial=0.0))
     nvl = float(per_link[np.isin(topo.link_kind, _NVL_KINDS)].max(initial=0.0))
-    return EpPhase(loads.time(efficiency), nic, nvl, "NIC" if nic >= nvl else "NVLink", loads)
+    time = loads.time(efficiency)
+    fwd = 0.0
+    if local_writes is not None:
+        extra = np.asarray(local_writes, dtype=np.float64)
+        if extra.shape != (topo.n_gpus,) or not np.all(np.isfinite(extra)) or extra.min() < 0:
+            raise ValueError(f"local_writes must be {topo.n_gpus} finite byte counts >= 0 (one "
+                             f"per GPU); got shape {extra.shape}")
+        out = LINK_KINDS.index("nvl_out")
+        ports = np.flatnonzero(topo.link_kind == out)  # one per GPU, in GPU order
+        writes = loads.bytes[ports] + extra
+        fwd = float((writes / topo.capacity[ports] / _kind_efficiency(efficiency, "nvl_out"))
+                    .max(initial=0.0))
+        time = max(time, fwd + loads.max_latency)
+    bound = "NIC" if nic >= nvl else "NVLink"
+    if fwd > max(nic, nvl):
+        bound = "forwarding"
+    return EpPhase(time, nic, nvl, bound, loads, fwd)
+
+
+def _kind_efficiency(efficiency, kind: str) -> float:
+    if efficiency is None:
+        return 1.0
+    if isinstance(efficiency, dict):
+        return float(efficiency.get(kind, 1.0))
+    return float(efficiency)
 
 
 def route_ep_group(
@@ -162,6 +193,7 @@ def ep_round(
     combine_dtype="bf16",
     mode: str = "dedup",
     efficiency=None,
+    count_local_writes: bool = False,
 ) -> EpRound:
     """Dispatch then combine ``routing`` on ``topo`` and time both phases.
 
@@ -170,6 +202,9 @@ def ep_round(
     node, NVLink forwarding) or 'direct'; ``efficiency`` scales link capacities (a number or a
     dict per link kind). Combine is dispatch reversed with the combine payload, so its byte
     matrices are the dispatch ones transposed and rescaled (one aggregation pass, not two).
+    ``count_local_writes`` (dedup only): also time each forwarder's writes into its own receive
+    buffer (see :func:`ep_phase`); DeepEP's kernels make them, and its test's "NVL" bytes count
+    them.
 
     >>> r = ep_round(h800_cluster(2), route_ep_group(2, 64, seed=1))
     >>> r.dispatch.bound, round(r.logical_bytes_per_gpu / r.network_bytes_per_gpu, 1)
@@ -191,8 +226,11 @@ def ep_round(
         disp_t.nodes_per_token, disp_t.remote_nodes_per_token, disp_t.gpus_per_token, mode,
         "combine", disp_t.gpus_per_node, bc,
     )
-    disp = ep_phase(topo, disp_t, efficiency)
-    comb = ep_phase(topo, comb_t, efficiency)
+    local = None
+    if check_bool("count_local_writes", count_local_writes) and mode == "dedup":
+        local = local_buffer_writes(*args, bd, n_gpus=topo.n_gpus)
+    disp = ep_phase(topo, disp_t, efficiency, local)
+    comb = ep_phase(topo, comb_t, efficiency, None if local is None else local * scale)
     # DeepEP's definition counts every destination node, own node included; the NIC sees the rest.
     n = topo.n_gpus
     log_gpu = float(disp_t.nodes_per_token.sum()) * bd / n
@@ -214,13 +252,16 @@ def deepep_sweep(
     seed: int = 0,
     efficiency=None,
     topology=h800_cluster,
+    count_local_writes: bool = False,
 ) -> list[dict]:
     """DeepEP's internode benchmark as a model: one row per EP size (a multiple of 8).
 
     Each row: ``ep``, ``dispatch_logical_GBps``, ``dispatch_true_GBps``,
     ``combine_logical_GBps``, ``combine_true_GBps``, ``dispatch_bound``, ``combine_bound`` and
-    the times (s).
-    ``topology(n_nodes)`` builds the cluster (default: the H800 preset).
+    the times (s), and ``nvl_writes_per_token`` (NVLink buffer writes per token as DeepEP's test
+    counts them, the forwarder's writes to itself included) beside ``nvlink_copies_per_token``
+    (the copies that cross NVLink). ``topology(n_nodes)`` builds the cluster (default: the H800
+    preset); ``count_local_writes`` as in :func:`ep_round`.
     """
     if not callable(topology):
         raise ValueError(f"topology must be a callable n_nodes -> Topology; got {topology!r}")
@@ -232,7 +273,12 @@ def deepep_sweep(
         nodes = ep // 8
         routing = route_ep_group(nodes, tokens_per_gpu, k=k, max_nodes=max_nodes, skew=skew,
                                  seed=seed)
-        r = ep_round(topology(nodes), routing, hidden=hidden, efficiency=efficiency)
+        r = ep_round(topology(nodes), routing, hidden=hidden, efficiency=efficiency,
+                     count_local_writes=count_local_writes)
+        T = routing.expert_ids.shape[0]
+        bd = r.dispatch_traffic.bytes_per_copy
+        local = local_buffer_writes(routing.expert_ids, routing.src_gpu, routing.expert_gpu,
+                                    routing.gpus_per_node, 1.0, n_gpus=nodes * 8).sum()
         rows.append({
             "ep": ep,
             "dispatch_logical_GBps": r.logical_bw / 1e9,
@@ -243,6 +289,8 @@ def deepep_sweep(
             "combine_bound": r.combine.bound,
             "dispatch_s": r.dispatch.time,
             "combine_s": r.combine.time,
+            "nvlink_copies_per_token": r.dispatch_traffic.nvlink_bytes / bd / T,
+            "nvl_writes_per_token": r.dispatch_traffic.nvlink_bytes / bd / T + local / T,
         })
     return rows
 

@@ -49,6 +49,7 @@ __all__ = [
     "ep_dispatch_traffic",
     "ep_combine_traffic",
     "deepep_logical_bytes",
+    "local_buffer_writes",
     "dispatch_bytes_per_token",
     "combine_bytes_per_token",
 ]
@@ -353,6 +354,36 @@ def deepep_logical_bytes(
     logical = np.bincount(src, weights=nodes.astype(np.float64), minlength=n) * bytes_per_copy
     true = np.bincount(src, weights=remote.astype(np.float64), minlength=n) * bytes_per_copy
     return DeepEpBytes(logical, true)
+
+
+def local_buffer_writes(
+    expert_ids, src_gpu, expert_gpu, gpus_per_node: int, bytes_per_copy: float,
+    n_gpus: int | None = None,
+) -> np.ndarray:
+    """Bytes each GPU writes into its *own* NVLink receive buffer in DeepEP's dedup dispatch.
+
+    DeepEP's normal kernels give every target GPU of a node one write into its NVLink receive
+    buffer, made by that node's forwarder (the GPU with the token's local index; the source itself
+    on its own node) — including the forwarder's write to itself, a local copy that crosses no
+    link (``csrc/kernels/legacy/internode.cu`` at dd758caf: one forwarder warp per destination
+    rank, itself included). :func:`ep_dispatch_traffic` leaves these out of its link bytes; this
+    returns them per GPU (float64 ``[n_gpus]``, bytes), for models in which the forwarding work,
+    not the link, sets the pace. Arguments as :func:`ep_dispatch_traffic`.
+
+    >>> local_buffer_writes([[0, 1]], [0], [0, 2], 2, 10.0).tolist()  # GPU 0 and GPU 2 (index 0)
+    [10.0, 0.0, 10.0, 0.0]
+    """
+    bytes_per_copy = check_real("bytes_per_copy", bytes_per_copy, lo=0.0, unit="bytes")
+    ids, src, egpu, g, n = _checked_inputs(expert_ids, src_gpu, expert_gpu, gpus_per_node, n_gpus)
+    if ids.size and (ids.min() < 0 or ids.max() >= egpu.size):
+        raise ValueError(f"expert_ids entries must be in [0, {egpu.size - 1}]; got "
+                         f"[{ids.min()}, {ids.max()}]")
+    targets = np.sort(egpu[ids], axis=1)
+    distinct = np.ones(targets.shape, dtype=bool)
+    distinct[:, 1:] = targets[:, 1:] != targets[:, :-1]
+    own_index = (targets % g) == (src % g)[:, None]
+    hit = targets[distinct & own_index]
+    return np.bincount(hit, minlength=n).astype(np.float64) * bytes_per_copy
 
 
 # --------------------------------------------------------------------------------------------

@@ -203,9 +203,11 @@ def cost_per_endpoint_curve(
 ) -> dict[str, np.ndarray]:
     """USD per endpoint of the smallest FT2, MPFT and FT3 holding each cluster size.
 
-    ``n_endpoints``: int array of cluster sizes. Returns ``{"FT2": ..., "MPFT": ..., "FT3": ...}``
-    float64 arrays aligned with ``n_endpoints``; NaN where the kind cannot reach that size with
-    radix-``k`` switches (FT2 beyond k²/2, MPFT beyond planes·k²/2, FT3 beyond k³/4).
+    ``n_endpoints``: int array of cluster sizes. Returns ``{"FT2": ..., "MPFT": ..., "FT3": ...,
+    "single plane": ...}`` float64 arrays aligned with ``n_endpoints``; NaN where the kind cannot
+    reach that size with radix-``k`` switches (FT2 beyond k²/2, MPFT beyond planes·k²/2, FT3
+    beyond k³/4). ``"single plane"`` is what a classic design builds at each size: an FT2 while
+    one fits, an FT3 beyond.
 
     >>> c = cost_per_endpoint_curve([2048, 16384])
     >>> [round(float(x), 2) if x == x else None for x in c["FT2"]]
@@ -223,4 +225,5 @@ def cost_per_endpoint_curve(
                 fab = smallest_fabric(kind, n, k, planes)
                 vals[i] = cost_per_endpoint(fab, switch_price, link_price)
         out[kind] = vals
+    out["single plane"] = np.where(np.isnan(out["FT2"]), out["FT3"], out["FT2"])
     return out

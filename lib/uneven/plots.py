@@ -118,6 +118,10 @@ PALETTE = {
     "static mesh": COLORS["grey"],
     "naive HDP": COLORS["sky"],
     "balanced HDP": COLORS["green"],
+    # orders of one pipeline plan (notebook 01)
+    "order: artifact's plan": COLORS["ink"],
+    "order: W's at the tail": COLORS["grey"],
+    "order: memory budget": COLORS["orange"],
     # what a number is
     "paper": COLORS["ink"],
     "model": COLORS["blue"],

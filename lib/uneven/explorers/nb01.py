@@ -1,4 +1,9 @@
-"""Notebook 01 (Attack of the Bubbles): a pipeline iteration under a slow link."""
+"""Notebook 01 (Attack of the Bubbles): a pipeline iteration under a slow link.
+
+The explorer (:func:`pipeline_explorer`) and the notebook's figure recipes (:func:`gantt_panels`,
+:func:`knee_figure`, :func:`sweep_figure`, :func:`trace_figure`), which draw values the notebook
+computed with :mod:`uneven.schedulers.pipeline`.
+"""
 
 from __future__ import annotations
 
@@ -12,7 +17,7 @@ from .._validate import check_choice, check_int, check_real
 from ..widgets import Explorer, dropdown, explore, int_slider, reuse, slider, toggle
 
 __all__ = ["OP_RATIOS", "PIPELINE_CHOICES", "PipelineState", "pipeline_state", "draw_pipeline",
-           "pipeline_explorer"]
+           "pipeline_explorer", "gantt_panels", "knee_figure", "sweep_figure", "trace_figure"]
 
 
 #: Op-time shapes t_F : t_B : t_W offered by the notebook 01 explorer (B = input gradient).
@@ -118,7 +123,8 @@ def draw_pipeline(fig, state: PipelineState, **_):
         f"iteration {r.iteration_time * 1e3:,.0f} ms vs {state.healthy_time * 1e3:,.0f} ms healthy "
         f"(+{extra * 1e3:,.0f} ms for {state.delay * 1e3:g} ms on link "
         f"{state.link}↔{state.link + 1}) · model\n"
-        f"warm-ups {list(state.warmups)} · peak in-flight {r.peak_memory.tolist()} · "
+        f"warm-ups {list(state.warmups)} · micro-batches held at the peak "
+        f"{[int(x) if float(x).is_integer() else round(float(x), 1) for x in r.peak_memory]} · "
         f"mean bubble {100 * float(np.mean(r.bubble_fraction)):.0f}%"
         + (f"\nnote: {'; '.join(state.notes)}" if state.notes else "")
     )
@@ -141,13 +147,198 @@ def pipeline_explorer(show: bool = True) -> Explorer:
         "cap": int_slider(0, 32, 1, 0, "memory cap on stage 0 (0 = none)"),
     }
     presets = {
-        "paper's Fig. 5 setting: ZB, 10 ms": {"delay_ms": 10.0, "link": 0, "schedule": "zb-h2",
-                                         "p": 4, "m": 12, "hol": False},
-        "cascade: ZB, 20 ms": {"delay_ms": 20.0, "link": 0, "schedule": "zb-h2", "p": 4,
-                               "m": 12},
+        "absorbed: ZB-H2, 10 ms": {"delay_ms": 10.0, "link": 0, "schedule": "zb-h2", "p": 4,
+                                   "m": 12, "hol": False},
+        "cascade: ZB-H2, 30 ms": {"delay_ms": 30.0, "link": 0, "schedule": "zb-h2", "p": 4,
+                                  "m": 12, "hol": False},
         "PipeMorph, 30 ms": {"delay_ms": 30.0, "link": 0, "schedule": "pipemorph", "p": 4,
                              "m": 12},
         "HOL blocking, 30 ms": {"delay_ms": 30.0, "schedule": "zb-h2", "hol": True},
     }
     return explore(pipeline_state, draw_pipeline, controls, presets=presets, show=show,
                    figsize=(9.0, 3.2), columns=3)
+
+
+# --------------------------------------------------------------------------- figure recipes
+
+_DELTA_CMAP = "viridis"
+
+
+def gantt_panels(runs: dict, *, link: int = 0, title: str | None = None):
+    """One Gantt row per run (``{delay_s: PipelineResult}``): the stages' GPU streams under a
+    delay on ``link``, iteration time in each panel's title (model)."""
+    from ..schedulers.pipeline import OP_KINDS
+
+    n = len(runs)
+    fig, axes = plots.figure(9.5, 2.35 * n + 0.4, nrows=n, sharex=True)
+    axes = np.atleast_1d(axes)
+    for k, (ax, (c, r)) in enumerate(zip(axes, runs.items(), strict=True)):
+        gpu = r.resource < r.schedule.p
+        plots.gantt(ax, r.resource[gpu], r.start[gpu], r.finish[gpu], r.kind[gpu],
+                    kind_names=OP_KINDS, labels=r.microbatch[gpu], legend=(k == 0),
+                    title=f"delay {c * 1e3:g} ms on link {link}↔{link + 1}: iteration "
+                          f"{r.iteration_time * 1e3:.0f} ms (model)")
+        if k < n - 1:
+            ax.set_xlabel("")
+    if title:
+        fig.suptitle(title, x=0.01, ha="left", fontsize=10.5, fontweight="bold")
+    return fig
+
+
+def knee_figure(curves: dict, knees: dict, orders: dict, *, artifact: dict | None = None,
+                t: float = 0.01):
+    """Left: extra iteration time against the delay for several slackness values (``curves``:
+    ``{Δ: DelaySweep}``; ``knees``: ``{Δ: c* (s)}``, dotted), with the PipeMorph artifact's own
+    values as markers (``artifact``: ``{Δ: extra ms at delays 0, 5, ...}``). Right: one
+    slackness, three orders of the same warm-ups (``orders``: ``{label: DelaySweep}``)."""
+    import matplotlib
+
+    fig, (ax, ax2) = plots.figure(11, 4.0, ncols=2, width_ratios=(1.25, 1.0))
+    cmap = matplotlib.colormaps[_DELTA_CMAP]
+    deltas = sorted(curves)
+    with plots.style():
+        for i, d in enumerate(deltas):
+            sw = curves[d]
+            col = cmap(0.1 + 0.8 * i / max(len(deltas) - 1, 1))
+            ax.plot(sw.delays * 1e3, sw.extra * 1e3, color=col, lw=1.6, label=f"Δ = {d}")
+            ax.axvline(knees[d] * 1e3, color=col, lw=0.8, ls=":")
+            if artifact and d in artifact:
+                xs = np.arange(len(artifact[d])) * 5.0
+                ax.plot(xs, artifact[d], "o", mfc="none", mec=plots.COLORS["ink"], ms=4.5,
+                        mew=0.8, label="artifact's simulator [repo]" if i == 0 else None)
+        cmax = float(max(sw.delays.max() for sw in curves.values())) * 1e3
+        ax.plot([0, cmax], [0, cmax], color=plots.color("healthy"), lw=0.8, ls="--",
+                label="+c")
+        ax.set_xlabel("one-way delay c on the link (ms)")
+        ax.set_ylabel("extra iteration time (ms)")
+        ax.set_ylim(0, 400)
+        ax.set_xlim(0, cmax)
+        ax.set_title(f"knees at (Δ − 1)·t (dotted), 2 stages, m = 30, t = {t * 1e3:g} ms "
+                     "(model)", loc="left")
+        plots.legend(ax, "below", ncol=4)
+        styles = ("-", "--", "-.")
+        keys = ("order: artifact's plan", "order: W's at the tail", "order: memory budget")
+        for (label, sw), ls, key in zip(orders.items(), styles, keys, strict=False):
+            ax2.plot(sw.delays * 1e3, sw.extra * 1e3, ls=ls, lw=1.6, label=label,
+                     color=plots.color(key))
+        cmax2 = float(max(sw.delays.max() for sw in orders.values())) * 1e3
+        ax2.plot([0, cmax2], [0, cmax2], color=plots.color("healthy"), lw=0.8, ls=":",
+                 label="+c")
+        ax2.plot([0, cmax2], [0, 2 * cmax2], color=plots.COLORS["grey"], lw=0.8, ls=":",
+                 label="+2c")
+        ax2.set_xlim(0, cmax2)
+        ax2.set_ylim(0, 3 * cmax2)
+        ax2.set_xlabel("one-way delay c on the link (ms)")
+        ax2.set_ylabel("extra iteration time (ms)")
+        ax2.set_title("Δ = 3: where the W's sit changes the cost (model)", loc="left")
+        plots.legend(ax2, "below", ncol=2)
+    return fig
+
+
+_APPROACH = {"1F1B": "1F1B", "ZB-H2": "ZB-H2", "PipeMorph": "PipeMorph"}
+
+
+def sweep_figure(sweeps: dict, healthy: float):
+    """Iteration time (top) and stage 0's peak memory (bottom) against the delay on two links.
+
+    ``sweeps``: ``{(link, name): DelaySweep}`` with ``name`` one of '1F1B', 'ZB-H2',
+    'PipeMorph'; ``healthy``: the healthy iteration of ZB-H2 (s), drawn as healthy + c."""
+    links = sorted({k for k, _ in sweeps})
+    fig, axes = plots.figure(10.5, 6.0, ncols=len(links), nrows=2, sharex="col",
+                             height_ratios=(1.6, 1.0))
+    axes = np.asarray(axes).reshape(2, len(links))
+    with plots.style():
+        for col, link in enumerate(links):
+            ax, axm = axes[0, col], axes[1, col]
+            for (lk, name), sw in sweeps.items():
+                if lk != link:
+                    continue
+                c = plots.color(_APPROACH[name])
+                ax.plot(sw.delays * 1e3, sw.iteration_times * 1e3, color=c, lw=2.2, label=name)
+                axm.plot(sw.delays * 1e3, sw.peak_memory[:, 0], color=c, lw=1.6, label=name,
+                         drawstyle="steps-post")
+            cs = next(sw.delays for (lk, _), sw in sweeps.items() if lk == link)
+            # drawn on top: PipeMorph runs along this line
+            ax.plot(cs * 1e3, (healthy + cs) * 1e3, color=plots.color("healthy"), ls=(0, (3, 3)),
+                    lw=0.9, label="ZB-H2 healthy + c", zorder=4)
+            axm.set_ylim(0, None)
+            ax.set_title(f"slow link {link}↔{link + 1}, p = 4, m = 30 (model)", loc="left")
+            axm.set_xlabel(f"one-way delay on link {link}↔{link + 1} (ms)")
+            axm.yaxis.get_major_locator().set_params(integer=True)
+        axes[0, 0].set_ylabel("iteration time (ms)")
+        axes[1, 0].set_ylabel("stage 0 holds\n(micro-batches)")
+        plots.legend(axes[0, -1], "right")
+    return fig
+
+
+def trace_figure(trace, results: dict, m: int, *, lines=("1F1B, HOL", "ZB-H2, HOL",
+                                                          "PipeMorph")):
+    """A delay trace replayed iteration by iteration (model): throughput of a few approaches
+    over time, stage 0's peak memory, and every approach's mean throughput as bars.
+
+    ``trace``: delays (s, ``[iterations, links]``); ``results``: ``{name: TraceResult}``;
+    ``m``: micro-batches per iteration. Shaded spans are the trace's delay episodes."""
+    from matplotlib.patches import Patch
+
+    names = list(results)
+    colors = {n: plots.color(_trace_key(n)) for n in names}
+    dashes = {n: ((0, (4, 2)) if "cap" in n else "-") for n in names}
+    fig = plots.NotebookFigure(figsize=(11.5, 5.6), layout="constrained")
+    with plots.style():
+        grid = fig.add_gridspec(2, 2, width_ratios=(2.3, 1.0), height_ratios=(1.4, 1.0))
+        ax_thr = fig.add_subplot(grid[0, 0])
+        ax_mem = fig.add_subplot(grid[1, 0], sharex=ax_thr)
+        ax_bar = fig.add_subplot(grid[:, 1])
+        it = np.arange(trace.shape[0])
+        episode = trace.max(axis=1) > 0
+        for ax in (ax_thr, ax_mem):
+            ax.fill_between(it, 0, 1, where=episode, transform=ax.get_xaxis_transform(),
+                            color=plots.COLORS["red"], alpha=0.08, lw=0)
+        for n in lines:
+            ax_thr.plot(it, m / results[n].iteration_times, color=colors[n], ls=dashes[n],
+                        lw=1.1, label=n)
+        shown = [n for n in names if not ("1F1B" in n or "CPU" in n or n.startswith("re-plan"))]
+        for n in shown:  # the fixed schedules last and on top: PipeMorph sits on them when healthy
+            fixed = not n.startswith("PipeMorph")
+            ax_mem.plot(it, results[n].peak_memory[:, 0], color=colors[n], ls=dashes[n],
+                        lw=2.4 if fixed else 1.2, label=n, zorder=4 if fixed else 2,
+                        drawstyle="steps-post")
+        ax_mem.set_ylim(0, None)
+        ax_thr.set_ylabel("micro-batches / s")
+        ax_thr.set_title("throughput over the trace (model)", loc="left")
+        handles, labels = ax_thr.get_legend_handles_labels()
+        handles.append(Patch(color=plots.COLORS["red"], alpha=0.15))
+        labels.append("delay episode")
+        ax_thr.set_ylim(0, None)
+        ax_thr.legend(handles, labels, loc="lower left", ncol=4, fontsize=8, framealpha=0.9,
+                      frameon=True)
+        ax_mem.set_ylabel("stage 0 holds\n(micro-batches)")
+        ax_mem.set_xlabel("iteration")
+        ax_mem.set_title("activation memory of stage 0 (model)", loc="left")
+        ax_mem.legend(loc="lower left", ncol=3, fontsize=8, framealpha=0.9, frameon=True)
+        mean = [m * trace.shape[0] / results[n].total_time for n in names]
+        y = np.arange(len(names))
+        ax_bar.barh(y, mean, color=[colors[n] for n in names],
+                    hatch=[("//" if "cap" in n else "") for n in names], edgecolor="white")
+        for yy, v in zip(y, mean, strict=True):
+            ax_bar.text(v, yy, f" {v:.1f}", va="center", fontsize=8)
+        ax_bar.set_yticks(y, names)
+        ax_bar.invert_yaxis()
+        ax_bar.set_xlim(0, max(mean) * 1.25)
+        ax_bar.set_xlabel("mean throughput (micro-batches / s)")
+        ax_bar.set_title("whole trace (model)", loc="left")
+        ax_bar.grid(axis="y", visible=False)
+    return fig
+
+
+def _trace_key(name: str) -> str:
+    """The palette entry of a trace approach's name."""
+    if name.startswith("1F1B"):
+        return "1F1B"
+    if "CPU sends" in name:
+        return "offload only"
+    if name.startswith("re-plan"):
+        return "re-plan only"
+    if name.startswith("PipeMorph"):
+        return "PipeMorph"
+    return "ZB-H2"

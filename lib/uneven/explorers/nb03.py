@@ -1,4 +1,8 @@
-"""Notebook 03 (Insights into DeepSeek-V3): EP dispatch and combine on an H800-like group."""
+"""Notebook 03 (Insights into DeepSeek-V3): EP dispatch and combine on an H800-like group.
+
+The explorer (:func:`deepseek_explorer`) and the notebook's figure recipes, which draw values the
+notebook computed with :mod:`uneven.ep_model` and :mod:`uneven.fabric`.
+"""
 
 from __future__ import annotations
 
@@ -14,7 +18,8 @@ from ..units import gbit_per_s, to_us
 from ..widgets import Explorer, dropdown, explore, int_slider, reuse, slider
 from ._common import show_grid
 
-__all__ = ["EpExploreState", "ep_explore_state", "draw_ep", "deepseek_explorer"]
+__all__ = ["EpExploreState", "ep_explore_state", "draw_ep", "deepseek_explorer",
+           "bytes_per_token_figure", "deepep_figure", "planes_figure", "tpot_figure"]
 
 
 
@@ -153,3 +158,139 @@ def deepseek_explorer(show: bool = True) -> Explorer:
                    figsize=(8.5, 3.4))
 
 
+
+
+# --------------------------------------------------------------------------- figure recipes
+
+
+def bytes_per_token_figure(caps, sweep: dict, limit: float):
+    """IB and NVLink copies per token against the node cap M (left), and the NVLink fan-out per
+    IB copy against the paper's experts per node (right), for several experts per token.
+
+    ``sweep``: ``{k: [fanout_per_token(M, k) for M in caps]}``; ``limit``: the NVLink/IB ratio."""
+    import matplotlib
+
+    fig, (ax_ib, ax_fan) = plots.figure(11, 3.9, ncols=2)
+    cmap = matplotlib.colormaps["viridis"]  # k is a number, not a named thing: one hue ramp
+    shades = [cmap(0.15 + 0.65 * i / max(len(sweep) - 1, 1)) for i in range(len(sweep))]
+    with plots.style():
+        for (k, rows), col in zip(sweep.items(), shades, strict=True):
+            ax_ib.plot(caps, [s["ib_copies"] for s in rows], color=col, marker="o",
+                       label=f"IB, k = {k}")
+            ax_ib.plot(caps, [s["nvlink_copies"] for s in rows], color=col, ls="--",
+                       marker=".", label=f"NVLink, k = {k}")
+            ax_fan.plot(caps, [s["nvlink_copies"] / s["ib_copies"] for s in rows], color=col,
+                        marker="o", label=f"NVLink copies per IB copy, k = {k}")
+            ax_fan.plot(caps, [s["experts_per_node"] for s in rows], color=col, ls=":",
+                        label=f"experts per node reached, k = {k}")
+        ax_ib.set_xlabel("node cap M")
+        ax_ib.set_ylabel("copies per token (× 7,392 B in FP8)")
+        ax_ib.set_title("copies per token (model)", loc="left")
+        plots.legend(ax_ib, "below", ncol=3)
+        ax_fan.axhline(limit, color=plots.COLORS["red"], lw=1.2, zorder=1)
+        ax_fan.annotate(f"NVLink / IB = {limit:g}: above it NVLink binds",
+                        xy=(1.0, limit), xycoords=("axes fraction", "data"), xytext=(-4, 6),
+                        textcoords="offset points", ha="right", va="bottom",
+                        color=plots.COLORS["red"], fontsize=8,
+                        bbox=dict(fc="white", ec="none", alpha=0.85, pad=1))
+        ax_fan.set_xlabel("node cap M")
+        ax_fan.set_ylabel("copies or experts")
+        ax_fan.set_title("fan-out per node (model)", loc="left")
+        plots.legend(ax_fan, "below", ncol=2)
+    return fig
+
+
+def deepep_figure(rows: list, measured: dict, labels: dict, rows_fwd: list | None = None):
+    """Per-GPU bandwidth against EP size, dispatch and combine: the model's DeepEP-style figure,
+    the bytes through the NIC, DeepEP's measurements (``measured``: ``{ep: (dispatch,
+    combine)}`` GB/s, labelled by ``labels``), and optionally the model with the forwarders'
+    local writes counted (``rows_fwd``)."""
+    eps = [r["ep"] for r in rows]
+    fig, axes = plots.figure(11, 4.2, ncols=2, sharey=True)
+    with plots.style():
+        for ax, phase, col in zip(axes, ("dispatch", "combine"), (0, 1), strict=True):
+            ax.axhline(50, color=plots.COLORS["grey"], lw=0.8, zorder=1,
+                       label="NIC line rate, 50 GB/s")
+            ax.plot(eps, [r[f"{phase}_logical_GBps"] for r in rows], marker="o",
+                    color=plots.color("model"), label="DeepEP's definition (model)")
+            if rows_fwd is not None:
+                ax.plot(eps, [r[f"{phase}_logical_GBps"] for r in rows_fwd], marker="D",
+                        ms=4, ls=":", color=plots.COLORS["purple"],
+                        label="… with forwarders' local writes (model)")
+            ax.plot(eps, [r[f"{phase}_true_GBps"] for r in rows], marker="o", ls="--",
+                    color=plots.COLORS["sky"], label="bytes through the NIC (model)")
+            tags = "; ".join(f"EP{e} {t}" for e, t in labels.items() if t != "repo")
+            ax.plot(eps, [measured[e][col] for e in eps], marker="s", ls="-",
+                    color=plots.color("paper"),
+                    label=f"DeepEP, H800 + CX7 [repo{'; ' + tags if tags else ''}]")
+            for r in rows:
+                ax.annotate(r[f"{phase}_bound"], (r["ep"], r[f"{phase}_logical_GBps"]),
+                            textcoords="offset points", xytext=(0, 8), ha="center", fontsize=7)
+            ax.set_xscale("log", base=2)
+            ax.set_xlim(12, 160)
+            ax.set_xticks(eps, [str(e) for e in eps])
+            ax.minorticks_off()
+            ax.set_xlabel("EP size (GPUs)")
+            ax.set_ylim(0, 85)
+            ax.set_title(f"{phase}, 4,096 tokens per GPU", loc="left")
+        axes[0].set_ylabel("bandwidth per GPU (GB/s)")
+        plots.legend(axes[1], "right")
+    return fig
+
+
+def planes_figure(times: dict, sizes, curve: dict, *, deployed: int = 2048):
+    """Left: all-to-all time on each fabric (``times``: ``{label: seconds}``, labels starting
+    with 'MPFT' or 'MRFT'). Right: network cost per endpoint of what is built at each size
+    (``curve`` from :func:`uneven.fabric.cost_per_endpoint_curve`)."""
+    fig, (ax_t, ax_c) = plots.figure(11.5, 3.8, ncols=2, width_ratios=(1.0, 1.2))
+    with plots.style():
+        labels = list(times)
+        keys = ["MRFT, no PXN" if "no PXN" in lab else lab.split(" ")[0] for lab in labels]
+        ax_t.barh(range(len(labels)), [times[lab] * 1e3 for lab in labels],
+                  color=[plots.color(k) for k in keys])
+        for y, lab in enumerate(labels):
+            ax_t.text(times[lab] * 1e3, y, f" {times[lab] * 1e3:.2f}", va="center", fontsize=8)
+        ax_t.set_yticks(range(len(labels)), labels)
+        ax_t.invert_yaxis()
+        ax_t.set_xlim(0, max(times.values()) * 1e3 * 1.25)
+        ax_t.set_xlabel("all-to-all, 256 GPUs, 1 MB per pair (ms, model)")
+        ax_t.set_title("speed: parity with PXN (spines 2:1)", loc="left")
+        ax_t.grid(axis="y", visible=False)
+        sizes = np.asarray(sizes)
+        ax_c.plot(sizes, curve["single plane"] / 1e3, "o-", color=plots.color("FT3"),
+                  label="single plane: FT2 while it fits, then FT3")
+        ax_c.plot(sizes, curve["MPFT"] / 1e3, "s--", color=plots.color("MPFT"),
+                  label="MPFT, 8 planes of FT2")
+        top = np.nanmax(curve["MPFT"])
+        last = sizes[~np.isnan(curve["MPFT"])].max()
+        ax_c.annotate(f"MPFT's two layers reach {last:,} GPUs\n(theoretical [paper]; about "
+                      f"{deployed:,} deployed)", (last, top / 1e3), xytext=(0, -34),
+                      textcoords="offset points", ha="center", fontsize=7.5,
+                      arrowprops=dict(arrowstyle="->", lw=0.6))
+        ax_c.set_ylim(3.0, 8.5)
+        ax_c.set_xscale("log", base=2)
+        ax_c.set_xticks(sizes, [f"{s // 1024}K" for s in sizes])
+        ax_c.minorticks_off()
+        ax_c.set_xlabel("GPUs (endpoints)")
+        ax_c.set_ylabel("network cost per endpoint (k$)")
+        ax_c.set_title("cost of what is built, radix-64 switches [derived]", loc="left")
+        plots.legend(ax_c, "inside")
+    return fig
+
+
+def tpot_figure(bws, tpot, tpot_lat, points: dict, *, latency_us: float):
+    """Decode TPOT lower bound (s) against the EP bandwidth per GPU (GB/s), bandwidth only and
+    with a latency per exchange; ``points``: ``{GB/s: ms}`` the paper's own numbers."""
+    fig, ax = plots.figure(7.5, 3.4)
+    with plots.style():
+        ax.plot(bws, np.asarray(tpot) * 1e3, label="bandwidth only (the paper's bound)")
+        ax.plot(bws, np.asarray(tpot_lat) * 1e3, ls="--",
+                label=f"+ {latency_us:g} µs per exchange (IB cross-leaf latency)")
+        ax.plot(list(points), list(points.values()), "s", color=plots.color("paper"),
+                label="the paper's two points [paper]")
+        ax.set_xlabel("bandwidth per GPU for EP traffic (GB/s; 900 = a scale-up fabric)")
+        ax.set_ylabel("time per output token (ms)")
+        ax.set_yscale("log")
+        ax.set_title("decode: EP communication's lower bound on TPOT", loc="left")
+        plots.legend(ax, "inside", loc="upper right")
+    return fig

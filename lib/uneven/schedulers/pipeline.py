@@ -102,6 +102,8 @@ __all__ = [
     "pipeline_schedule",
     "simulate_pipeline",
     "simulate_trace",
+    "DelaySweep",
+    "delay_sweep",
     "replan_warmups",
     "slackness",
     "absorption_bound",
@@ -401,12 +403,15 @@ class TraceResult:
     """Several iterations over a delay trace (:func:`simulate_trace`).
 
     ``iteration_times`` (s, one per iteration); ``warmups`` (int, ``[iterations, p]``, the plan
-    each iteration ran); ``switched`` (bool per iteration: the plan differs from the previous one).
+    each iteration ran); ``peak_memory`` (``[iterations, p]``, micro-batches held at the peak, as in
+    :class:`PipelineResult`); ``switched`` (bool per iteration: the plan differs from the
+    previous one).
     """
 
     iteration_times: np.ndarray = field(repr=False)
     warmups: np.ndarray = field(repr=False)
     switched: np.ndarray = field(repr=False)
+    peak_memory: np.ndarray = field(repr=False)
 
     @property
     def total_time(self) -> float:
@@ -504,6 +509,7 @@ def simulate_trace(
     n_it = trace.shape[0]
     times = np.empty(n_it)
     warms = np.zeros((n_it, p), dtype=np.int64)
+    peaks = np.zeros((n_it, p))
     cache: dict = {}
     for k in range(n_it):
         ld = _link_array("delay_trace row", trace[k], p, v)
@@ -515,14 +521,65 @@ def simulate_trace(
         key = (warm, ld.tobytes())
         if key not in cache:
             res = _simulate(sched, tf, tb, tw, ld, lt, mode, hol, warm, plan=plan)
-            cache[key] = (res.iteration_time, res.warmups)
-        times[k], w_used = cache[key]
-        warms[k] = w_used
+            cache[key] = (res.iteration_time, res.warmups, res.peak_memory)
+        times[k], warms[k], peaks[k] = cache[key]
     switched = np.zeros(n_it, dtype=bool)
     switched[1:] = np.any(warms[1:] != warms[:-1], axis=1)
-    for a in (times, warms, switched):
+    for a in (times, warms, switched, peaks):
         a.flags.writeable = False
-    return TraceResult(times, warms, switched)
+    return TraceResult(times, warms, switched, peaks)
+
+
+@dataclass(frozen=True)
+class DelaySweep:
+    """One schedule under a growing delay on one link (:func:`delay_sweep`).
+
+    ``delays`` (s), and per delay: ``iteration_times`` (s), ``extra`` (s over the same schedule
+    with no delay), ``peak_memory`` (``[delays, p]`` micro-batches held), ``warmups``
+    (``[delays, p]``, the plan run).
+    """
+
+    delays: np.ndarray = field(repr=False)
+    iteration_times: np.ndarray = field(repr=False)
+    extra: np.ndarray = field(repr=False)
+    peak_memory: np.ndarray = field(repr=False)
+    warmups: np.ndarray = field(repr=False)
+
+
+def delay_sweep(schedule: PipelineSchedule, t_f, t_b, t_w=0.0, *, link: int = 0, delays,
+                **kwargs) -> DelaySweep:
+    """Simulate ``schedule`` once per entry of ``delays`` (s, one-way, on ``link`` only).
+
+    Other keyword arguments go to :func:`simulate_pipeline` (``mode``, ``hol``, ``transfer``,
+    ``cap``, ``plan_delays``); the zero-delay run they are compared with uses the same ones.
+
+    >>> s = pipeline_schedule("greedy", 2, 30)
+    >>> sw = delay_sweep(s, 0.01, 0.01, 0.01, delays=[0.0, 0.01, 0.02], plan_delays=[0.005])
+    >>> [round(x * 1e3) for x in sw.extra]  # the PipeMorph artifact's Fig. 8, Δ = 3
+    [0, 10, 20]
+    """
+    if not isinstance(schedule, PipelineSchedule):
+        raise ValueError("schedule must be a PipelineSchedule from pipeline_schedule(...); got "
+                         f"{type(schedule).__name__}")
+    p = schedule.p
+    n_links = p - 1 if schedule.v == 1 else p
+    link = check_int("link", link, lo=0, hi=max(n_links - 1, 0))
+    if n_links == 0:
+        raise ValueError(f"schedule must have at least 2 stages to delay a link; got p={p}")
+    cs = as_float_array("delays", delays, ndim=1, lo=0.0, unit="s")
+    base = simulate_pipeline(schedule, t_f, t_b, t_w, delays=0.0, **kwargs).iteration_time
+    times = np.empty(cs.size)
+    peaks = np.empty((cs.size, p))
+    warms = np.empty((cs.size, p), dtype=np.int64)
+    d = np.zeros(n_links)
+    for i, c in enumerate(cs):
+        d[link] = c
+        r = simulate_pipeline(schedule, t_f, t_b, t_w, delays=d, **kwargs)
+        times[i], peaks[i], warms[i] = r.iteration_time, r.peak_memory, r.warmups
+    extra = times - base
+    for a in (cs, times, extra, peaks, warms):
+        a.flags.writeable = False
+    return DelaySweep(cs, times, extra, peaks, warms)
 
 
 # --------------------------------------------------------------------------------------------

@@ -1,0 +1,60 @@
+"""Notebook 01 (Attack of the Bubbles): a slow link in a pipeline."""
+
+from __future__ import annotations
+
+from . import register
+
+MS = 1e-3
+
+
+def _bound_ms():
+    # Δ = 4, t_F = 12 ms, t_B = 8 ms, W's out of the steady phase.
+    from ..schedulers.pipeline import absorption_bound
+
+    return absorption_bound(4, 12 * MS, 8 * MS) / MS
+
+
+def _explorer_knee_ms():
+    # The explorer's "manual slackness" (zero-bubble order, no memory budget), Δ = 3, op times
+    # 1 : 2 : 1 at 10 ms: where the cost of one more ms of delay on link 1<->2 jumps.
+    from ..schedulers.pipeline import absorption_bound
+
+    return absorption_bound(3, 10 * MS, 20 * MS) / MS
+
+
+def _zb_h2_ms(delay):
+    from ..schedulers.pipeline import pipeline_schedule, simulate_pipeline
+
+    zb = pipeline_schedule("zb-h2", 5, 10)
+    return simulate_pipeline(zb, 10 * MS, 10 * MS, 10 * MS,
+                             delays=[0.0, delay, 0.0, 0.0]).iteration_time / MS
+
+
+def _zb_h1_last_stage_memory():
+    from ..schedulers.pipeline import pipeline_schedule, simulate_pipeline
+
+    r = simulate_pipeline(pipeline_schedule("zb-h1", 4, 8), 1.0, 1.0, 1.0)
+    return int(r.peak_memory[-1])
+
+
+register("01.1", _bound_ms, unit="ms", rtol=0.01,
+         mistakes=[(lambda e: 2 * e, "The delay is paid on the way there and on the way back."),
+                   (lambda e: e * 4 / 3, "Count again what stage k runs between sending F_j and "
+                                         "needing B_j: w_k counts the first steady forward.")],
+         hint="compare what each side of the link runs between F_j leaving and B_j returning.")
+register("01.2", _explorer_knee_ms, unit="ms", rtol=0.04,
+         mistakes=[(lambda e: e * 2 / 3, "With unequal op times the bound uses (t_F + t_B) / 2, "
+                                         "not one op time.")],
+         hint="move the delay 1 ms at a time and watch the extra time per extra ms.")
+register("01.3a", lambda: _zb_h2_ms(0.0), unit="ms", atol=0.5, rtol=0.0,
+         hint="how long until the last stage starts, and is it ever idle after that?")
+register("01.3b", lambda: _zb_h2_ms(8 * MS), unit="ms", atol=0.5, rtol=0.0,
+         mistakes=[(lambda e: e + 8.0, "The first activation's crossing is paid once; is the "
+                                       "last gradient's crossing on the critical path?")],
+         hint="is 8 ms within what slackness 2 absorbs, and which crossings are paid?")
+register("01.4", lambda: "b", kind="choice", options=("a", "b", "c", "d"),
+         mistakes=[("a", "The re-plan does see the delay: look at its warm-ups in the table.")])
+register("01.5", _zb_h1_last_stage_memory, kind="exact",
+         mistakes=[(lambda e: 1, "That is 1F1B's last stage: a W still needs the activations "
+                                 "its F stored.")],
+         hint="count the micro-batches whose F has run and whose W has not.")
