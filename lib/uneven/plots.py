@@ -510,7 +510,11 @@ def _draw_route(ax, topo, pair, pos):
         kind, rest = nm.split("[", 1)
         nums = [int(s.split()[-1]) for s in rest.rstrip("]").split(",")]
         if kind == "nvl_in":
-            pts.append(pos.get(("gpu", nums[0] * topo.gpus_per_node + nums[1])))
+            # Through the NVLink switch above the GPUs, not across the other GPUs' labels.
+            here, there = pts[-1], pos.get(("gpu", nums[0] * topo.gpus_per_node + nums[1]))
+            if here is not None and there is not None:
+                pts += [(here[0], 1.88), (there[0], 1.88)]
+            pts.append(there)
         elif kind == "nic_up":
             # Even when no leaf link is loaded (same leaf), the bytes pass through the leaf switch.
             pts.append(pos.get(("nic", nums[0], nums[1])))
