@@ -13,20 +13,26 @@ ROOT_ARG := $(if $(filter 0,$(shell id -u)),--allow-root,)
 # The venv's own kernel must win over a user-level "python3" kernelspec (ipython kernel install).
 export JUPYTER_PATH := $(abspath $(VENV))/share/jupyter
 
+# Installs the test and browser extras, then nbstripout as a git filter (`nbstripout --install`,
+# local git config; nothing outside a git work tree), so that running a notebook never dirties
+# `git status`; the filter's options live in tools/nbstrip.py.
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 10))' || \
 		{ echo "uneven needs Python >= 3.10; try: make PYTHON=python3.11 $(MAKECMDGOALS)"; exit 1; }
 	$(BIN)/python -c 'import pip' 2>/dev/null || { rm -rf $(VENV); $(PYTHON) -m venv $(VENV); }
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[test]'
+	$(BIN)/python -m pip install --quiet -e '.[test,browser]'
+	$(BIN)/python tools/nbstrip.py install
 	touch $(STAMP)
 
 install: $(STAMP)
 
-# Localhost only; Jupyter's token auth stays on (never pass an empty token here).
+# Localhost only; Jupyter's token auth stays on (never pass an empty token here). The URL it prints
+# (and opens) lands on the start page.
 lab: install
 	$(BIN)/jupyter lab --ServerApp.ip=127.0.0.1 --ServerApp.port=$(LAB_PORT) \
-		--ServerApp.root_dir=$(CURDIR) $(ROOT_ARG) $(LAB_ARGS) notebooks/00_start_here.ipynb
+		--ServerApp.root_dir=$(CURDIR) --LabApp.default_url=/lab/tree/notebooks/00_start_here.ipynb \
+		$(ROOT_ARG) $(LAB_ARGS)
 
 test: install
 	$(BIN)/ruff check .
@@ -41,5 +47,9 @@ bench: install
 lint: install
 	$(BIN)/ruff check .
 
+# Also drops the notebook filter from the local git config: it runs the venv's python, and a
+# required filter that cannot run would make git fail on notebooks.
 clean:
-	rm -rf $(VENV) .pytest_cache .hypothesis .ruff_cache
+	rm -rf $(VENV) .pytest_cache .hypothesis .ruff_cache browser-screenshots
+	git config --local --remove-section filter.nbstripout 2>/dev/null || true
+	git config --local --remove-section diff.ipynb 2>/dev/null || true

@@ -1,15 +1,29 @@
-"""Every notebook runs top to bottom headless without an error (outputs are not kept)."""
+"""Every notebook runs top to bottom headless without an error (outputs are not kept), and its
+outputs keep the figure contract that the cell tags state:
+
+* a code cell tagged ``figure`` shows at least one ``image/png``;
+* a cell tagged ``explorer`` shows an ``image/png`` (the static first figure) and a widget view;
+* an untagged cell shows no ``image/png``;
+* no text output (``text/plain`` or a stream) contains ``<Figure size`` (a figure's repr leaking
+  out instead of its picture).
+
+Each notebook is executed once; the executed copy is kept under pytest's base temp folder
+(``executed/<name>``) so that later tests in the same session can reuse it.
+"""
 
 import sys
 from pathlib import Path
 
+import nbformat
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tools"))
-from run_notebooks import execute  # noqa: E402
+from run_notebooks import run  # noqa: E402
 
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
+PNG = "image/png"
+WIDGET = "application/vnd.jupyter.widget-view+json"
 
 
 @pytest.fixture(scope="session")
@@ -18,20 +32,78 @@ def numba_cache(tmp_path_factory):
     return str(tmp_path_factory.mktemp("numba-cache"))
 
 
+def _texts(output):
+    if output.get("output_type") == "stream":
+        yield output.get("text", "")
+    text = output.get("data", {}).get("text/plain")
+    if text:
+        yield text if isinstance(text, str) else "".join(text)
+
+
+def figure_contract_problems(nb, name):
+    """Every way the executed notebook ``nb`` breaks the figure contract, one line each."""
+    problems = []
+    for i, cell in enumerate(nb.cells):
+        if cell.cell_type != "code":
+            continue
+        tags = set(cell.get("metadata", {}).get("tags", []))
+        kinds = [set(o.get("data", {})) for o in cell.get("outputs", [])]
+        pngs = sum(PNG in k for k in kinds)
+        widgets = sum(WIDGET in k for k in kinds)
+        where = f"{name} cell {i} (tags {sorted(tags) or 'none'})"
+        if "figure" in tags and not pngs:
+            problems.append(f"{where}: tagged 'figure' but shows no image/png")
+        if "explorer" in tags and not (pngs and widgets):
+            problems.append(f"{where}: tagged 'explorer' needs an image/png and a widget view; "
+                            f"has {pngs} image(s) and {widgets} widget view(s)")
+        if not tags & {"figure", "explorer"} and pngs:
+            problems.append(f"{where}: shows {pngs} image/png output(s) but is not tagged "
+                            "'figure' or 'explorer'")
+        for out in cell.get("outputs", []):
+            if any("<Figure size" in t for t in _texts(out)):
+                problems.append(f"{where}: a text output contains '<Figure size' (a figure's "
+                                "repr printed instead of the picture)")
+                break
+    return problems
+
+
 @pytest.mark.notebook
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
-def test_notebook_runs(path, numba_cache, tmp_path, monkeypatch):
+def test_notebook_runs_and_keeps_the_figure_contract(path, numba_cache, tmp_path, monkeypatch,
+                                                     tmp_path_factory):
     monkeypatch.setenv("UNEVEN_FIGURES", str(tmp_path))  # don't touch the committed figures/
-    seconds = execute(path, timeout=300, cache_dir=numba_cache)
+    nb, seconds = run(path, timeout=300, cache_dir=numba_cache)
     print(f"{path.name}: {seconds:.1f} s")
+    executed = tmp_path_factory.getbasetemp() / "executed"
+    executed.mkdir(exist_ok=True)
+    nbformat.write(nb, executed / path.name)
     assert list(tmp_path.glob("*.png")), f"{path.name} saved no figure"
+    problems = figure_contract_problems(nb, path.name)
+    assert not problems, "figure contract broken:\n" + "\n".join(problems)
+
+
+def test_the_figure_contract_check_names_notebook_and_cell():
+    v4 = nbformat.v4
+    png = {"output_type": "display_data", "metadata": {}, "data": {PNG: "iVBOR", "text/plain": ""}}
+    nb = v4.new_notebook(cells=[
+        v4.new_markdown_cell("# t"),
+        v4.new_code_cell("f", metadata={"tags": ["figure"]}),
+        v4.new_code_cell("x", outputs=[v4.new_output(**png)]),
+        v4.new_code_cell("e", metadata={"tags": ["explorer"]}, outputs=[v4.new_output(**png)]),
+        v4.new_code_cell("p", outputs=[v4.new_output("stream", name="stdout",
+                                                     text="<Figure size 640x480 with 1 Axes>")]),
+        v4.new_code_cell("ok", metadata={"tags": ["figure"]}, outputs=[v4.new_output(**png)]),
+    ])
+    problems = figure_contract_problems(nb, "demo.ipynb")
+    assert [p.split(":")[0] for p in problems] == [
+        "demo.ipynb cell 1 (tags ['figure'])", "demo.ipynb cell 2 (tags none)",
+        "demo.ipynb cell 3 (tags ['explorer'])", "demo.ipynb cell 4 (tags none)"]
 
 
 @pytest.mark.notebook
 def test_moving_a_control_replaces_the_static_figure_in_place(numba_cache, tmp_path):
     """In a real kernel, the explorer's first output is a plain PNG (what GitHub and nbviewer show);
     a control change updates that same output through its display id."""
-    import nbformat
     from nbclient import NotebookClient
 
     nb = nbformat.v4.new_notebook()

@@ -1,17 +1,21 @@
-"""Project hygiene: notebooks committed clean, environments agree, caching degrades gracefully,
-and `make lab` serves on localhost with token auth."""
+"""Project hygiene: notebooks committed clean (and kept clean by the nbstripout git filter),
+environments agree, caching degrades gracefully, and `make lab` serves on localhost with token
+auth and lands on the start page."""
 
 import json
 import os
 import re
+import shutil
 import socket
 import subprocess
 import sys
+import threading
 import time
 import urllib.error
 import urllib.request
 from pathlib import Path
 
+import nbformat
 import numba
 import pytest
 import tomllib
@@ -77,7 +81,8 @@ def test_environments_name_the_same_packages_as_pyproject():
 
 def test_dependency_ranges_have_ceilings_and_binder_pins_exact():
     data = tomllib.loads((ROOT / "pyproject.toml").read_text())
-    deps = data["project"]["dependencies"] + data["project"]["optional-dependencies"]["test"]
+    deps = data["project"]["dependencies"] + sum(data["project"]["optional-dependencies"].values(),
+                                                 [])
     for d in deps:
         assert ">=" in d and "<" in d, f"{d} needs a lower bound and a ceiling"
     for line in (ROOT / "binder" / "environment.yml").read_text().splitlines():
@@ -158,25 +163,35 @@ def _listening_addresses(port):
 
 @pytest.mark.server
 def test_make_lab_serves_localhost_and_requires_the_token(tmp_path):
+    """`make lab` prints a URL that carries a token and lands on the start page; the server
+    answers with that token, refuses without it, and listens on 127.0.0.1 only."""
     port = _free_port()
-    token = "unit-test-token-1234"
-    env = dict(os.environ, JUPYTER_TOKEN=token, BROWSER="true", JUPYTER_RUNTIME_DIR=str(tmp_path))
+    env = dict(os.environ, BROWSER="true", JUPYTER_RUNTIME_DIR=str(tmp_path))
+    env.pop("JUPYTER_TOKEN", None)  # let the server make one and print it, as for a reader
     proc = subprocess.Popen(
         ["make", "-s", "lab", f"LAB_PORT={port}", "LAB_ARGS=--no-browser"], cwd=ROOT, env=env,
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True,
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True,
     )
+    lines = []
+    reader = threading.Thread(target=lambda: lines.extend(proc.stdout), daemon=True)
+    reader.start()
     try:
         base = f"http://127.0.0.1:{port}"
+        pattern = re.compile(re.escape(base) + r"(/\S*)\?token=([0-9a-f]{16,})")
         deadline = time.time() + 120
-        status = None
-        while time.time() < deadline:
-            try:
-                with urllib.request.urlopen(f"{base}/api/status?token={token}", timeout=5) as r:
-                    status = r.status
-                    break
-            except (urllib.error.URLError, ConnectionError):
-                time.sleep(0.5)
-        assert status == 200, "the server did not answer with the token"
+        found = None
+        while time.time() < deadline and found is None and proc.poll() is None:
+            found = next(filter(None, map(pattern.search, list(lines))), None)
+            time.sleep(0.2)
+        assert found, "make lab printed no URL with a token:\n" + "".join(lines[-30:])
+        path, token = found.groups()
+        assert path == "/lab/tree/notebooks/00_start_here.ipynb", found.group(0)
+        with urllib.request.urlopen(f"{base}/api/status?token={token}", timeout=5) as r:
+            assert r.status == 200, "the server did not answer with the printed token"
+        with urllib.request.urlopen(
+                f"{base}/api/contents/notebooks/00_start_here.ipynb?content=0&token={token}",
+                timeout=5) as r:
+            assert r.status == 200, "the printed URL's notebook is not served"
         with pytest.raises(urllib.error.HTTPError) as err:
             urllib.request.urlopen(f"{base}/api/contents", timeout=5)
         assert err.value.code in (401, 403)
@@ -185,6 +200,104 @@ def test_make_lab_serves_localhost_and_requires_the_token(tmp_path):
     finally:
         os.killpg(proc.pid, 15)
         proc.wait(timeout=30)
+
+
+# ---- notebooks in git: the nbstripout filter (tools/nbstrip.py) -------------------------------
+
+sys.path.insert(0, str(ROOT / "tools"))
+import nbstrip  # noqa: E402
+
+
+def _git_out(*args) -> str | None:
+    """stdout of a git command in the repository, or None (no git, not a checkout, failed)."""
+    try:
+        out = subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True,
+                             timeout=60)
+    except FileNotFoundError:
+        return None
+    return out.stdout if out.returncode == 0 else None
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_committed_notebook_is_what_the_git_filter_stores(path):
+    """Otherwise a fresh clone with the filter installed shows the notebook as modified.
+
+    Checked: the committed blob (HEAD), and also the file itself unless this checkout routes
+    notebooks through the filter (then git stores what the filter writes, whatever the file's key
+    order; in a fresh clone the file is the blob)."""
+    rel = path.relative_to(ROOT).as_posix()
+    text = path.read_text(encoding="utf-8")
+    stripped = nbstrip.strip(text)
+    tags = [c.get("metadata", {}).get("tags") for c in json.loads(text)["cells"]]
+    assert [c.get("metadata", {}).get("tags") for c in json.loads(stripped)["cells"]] == tags, (
+        f"{path.name}: the filter drops cell tags")
+    versions = {}
+    committed = _git_out("show", f"HEAD:{rel}")
+    if committed is not None:
+        versions["committed (HEAD)"] = committed
+    clean = _git_out("config", "--get", "filter.nbstripout.clean") or ""
+    routed = "filter: nbstripout" in (_git_out("check-attr", "filter", "--", rel) or "")
+    if not (routed and "nbstripout" in clean):
+        versions["in the work tree"] = text
+    for where, version in versions.items():
+        assert nbstrip.strip(version) == version, (
+            f"{path.name} {where} is not what git's notebook filter (nbstripout "
+            f"{' '.join(nbstrip.OPTIONS)}) stores; run: "
+            ".venv/bin/python tools/nbstrip.py normalize notebooks/*.ipynb")
+
+
+def test_gitattributes_route_notebooks_through_the_filter():
+    lines = (ROOT / ".gitattributes").read_text().splitlines()
+    for line in nbstrip.ATTRIBUTES:
+        assert line in lines
+
+
+def _git(*args, cwd):
+    out = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, f"git {' '.join(args)}: {out.stderr}"
+    return out.stdout
+
+
+@pytest.mark.notebook
+def test_an_executed_notebook_leaves_a_fresh_clone_clean(tmp_path, tmp_path_factory, monkeypatch):
+    """Clone, install the filter as `make install` does, overwrite a notebook with an executed
+    copy (outputs, counts, kernel metadata): git sees no change and there is nothing to commit.
+
+    (Until the index is refreshed, `git status` still lists the file, because git takes a size
+    change recorded in the index as a change without running the filter; `git diff` is empty and
+    `git add` stages nothing. The test refreshes with `git add` and then wants an empty status.)"""
+    if shutil.which("git") is None or not (ROOT / ".git").exists():
+        pytest.skip("needs git and a git checkout of the repository")
+    clone = tmp_path / "clone"
+    _git("clone", "-q", str(ROOT), str(clone), cwd=tmp_path)
+    done = subprocess.run([sys.executable, str(ROOT / "tools" / "nbstrip.py"), "install"],
+                          cwd=clone, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "nbstripout" in _git("config", "--local", "filter.nbstripout.clean", cwd=clone)
+    status = _git("status", "--porcelain", cwd=clone)
+    assert status == "", ("with the filter installed, a fresh clone already shows changes (are the "
+                          f"committed notebooks what the filter stores?):\n{status}")
+    name = "00_start_here.ipynb"
+    target = clone / "notebooks" / name
+    # Reuse the copy that tests/test_notebooks.py executed in this session when it is of the same
+    # notebook; otherwise execute the clone's own.
+    executed = tmp_path_factory.getbasetemp() / "executed" / name
+    if not (executed.exists() and (ROOT / "notebooks" / name).read_bytes() == target.read_bytes()):
+        from run_notebooks import run  # tools/ is on sys.path (above)
+
+        # The kernel imports this checkout's library, not the clone's: its figures go elsewhere.
+        monkeypatch.setenv("UNEVEN_FIGURES", str(tmp_path / "figures"))
+        nb, _ = run(target, timeout=300, cache_dir=str(tmp_path / "numba-cache"))
+        executed = tmp_path / name
+        nbformat.write(nb, executed)
+    shutil.copyfile(executed, target)
+    cells = json.loads(target.read_text())["cells"]
+    assert any(c.get("outputs") for c in cells), "the copy is not an executed notebook"
+    diff = _git("diff", "--", f"notebooks/{name}", cwd=clone)
+    assert diff == "", f"an executed {name} differs from the committed one:\n{diff[:3000]}"
+    _git("add", "--", f"notebooks/{name}", cwd=clone)
+    status = _git("status", "--porcelain", cwd=clone)
+    assert status == "", f"an executed {name} leaves something to commit:\n{status}"
 
 
 # Kernels that only ever run inlined inside other kernels: they have no entry of their own to warm.

@@ -16,8 +16,19 @@ import nbformat
 from nbclient import NotebookClient
 
 
-def execute(path: Path, timeout: int = 300, cache_dir: str | None = None) -> float:
-    """Run ``path`` top to bottom in its own folder; return seconds. Raises on any cell error."""
+class CellFailed(RuntimeError):
+    """A notebook cell raised or timed out; the message names the notebook and the cell."""
+
+    def __init__(self, notebook: str, cell_index: int | None, error: Exception):
+        self.notebook, self.cell_index, self.error = notebook, cell_index, error
+        super().__init__(f"{notebook} cell {cell_index}: {type(error).__name__}: {error}")
+
+
+def run(path: Path, timeout: int = 300,
+        cache_dir: str | None = None) -> tuple[nbformat.NotebookNode, float]:
+    """Run ``path`` top to bottom in its own folder; return the executed notebook (outputs
+    included, nothing written back) and the seconds it took. Raises on any cell error;
+    ``timeout`` is per cell."""
     nb = nbformat.read(path, as_version=4)
     env_cache = cache_dir or os.environ.get("NUMBA_CACHE_DIR")
     if env_cache:
@@ -25,9 +36,23 @@ def execute(path: Path, timeout: int = 300, cache_dir: str | None = None) -> flo
     os.environ.setdefault("MPLBACKEND", "module://matplotlib_inline.backend_inline")
     client = NotebookClient(nb, timeout=timeout, kernel_name="python3",
                             resources={"metadata": {"path": str(path.parent)}})
+    current = {"index": None}
+
+    def started(cell, cell_index):  # nbclient hook: which cell is running
+        current["index"] = cell_index
+
+    client.on_cell_start = started
     t0 = time.perf_counter()
-    client.execute()
-    return time.perf_counter() - t0
+    try:
+        client.execute()
+    except Exception as err:  # name the notebook and the cell in the message
+        raise CellFailed(path.name, current["index"], err) from err
+    return nb, time.perf_counter() - t0
+
+
+def execute(path: Path, timeout: int = 300, cache_dir: str | None = None) -> float:
+    """Run ``path`` top to bottom in its own folder; return seconds. Raises on any cell error."""
+    return run(path, timeout=timeout, cache_dir=cache_dir)[1]
 
 
 def main(argv: list[str]) -> int:

@@ -1,0 +1,509 @@
+"""The reader's seat: every notebook run in JupyterLab in a real (headless) Chromium.
+
+For each notebook: open it the way a reader does, fail on a kernel-selection dialog, check the
+kernel is the project's ``python3``, Run All from the Run menu, wait for every code cell to get an
+execution count, then scroll through it taking screenshots and count what is rendered: no error
+output, one rendered image per cell tagged ``figure``/``explorer`` and none elsewhere. In the
+explorer cell, move a slider and change a dropdown: the figure must change each time and no
+widget error may show. Finally save from the File menu: the saved notebook must strip (with the
+git filter's options) to exactly the committed one.
+
+Needs Playwright for Python (the ``browser`` extra) and a Chromium: Debian's ``chromium`` at
+``/usr/bin/chromium`` or ``$UNEVEN_CHROMIUM``; Playwright's own browser download is never used.
+Without them the test skips, or fails when ``UNEVEN_REQUIRE_BROWSER=1`` (as in CI).
+Screenshots and a summary (wall time per notebook) go to ``browser-screenshots/`` (git-ignored).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+from urllib.parse import quote
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
+SHOTS = ROOT / "browser-screenshots"
+VENV_JUPYTER = Path(sys.prefix) / "share" / "jupyter"
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+VIEWPORT = {"width": 1400, "height": 1000}
+RUN_TIMEOUT = 600  # seconds for Run All of one notebook
+CHANGE_TIMEOUT = 8  # seconds for the explorer's figure to change after a control moves
+
+pytestmark = pytest.mark.browser
+sys.path.insert(0, str(ROOT / "tools"))
+import nbstrip  # noqa: E402
+
+
+def _chromium() -> str | None:
+    exe = os.environ.get("UNEVEN_CHROMIUM") or "/usr/bin/chromium"
+    return exe if os.path.isfile(exe) and os.access(exe, os.X_OK) else None
+
+
+def _why_no_browser() -> str | None:
+    try:
+        import playwright.sync_api  # noqa: F401
+    except ImportError:
+        return ("Playwright for Python is not importable (pip install -e '.[browser]', "
+                "which `make test` does)")
+    if _chromium() is None:
+        where = os.environ.get("UNEVEN_CHROMIUM") or "/usr/bin/chromium"
+        return (f"no Chromium at {where} (Debian: apt-get install chromium; or set "
+                "UNEVEN_CHROMIUM to a Chromium executable)")
+    return None
+
+
+# ---- results, printed and written to browser-screenshots/summary.md ----------------------------
+
+@dataclass
+class Record:
+    notebook: str
+    seconds: float = 0.0
+    run_seconds: float = 0.0
+    outcome: str = "failed"
+    code_cells: int = 0
+    images: int = 0
+    expected_images: int = 0
+    screenshots: list[str] = field(default_factory=list)
+    explorer: list[str] = field(default_factory=list)
+
+
+RECORDS: list[Record] = []
+
+
+@pytest.fixture(scope="module", autouse=True)
+def summary():
+    yield
+    if not RECORDS:
+        return
+    SHOTS.mkdir(exist_ok=True)
+    lines = ["# Browser test (JupyterLab in headless Chromium)", "",
+             "| notebook | outcome | wall time (s) | Run All (s) | code cells | images "
+             "(rendered / tagged) | screenshots |", "|---|---|---|---|---|---|---|"]
+    for r in RECORDS:
+        lines.append(f"| {r.notebook} | {r.outcome} | {r.seconds:.1f} | {r.run_seconds:.1f} | "
+                     f"{r.code_cells} | {r.images} / {r.expected_images} | "
+                     f"{len(r.screenshots)} |")
+    for r in RECORDS:
+        if r.explorer:
+            lines += ["", f"{r.notebook} explorer:", *[f"- {e}" for e in r.explorer]]
+    (SHOTS / "summary.md").write_text("\n".join(lines) + "\n")
+    (SHOTS / "summary.json").write_text(json.dumps([r.__dict__ for r in RECORDS], indent=1))
+
+
+# ---- the browser and the server ---------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def browser():
+    reason = _why_no_browser()
+    if reason:
+        if os.environ.get("UNEVEN_REQUIRE_BROWSER") == "1":
+            pytest.fail(f"UNEVEN_REQUIRE_BROWSER=1 but {reason}")
+        print(f"\nSKIP browser test: {reason}")
+        pytest.skip(reason)
+    from playwright.sync_api import sync_playwright
+
+    profile = tempfile.mkdtemp(prefix="uneven-chromium-")  # a fresh user-data-dir
+    try:
+        with sync_playwright() as pw:
+            context = pw.chromium.launch_persistent_context(
+                profile, executable_path=_chromium(), args=CHROMIUM_ARGS, headless=True,
+                viewport=VIEWPORT)
+            try:
+                yield context
+            finally:
+                context.close()
+    finally:
+        shutil.rmtree(profile, ignore_errors=True)
+
+
+@dataclass
+class Lab:
+    base: str
+    token: str
+    notebooks: Path
+    figures: Path
+    env: dict
+    log: Path
+
+    def api(self, path: str, method: str = "GET"):
+        req = urllib.request.Request(f"{self.base}{path}", method=method,
+                                     headers={"Authorization": f"token {self.token}"})
+        with urllib.request.urlopen(req, timeout=30) as r:
+            body = r.read()
+        return json.loads(body) if body else None
+
+    def stop_kernels(self) -> None:
+        for kernel in self.api("/api/kernels"):
+            self.api(f"/api/kernels/{kernel['id']}", method="DELETE")
+
+    def log_tail(self, n: int = 40) -> str:
+        return "\n".join(self.log.read_text(errors="replace").splitlines()[-n:])
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _server_env(tmp: Path, figures: Path) -> dict:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("JUPYTER", "JPY_"))}
+    settings = tmp / "lab-user-settings"
+    notes = settings / "@jupyterlab" / "apputils-extension" / "notification.jupyterlab-settings"
+    notes.parent.mkdir(parents=True)
+    # No "would you like news?" toast over the notebook, no update check.
+    notes.write_text(json.dumps({"fetchNews": "false", "checkForUpdates": False}))
+    env.update(
+        JUPYTER_PATH=str(VENV_JUPYTER),  # the venv's python3 kernel wins (as in the Makefile)
+        JUPYTER_CONFIG_DIR=str(tmp / "jupyter-config"),
+        JUPYTER_DATA_DIR=str(tmp / "jupyter-data"),
+        JUPYTER_RUNTIME_DIR=str(tmp / "jupyter-runtime"),
+        JUPYTERLAB_SETTINGS_DIR=str(settings),
+        JUPYTERLAB_WORKSPACES_DIR=str(tmp / "lab-workspaces"),
+        NUMBA_CACHE_DIR=str(tmp / "numba-cache"),
+        UNEVEN_FIGURES=str(figures),
+        BROWSER="true",
+    )
+    env.pop("MPLBACKEND", None)
+    return env
+
+
+@pytest.fixture(scope="module")
+def lab(browser, tmp_path_factory):
+    """`jupyter lab` from the venv on a temporary copy of notebooks/, stopped by process group."""
+    tmp = tmp_path_factory.mktemp("lab")
+    site = tmp / "site"
+    shutil.copytree(ROOT / "notebooks", site / "notebooks",
+                    ignore=shutil.ignore_patterns(".ipynb_checkpoints"))
+    (site / "figures").mkdir()  # the notebooks write here, never into the repository's figures/
+    env = _server_env(tmp, site / "figures")
+    port, token = _free_port(), secrets.token_hex(24)
+    jupyter = Path(sys.executable).with_name("jupyter")
+    cmd = [str(jupyter), "lab", "--no-browser", "--ServerApp.ip=127.0.0.1",
+           f"--ServerApp.port={port}", "--ServerApp.port_retries=0",
+           f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={site / 'notebooks'}",
+           "--LabApp.news_url=", "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate"]
+    if os.geteuid() == 0:
+        cmd.append("--allow-root")
+    log = tmp / "server.log"
+    with open(log, "w") as out:
+        proc = subprocess.Popen(cmd, cwd=site, env=env, stdout=out, stderr=subprocess.STDOUT,
+                                stdin=subprocess.DEVNULL, start_new_session=True)
+    server = Lab(f"http://127.0.0.1:{port}", token, site / "notebooks", site / "figures", env, log)
+    try:
+        deadline = time.time() + 120
+        while True:
+            try:
+                server.api("/api/status")
+                break
+            except (urllib.error.URLError, ConnectionError, OSError):
+                if proc.poll() is not None or time.time() > deadline:
+                    pytest.fail("jupyter lab did not start:\n" + server.log_tail())
+                time.sleep(0.5)
+        yield server
+    finally:
+        try:
+            if proc.poll() is None:
+                server.stop_kernels()
+        except Exception:
+            pass
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGTERM)
+            try:
+                proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait(timeout=30)
+
+
+# ---- what the page shows ------------------------------------------------------------------------
+
+# Per cell (by its index in the notebook): prompt, rendered images, error outputs, widget errors.
+# textContent, not innerText: JupyterLab skips rendering cells out of view (content-visibility).
+COLLECT = """() => {
+  const WIDGET_ERROR = /Error displaying widget|Error rendering|Failed to load model/;
+  return Array.from(document.querySelectorAll('.jp-NotebookPanel .jp-Notebook .jp-Cell'))
+  .map(c => {
+    const outs = Array.from(c.querySelectorAll('.jp-OutputArea-output'));
+    const errText = t =>
+      /Traceback \\(most recent call last\\)|^\\s*Cell In\\[\\d+\\], line/m.test(t);
+    return {
+      index: Number(c.getAttribute('data-windowed-list-index')),
+      code: c.classList.contains('jp-CodeCell'),
+      prompt: ((c.querySelector('.jp-InputArea-prompt') || {}).textContent || '').trim(),
+      images: outs.flatMap(o => Array.from(o.querySelectorAll('img')))
+                  .filter(i => i.complete && i.naturalWidth > 0).length,
+      errors: outs.filter(o => o.getAttribute('data-mime-type') === 'application/vnd.jupyter.stderr'
+                               && errText(o.textContent)).map(o => o.textContent.slice(0, 400)),
+      widgetErrors: [
+          ...Array.from(c.querySelectorAll('.jupyter-widgets')).map(w => w.textContent)
+              .filter(t => WIDGET_ERROR.test(t) || t.includes('⚠')),
+          ...outs.map(o => o.textContent).filter(t => WIDGET_ERROR.test(t))]
+        .map(t => t.slice(0, 300)),
+    };
+  });
+}"""
+
+STATUS = """() => {
+  const ind = document.querySelector('.jp-NotebookPanel .jp-Notebook-ExecutionIndicator');
+  const prompts = Array.from(document.querySelectorAll(
+      '.jp-NotebookPanel .jp-Notebook .jp-CodeCell .jp-InputArea-prompt'))
+      .map(p => p.textContent.trim());
+  return {kernel: ind ? ind.getAttribute('data-status') : null,
+          queued: prompts.filter(p => p.includes('*')).length,
+          counted: prompts.filter(p => /\\[\\d+\\]/.test(p)).length,
+          code: prompts.length};
+}"""
+
+SCROLLER = ".jp-NotebookPanel .jp-WindowedPanel-outer"
+
+
+def _tags(path: Path) -> dict[int, set[str]]:
+    cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
+    return {i: set(c.get("metadata", {}).get("tags", [])) for i, c in enumerate(cells)
+            if c["cell_type"] == "code"}
+
+
+def _open(page, lab: Lab, name: str) -> None:
+    """Open the notebook; wait until its kernel is started and idle. A dialog (kernel selection)
+    fails the test."""
+    page.goto(f"{lab.base}/lab/tree/{quote(name)}?reset&token={lab.token}")
+    deadline = time.time() + 120
+    while time.time() < deadline:
+        dialog = page.locator(".jp-Dialog")
+        if dialog.count():
+            pytest.fail(f"{name}: a dialog appeared on opening (kernel selection?): "
+                        f"{dialog.first.inner_text()[:300]!r}")
+        started = _kernel_label(page) not in ("", "No Kernel")
+        if started and page.evaluate(STATUS)["kernel"] == "idle":
+            sessions = [s for s in lab.api("/api/sessions") if s["path"].endswith(name)]
+            if sessions and sessions[0]["kernel"]["execution_state"] == "idle":
+                return
+        time.sleep(0.25)
+    pytest.fail(f"{name}: the kernel never became idle after opening (toolbar shows "
+                f"{_kernel_label(page)!r})")
+
+
+def _kernel_label(page) -> str:
+    shown = page.locator(".jp-NotebookPanel .jp-KernelName jp-button")
+    if not shown.count():
+        return ""
+    return (shown.first.get_attribute("aria-label") or shown.first.text_content() or "").strip()
+
+
+def _kernel_display_name() -> str:
+    spec = json.loads((VENV_JUPYTER / "kernels" / "python3" / "kernel.json").read_text())
+    return spec["display_name"]
+
+
+def _check_kernel(page, lab: Lab, name: str) -> None:
+    label = _kernel_label(page)
+    assert label == _kernel_display_name(), f"{name}: toolbar shows kernel {label!r}"
+    sessions = [s for s in lab.api("/api/sessions") if s["path"].endswith(name)]
+    assert sessions and sessions[0]["kernel"]["name"] == "python3", f"{name}: {sessions}"
+    found = subprocess.run([str(Path(sys.executable).with_name("jupyter")), "kernelspec", "list",
+                            "--json"], env=lab.env, capture_output=True, text=True, timeout=60)
+    where = json.loads(found.stdout)["kernelspecs"]["python3"]["resource_dir"]
+    assert Path(where).resolve() == (VENV_JUPYTER / "kernels" / "python3").resolve(), (
+        f"{name}: the server's python3 kernel is {where}, not the venv's")
+
+
+def _menu(page, menu: str, command: str) -> None:
+    page.locator(".lm-MenuBar-item", has_text=menu).first.click()
+    page.locator(f".lm-Menu .lm-Menu-item[data-command='{command}']").first.click()
+
+
+def _run_all(page, name: str) -> float:
+    t0 = time.perf_counter()
+    _menu(page, "Run", "runmenu:run-all")  # Run → Run All Cells
+    deadline = time.time() + RUN_TIMEOUT
+    settled = 0
+    while time.time() < deadline:
+        s = page.evaluate(STATUS)
+        done = s["kernel"] == "idle" and s["queued"] == 0
+        settled = settled + 1 if done else 0
+        if settled >= 3:  # idle between two queued cells does not count: three polls in a row
+            return time.perf_counter() - t0
+        time.sleep(0.3)
+    pytest.fail(f"{name}: Run All did not finish in {RUN_TIMEOUT} s: {page.evaluate(STATUS)}")
+
+
+def _scroll_and_collect(page, name: str, shots: Path) -> tuple[dict[int, dict], list[str]]:
+    """Scroll top to bottom, a screenshot per screenful; merge what each position showed."""
+    cells: dict[int, dict] = {}
+    files = []
+    page.eval_on_selector(SCROLLER, "e => e.scrollTo(0, 0)")
+    for step in range(200):
+        time.sleep(0.4)  # let virtualised cells render and images decode
+        for c in page.evaluate(COLLECT):
+            old = cells.get(c["index"])
+            if old is None:
+                cells[c["index"]] = c
+            else:
+                old["images"] = max(old["images"], c["images"])
+                old["errors"] = old["errors"] or c["errors"]
+                old["widgetErrors"] = old["widgetErrors"] or c["widgetErrors"]
+                old["prompt"] = c["prompt"] or old["prompt"]
+        shot = shots / f"{step:02d}.png"
+        page.screenshot(path=str(shot))
+        files.append(str(shot.relative_to(ROOT)))
+        at_end = page.eval_on_selector(
+            SCROLLER, "e => { const before = e.scrollTop; e.scrollBy(0, e.clientHeight * 0.9);"
+                      " return e.scrollTop === before; }")
+        if at_end:
+            break
+    return cells, files
+
+
+def _explorer_src(cell):
+    return cell.locator(".jp-OutputArea-output[data-mime-type='image/png'] img").first
+
+
+def _wait_src_change(page, img, before: str, what: str, name: str, index: int) -> float:
+    t0 = time.perf_counter()
+    while time.perf_counter() - t0 < CHANGE_TIMEOUT:
+        if img.get_attribute("src") != before:
+            return time.perf_counter() - t0
+        time.sleep(0.1)
+    pytest.fail(f"{name} cell {index}: the explorer's figure did not change within "
+                f"{CHANGE_TIMEOUT} s after {what}")
+
+
+def _widget_errors(cell) -> list[str]:
+    """Widget front-end failures, or the explorer's own message (``⚠ ...``) under its controls."""
+    bad = r"Error displaying widget|Error rendering|Failed to load model"
+    widgets = cell.locator(".jupyter-widgets").all_text_contents()
+    outputs = cell.locator(".jp-OutputArea-output").all_text_contents()
+    return ([t[:300] for t in widgets if "⚠" in t or re.search(bad, t)]
+            + [t[:300] for t in outputs if re.search(bad, t)])
+
+
+def _drive_explorer(page, name: str, index: int, shots: Path) -> list[str]:
+    cell = page.locator(f".jp-NotebookPanel .jp-Cell[data-windowed-list-index='{index}']")
+    cell.scroll_into_view_if_needed()
+    img = _explorer_src(cell)
+    notes = []
+
+    handle = cell.locator(".widget-slider .noUi-handle").first
+    assert handle.count(), f"{name} cell {index}: the explorer shows no slider"
+    label = cell.locator(".widget-slider .widget-label").first.text_content()
+    value = handle.get_attribute("aria-valuenow")
+    before = img.get_attribute("src")
+    handle.focus()
+    page.keyboard.press("ArrowRight")
+    seconds = _wait_src_change(page, img, before, f"moving slider {label!r}", name, index)
+    after = handle.get_attribute("aria-valuenow")
+    notes.append(f"slider {label!r} {value} → {after}: figure changed in {seconds:.2f} s")
+    assert not _widget_errors(cell), f"{name} cell {index}: {_widget_errors(cell)}"
+    page.screenshot(path=str(shots / "explorer-slider.png"))
+
+    selects = cell.locator(".widget-dropdown")
+    assert selects.count(), f"{name} cell {index}: the explorer shows no dropdown"
+    # Prefer a control of the model over the preset menu (a preset may equal the current values).
+    pick = next((i for i in range(selects.count())
+                 if (selects.nth(i).locator("label").text_content() or "").strip() != "preset"),
+                0)
+    box = selects.nth(pick)
+    label = (box.locator("label").text_content() or "").strip()
+    select = box.locator("select")
+    current = select.input_value()
+    options = [o for o in select.locator("option").evaluate_all("os => os.map(o => o.value)")
+               if o != current]
+    assert options, f"{name} cell {index}: dropdown {label!r} has a single option"
+    before = img.get_attribute("src")
+    select.select_option(options[0])
+    seconds = _wait_src_change(page, img, before, f"choosing {options[0]!r} in {label!r}",
+                               name, index)
+    notes.append(f"dropdown {label!r} {current!r} → {options[0]!r}: figure changed in "
+                 f"{seconds:.2f} s")
+    assert not _widget_errors(cell), f"{name} cell {index}: {_widget_errors(cell)}"
+    page.screenshot(path=str(shots / "explorer-dropdown.png"))
+    return notes
+
+
+def _save(page, lab: Lab, name: str) -> str:
+    path = lab.notebooks / name
+    before = path.stat().st_mtime_ns
+    _menu(page, "File", "docmanager:save")  # File → Save Notebook
+    deadline = time.time() + 60
+    while time.time() < deadline:
+        if path.stat().st_mtime_ns != before:
+            time.sleep(0.5)  # let the write finish
+            return path.read_text(encoding="utf-8")
+        time.sleep(0.2)
+    pytest.fail(f"{name}: File → Save did not write the notebook")
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_notebook_runs_and_renders_in_jupyterlab(path, lab, browser):
+    name = path.name
+    tags = _tags(path)
+    figure_cells = {i for i, t in tags.items() if t & {"figure", "explorer"}}
+    explorers = sorted(i for i, t in tags.items() if "explorer" in t)
+    record = Record(name, code_cells=len(tags), expected_images=len(figure_cells))
+    RECORDS.append(record)
+    shots = SHOTS / path.stem
+    shutil.rmtree(shots, ignore_errors=True)
+    shots.mkdir(parents=True)
+    t0 = time.perf_counter()
+    page = browser.new_page()
+    try:
+        _open(page, lab, name)
+        _check_kernel(page, lab, name)
+        record.run_seconds = _run_all(page, name)
+        cells, record.screenshots = _scroll_and_collect(page, name, shots)
+        problems = []
+        for i in sorted(tags):
+            c = cells.get(i)
+            where = f"{name} cell {i} (tags {sorted(tags[i]) or 'none'})"
+            if c is None:
+                problems.append(f"{where}: never rendered")
+                continue
+            if not re.fullmatch(r"\[\d+\]:", c["prompt"]):
+                problems.append(f"{where}: no execution count (prompt {c['prompt']!r})")
+            for err in c["errors"]:
+                problems.append(f"{where}: error output: {err[:300]!r}")
+            for err in c["widgetErrors"]:
+                problems.append(f"{where}: widget error: {err!r}")
+            want = 1 if i in figure_cells else 0
+            if (c["images"] == 0) if want else (c["images"] > 0):
+                problems.append(f"{where}: {c['images']} rendered image(s)")
+        record.images = sum(cells[i]["images"] for i in tags if i in cells)
+        assert not problems, "what the reader sees is wrong:\n" + "\n".join(problems)
+        assert record.images == len(figure_cells), (
+            f"{name}: {record.images} rendered images, {len(figure_cells)} cells tagged "
+            "figure/explorer")
+        for index in explorers:
+            record.explorer += _drive_explorer(page, name, index, shots)
+        saved = _save(page, lab, name)
+        assert nbstrip.strip(saved) == nbstrip.strip(path.read_text(encoding="utf-8")), (
+            f"{name}: saved from JupyterLab after a run, it does not strip back to the committed "
+            "notebook (git would see a change)")
+        assert list(lab.figures.glob("*.png")), f"{name}: no figure written to UNEVEN_FIGURES"
+        record.outcome = "passed"
+    finally:
+        record.seconds = time.perf_counter() - t0
+        print(f"\n{name}: {record.seconds:.1f} s in the browser (Run All {record.run_seconds:.1f} "
+              f"s), {record.images}/{record.expected_images} images, "
+              f"{len(record.screenshots)} screenshots; " + "; ".join(record.explorer))
+        page.close()
+        try:
+            lab.stop_kernels()
+        except Exception:
+            pass
