@@ -32,6 +32,7 @@ install: $(STAMP)
 lab: install
 	$(BIN)/jupyter lab --ServerApp.ip=127.0.0.1 --ServerApp.port=$(LAB_PORT) \
 		--ServerApp.root_dir=$(CURDIR) --LabApp.default_url=/lab/tree/notebooks/00_start_here.ipynb \
+		--config=tools/lab_config.py \
 		$(ROOT_ARG) $(LAB_ARGS)
 
 test: install

@@ -25,6 +25,36 @@ OPTIONS = ("--keep-id", "--unix-newlines", "--extra-keys", EXTRA_KEYS)
 ATTRIBUTES = ("*.ipynb filter=nbstripout", "*.ipynb diff=ipynb")
 
 
+#: Keys nbstripout removes by default, plus ours: what the filter and the save hook both drop.
+DEFAULT_KEYS = ("metadata.signature", "metadata.widgets", "cell.metadata.collapsed",
+                "cell.metadata.ExecuteTime", "cell.metadata.execution",
+                "cell.metadata.heading_collapsed", "cell.metadata.hidden", "cell.metadata.scrolled")
+
+
+def strip_notebook(nb):
+    """A notebook node (or dict) as the git filter stores it: the same options, in-process."""
+    import nbformat
+    from nbstripout import strip_output
+
+    node = nbformat.from_dict(nb)
+    return strip_output(node, keep_output=False, keep_count=False, keep_id=True,
+                        extra_keys=[*DEFAULT_KEYS, *EXTRA_KEYS.split()])
+
+
+def save_hook(model, path, contents_manager=None, **kwargs):
+    """Jupyter ``pre_save_hook`` for ``make lab``: a notebook under ``notebooks/`` is saved as the
+    git filter would store it, so running a notebook leaves ``git status`` clean (your edits to
+    cells — answers included — are saved; outputs are not, and every notebook reruns in well
+    under a minute). ``UNEVEN_KEEP_OUTPUTS=1`` turns it off."""
+    import os
+
+    if os.environ.get("UNEVEN_KEEP_OUTPUTS") == "1":
+        return
+    if model.get("type") != "notebook" or not str(path).lstrip("/").startswith("notebooks/"):
+        return
+    model["content"] = strip_notebook(model["content"])
+
+
 def command(python: str = sys.executable) -> str:
     """The shell command git runs as the clean filter."""
     return shlex.join([python, "-m", "nbstripout", *OPTIONS])

@@ -556,11 +556,11 @@ def paper_map(ax, papers=None, *, highlight: str | None = None):
         for (par, work), items in cells.items():
             cx, cy = cols.index(par), rows.index(work)
             for k, p in enumerate(items):
-                dy = (k - (len(items) - 1) / 2) * 0.24
+                dy = (k - (len(items) - 1) / 2) * 0.34
                 hot = highlight == p.key
-                text = f"{p.notebook[:2]} · {p.title}\n{p.venue} — slow: {p.slow_piece}"
+                text = f"{p.notebook[:2]} · {p.title}\n{p.venue}\nslow: {p.slow_piece}"
                 ax.text(cx, cy + dy, text, wrap=True,
-                        ha="center", va="center", fontsize=6.6,
+                        ha="center", va="center", fontsize=7.8,
                         bbox=dict(boxstyle="round,pad=0.3", lw=1.4 if hot else 0.6,
                                   fc="#FFF4E0" if hot else "white",
                                   ec=COLORS["red"] if hot else COLORS["ink"]))

@@ -89,7 +89,7 @@ def start_page_explorer(show: bool = True) -> Explorer:
         "n_nodes": int_slider(2, 32, 1, 4, "nodes (8 GPUs each)"),
         "mb_per_pair": slider(0.25, 16.0, 0.25, 1.0, "MB per GPU pair"),
         "nic_gbps": slider(100.0, 800.0, 100.0, 400.0, "NIC (Gb/s)"),
-        "hot_factor": slider(1.0, 8.0, 0.5, 1.0, "node 0 receives ×"),
+        "hot_factor": slider(1.0, 8.0, 0.5, 2.0, "node 0 receives ×"),
         "fabric": dropdown([("multi-plane + PXN", "multi_plane"),
                             ("shared spines, no PXN", "multi_rail")], "multi_plane", "fabric"),
     }

@@ -144,7 +144,7 @@ def pipeline_explorer(show: bool = True) -> Explorer:
         "p": int_slider(2, 8, 1, 4, "stages p"),
         "m": int_slider(4, 32, 1, 12, "micro-batches m"),
         "hol": toggle(False, "sends block the GPU stream (HOL)"),
-        "cap": int_slider(0, 32, 1, 0, "memory cap on stage 0 (0 = none)"),
+        "cap": int_slider(0, 32, 1, 0, "re-plan cap w₀ (0: none)"),
     }
     presets = {
         "absorbed: ZB-H2, 10 ms": {"delay_ms": 10.0, "link": 0, "schedule": "zb-h2", "p": 4,
