@@ -73,6 +73,8 @@ __all__ = [
     "make_placement",
     "simulate_decode",
     "expert_bytes",
+    "H800_DECODE",
+    "isolated_phases",
 ]
 
 PLACEMENTS = ("contiguous", "EPLB", "NIC-aware")
@@ -132,6 +134,10 @@ class DecodeHardware:
 #: spec]; DeepSeek-V3 experts (44.04 MB in FP8), FP8 dispatch and BF16 combine; NIC latency 2.8 µs
 #: (ISCA'25 Table 5 [paper]); NVLink latency 1 µs [model].
 H20_DECODE = DecodeHardware()
+#: An H800 host as in DeepEP's tables: one 400 Gb/s CX7 NIC per GPU, NVLink 160 GB/s per direction
+#: achieved (ISCA'25 [paper]), H800 HBM 3.35 TB/s and 1,979 dense FP8 TFLOPS [public spec].
+H800_DECODE = DecodeHardware(name="H800", gpus_per_nic=1, nvlink_bw=gbyte_per_s(160),
+                             hbm_bw=3.35e12, token_time=6.0 * 7168 * 2048 / 1979e12)
 
 
 @dataclass(frozen=True)
@@ -585,3 +591,32 @@ def simulate_decode(setup: DecodeSetup = DecodeSetup(), *, placement: str = "NIC
         comp[t] = lr.completion
     return DecodeRun(out_t, out_e, out_r, out_s, comp, copied, plc)
 
+
+
+def isolated_phases(n_hosts: int, *, tokens_per_gpu: int = 128, k: int = 8, n_experts: int = 288,
+                    hw: DecodeHardware = H800_DECODE, transport: Transport = DEEPEP_LL,
+                    seed: int = 0) -> tuple[float, float]:
+    """Dispatch and combine times (s) as DeepEP's low-latency test measures them: uniform
+    top-``k`` routing of ``tokens_per_gpu`` tokens per GPU to ``n_experts`` experts (rounded up
+    to a multiple of the GPU count, placed contiguously), one copy per expert, no expert compute
+    between the phases. Dispatch = the last arrival; combine = the rest of the layer.
+
+    >>> d, c = isolated_phases(4)
+    >>> round(d * 1e6), round(c * 1e6)
+    (164, 279)
+    """
+    n_hosts = check_int("n_hosts", n_hosts, lo=1, hi=128)
+    tokens_per_gpu = check_int("tokens_per_gpu", tokens_per_gpu, lo=1, hi=4096)
+    if not isinstance(hw, DecodeHardware):
+        raise ValueError(f"hw must be a DecodeHardware; got {type(hw).__name__}")
+    n_gpus = n_hosts * hw.gpus_per_node
+    n_exp = -(-check_int("n_experts", n_experts, lo=1) // n_gpus) * n_gpus
+    k = check_int("k", k, lo=1, hi=n_exp)
+    bare = DecodeHardware(**{**hw.__dict__, "expert_bytes": 0.0, "token_time": 0.0})
+    p = contiguous_slots(n_exp, n_gpus, gpus_per_node=hw.gpus_per_node,
+                         gpus_per_nic=hw.gpus_per_nic)
+    src = np.repeat(np.arange(n_gpus, dtype=np.int64), tokens_per_gpu)
+    ids = sample_routing(np.ones(n_exp), src.size, k, seed=seed)
+    lr = decode_layer(p, decode_traffic(p, route_to_slots(p, ids, src), src, "direct"),
+                      transport, bare)
+    return lr.dispatch_end, lr.layer_time - lr.dispatch_end
