@@ -85,7 +85,7 @@ class Transport:
 
 
 #: A DeepEP-low-latency-like transport. ``fixed`` and ``per_message`` were chosen [derived] so that
-#: this model, on H800 hosts with uniform top-8 routing of 128 tokens per GPU, comes within 5% of
+#: this model, on H800 hosts with uniform top-8 routing of 128 tokens per GPU, comes within 6% of
 #: DeepEP's published low-latency times (EP8 / EP32 / EP256 dispatch 77 / 155 / 194 µs, combine
 #: 114 / 273 / 360 µs, H800 + CX7 [repo]); ``sm_tax`` is a model value.
 DEEPEP_LL = Transport("DeepEP-LL-like", fixed=us(30.0), per_message=us(0.01), sm_tax=0.2)

@@ -282,8 +282,10 @@ def load_figure(counts, per_placement: dict, load):
         for ax, what, per in ((ax_g, "GPU", plc.gpus_per_node),
                               (ax_n, "NIC", plc.gpus_per_node // plc.gpus_per_nic)):
             ax.axhline(1.0, color=plots.COLORS["ink"], lw=0.8, ls="--")
-            for x in np.arange(per, ax.get_xlim()[1], per):
+            n_items = plc.n_gpus if what == "GPU" else plc.n_nics
+            for x in np.arange(per, n_items, per):
                 ax.axvline(x - 0.5, color=plots.COLORS["grey"], lw=0.6)
+            ax.xaxis.set_major_locator(MaxNLocator(8, integer=True))
             ax.set_xlabel(f"{what} (thin lines: host boundaries)")
             ax.set_ylabel(f"load per {what} / mean")
             ax.set_ylim(0, 2.1)
@@ -326,7 +328,8 @@ def waterfall_figure(names, median_us, p99_us, *, paper: tuple | None = None):
             ax.bar(i, med[i - 1] - med[i], 0.6, bottom=med[i], color=plots.COLORS["green"])
             ax.plot([i - 1.3, i + 0.3], [med[i - 1]] * 2, color=plots.COLORS["grey"], lw=0.6)
         ax.bar(x[-1:], med[-1:], 0.6, color=plots.COLORS["sky"], alpha=0.5)
-        ax.plot(x, p99_us, "D", color=plots.COLORS["red"], ms=5, label="P99 over steps (model)")
+        ax.plot(x + 0.22, p99_us, "D", color=plots.COLORS["red"], ms=5,
+                label="P99 over steps (model)")
         for i, v in enumerate(med):
             ax.text(i, v + max(med) * 0.02, f"{v:.0f}", ha="center", va="bottom", fontsize=8)
         ax.set_xticks(x, names, rotation=12, ha="right", fontsize=8)
