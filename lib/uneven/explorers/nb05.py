@@ -137,8 +137,8 @@ def draw_balance(fig, state: BalanceState, **_):
     for its inputs, running its experts, waiting for its results. Returns the layout key."""
     n_nics, n_gpus = state.nic_in.size, state.gpu_done.size
     # axis limits from a coarse ladder: most slider moves keep the cached background
-    tmax = _ladder(to_us(state.gpu_done.max()))
-    nmax = _ladder(to_us(state.nic_in.max()))
+    tmax = _ladder(to_us(state.gpu_done.max()), 150.0)
+    nmax = _ladder(to_us(state.nic_in.max()), 50.0)
     key = (n_nics, n_gpus, tmax, nmax)
 
     def build(fig):
@@ -207,11 +207,12 @@ def draw_balance(fig, state: BalanceState, **_):
     return key
 
 
-def _ladder(x: float) -> float:
-    """The smallest of 100 × 2^i µs (i >= 0) that holds ``x`` µs."""
-    top = 100.0
+def _ladder(x: float, base: float) -> float:
+    """The smallest of ``base × 4^i`` (i >= 0) that holds ``x``: coarse steps, so that an axis
+    limit (and the explorer's cached background) changes rarely."""
+    top = base
     while top < x:
-        top *= 2.0
+        top *= 4.0
     return top
 
 
