@@ -1,0 +1,622 @@
+"""A decode step's MoE layer on scale-out hosts: dispatch, memory-bound experts, combine.
+
+The workload (:func:`drifting_popularity`, :func:`sample_routing`): expert popularity follows a
+power law whose busiest/median ratio is fixed (8 by default, the ratio the chapter reports for a
+sampled production layer [chapter]); *which* experts are hot drifts slowly — each expert's latent
+score follows an AR(1) walk and the power law is dealt out by rank every step — so a placement
+planned from history goes stale. Each of ``n_gpus × tokens_per_gpu`` tokens draws ``k`` distinct
+experts, one after another in proportion to popularity.
+
+The layer (:func:`decode_layer`), built on the timeline engine
+(:func:`uneven.engines.timeline.run_timeline`). Resources and their operations, per host slot in
+the host's send order (:func:`uneven.ep_transport.send_order`):
+
+* **dispatch**: each NIC's receive stream delivers, slot by slot, the RDMA copies it carries
+  (``copies × (bytes / NIC bandwidth + per-message cost)``, after the transport's fixed cost); a
+  stream runs no faster than the busiest sender's NIC can push, so it is stretched to that time
+  when the senders are the slower side. Each GPU's NVLink port then takes the slot's NVLink copies
+  (relay fan-out waits for the host's RDMA streams to reach that slot);
+* **experts**: one stream per GPU. An expert with tokens costs the larger of reading its weights
+  (``weights / HBM bandwidth``) and computing (``tokens × per-token time``), a roofline; an
+  expert with none costs nothing. With few tokens per expert (small decode batches) the weights
+  bind: the GEMMs are memory-bound. H20's compute is modest (296 dense FP8 TFLOPS against
+  4.0 TB/s), so from about 37 tokens per expert the FLOPs bind instead;
+  Without overlap a GPU starts its experts when all its inputs have arrived (as DeepEP's
+  low-latency receive returns); with **per-expert overlap** each expert starts when its own inputs
+  have arrived, and the SM tax of the transport stretches the GEMMs (communication runs beside);
+* **combine**: each GPU's NVLink port sends outputs to same-host sources (or, with the relay, to
+  the relays), each NIC's send stream sends its RDMA copies back in the order they become ready;
+  a relay returns a token's sum once every slot its host holds for that token has finished (up to
+  that slot in send order: a conservative model). A source GPU is done when its last result
+  arrives: the per-rank completion times give the tails (P99 over steps).
+
+Two simplifications are stated where they matter: the streams are serial (store-and-forward per
+slot group, no fair sharing between flows), and the balanced side of each phase — senders in
+dispatch, receivers in combine, which all hold the same batch — bounds a stream from below rather
+than being timed op by op.
+
+Units: seconds, bytes, bytes/s.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ._jit import njit
+from ._validate import as_float_array, check_bool, check_choice, check_int, check_real
+from .engines.timeline import run_timeline
+from .ep_traffic import combine_bytes_per_token, dispatch_bytes_per_token
+from .ep_transport import DEEPEP_LL, DecodeTraffic, Transport, decode_traffic, send_order
+from .schedulers.placement import (
+    Placement,
+    contiguous_slots,
+    eplb_placement,
+    nic_aware_placement,
+    nvlink_swaps,
+    route_to_slots,
+)
+from .units import gbit_per_s, gbyte_per_s, us
+from .workloads import expert_popularity, rng_from
+
+__all__ = [
+    "DecodeHardware",
+    "H20_DECODE",
+    "DecodeSetup",
+    "LayerResult",
+    "DecodeRun",
+    "PLACEMENTS",
+    "drifting_popularity",
+    "sample_routing",
+    "decode_layer",
+    "make_placement",
+    "simulate_decode",
+    "expert_bytes",
+    "H800_DECODE",
+    "isolated_phases",
+]
+
+PLACEMENTS = ("contiguous", "EPLB", "NIC-aware")
+
+
+def expert_bytes(hidden: int = 7168, intermediate: int = 2048, bytes_per_value: float = 1.0
+                 ) -> float:
+    """Bytes of one routed expert's weights (gate, up and down projections): 3·H·I values.
+
+    >>> round(expert_bytes() / 1e6, 2)      # DeepSeek-V3 in FP8
+    44.04
+    """
+    h = check_int("hidden", hidden, lo=1)
+    i = check_int("intermediate", intermediate, lo=1)
+    return 3.0 * h * i * check_real("bytes_per_value", bytes_per_value, lo=0.0, lo_open=True)
+
+
+@dataclass(frozen=True)
+class DecodeHardware:
+    """One host type. Bandwidths in bytes/s per direction, latencies in s.
+
+    ``nic_bw`` per NIC; ``gpus_per_nic`` GPUs share one NIC; ``nvlink_bw`` per GPU port;
+    ``hbm_bw`` per GPU; ``expert_bytes`` bytes of weights read per expert that has tokens;
+    ``token_time`` s per token per expert (its FLOPs at the GPU's dense rate);
+    ``dispatch_bytes`` / ``combine_bytes`` per token copy; ``nic_latency`` / ``nvlink_latency``
+    added once per crossing.
+    """
+
+    name: str = "H20"
+    gpus_per_node: int = 8
+    gpus_per_nic: int = 2
+    nic_bw: float = gbit_per_s(400)
+    nvlink_bw: float = gbyte_per_s(450)
+    hbm_bw: float = 4.0e12
+    expert_bytes: float = 3.0 * 7168 * 2048
+    token_time: float = 6.0 * 7168 * 2048 / 296e12
+    dispatch_bytes: float = dispatch_bytes_per_token(7168, "fp8")
+    combine_bytes: float = combine_bytes_per_token(7168, "bf16")
+    nic_latency: float = us(2.8)
+    nvlink_latency: float = us(1.0)
+
+    def __post_init__(self):
+        check_int("gpus_per_node", self.gpus_per_node, lo=1)
+        check_int("gpus_per_nic", self.gpus_per_nic, lo=1, hi=self.gpus_per_node)
+        if self.gpus_per_node % self.gpus_per_nic:
+            raise ValueError(f"gpus_per_nic must divide gpus_per_node ({self.gpus_per_node}); "
+                             f"got {self.gpus_per_nic}")
+        for name in ("nic_bw", "nvlink_bw", "hbm_bw"):
+            check_real(name, getattr(self, name), lo=0.0, lo_open=True, unit="bytes/s")
+        for name in ("expert_bytes", "token_time", "dispatch_bytes", "combine_bytes",
+                     "nic_latency", "nvlink_latency"):
+            check_real(name, getattr(self, name), lo=0.0)
+
+
+#: An H20 host: 8 GPUs sharing 4 × 400 Gb/s NICs in pairs, NVLink 900 GB/s bidirectional (450 per
+#: direction) [public, lmsys H20 write-up]; HBM 4.0 TB/s and 296 dense FP8 TFLOPS [public H20
+#: spec]; DeepSeek-V3 experts (44.04 MB in FP8), FP8 dispatch and BF16 combine; NIC latency 2.8 µs
+#: (ISCA'25 Table 5 [paper]); NVLink latency 1 µs [model].
+H20_DECODE = DecodeHardware()
+#: An H800 host as in DeepEP's tables: one 400 Gb/s CX7 NIC per GPU, NVLink 160 GB/s per direction
+#: achieved (ISCA'25 [paper]), H800 HBM 3.35 TB/s and 1,979 dense FP8 TFLOPS [public spec].
+H800_DECODE = DecodeHardware(name="H800", gpus_per_nic=1, nvlink_bw=gbyte_per_s(160),
+                             hbm_bw=3.35e12, token_time=6.0 * 7168 * 2048 / 1979e12)
+
+
+@dataclass(frozen=True)
+class DecodeSetup:
+    """One EP group at decode: ``n_hosts`` hosts of ``hw``, ``n_experts`` routed experts in
+    ``n_slots`` slots (``n_slots - n_experts`` spare slots for replicas), top-``k`` routing,
+    ``tokens_per_gpu`` tokens per GPU per step, popularity with a fixed ``busiest_over_median``
+    ratio whose hot experts drift by ``drift`` per step (0 = static)."""
+
+    n_hosts: int = 4
+    n_experts: int = 256
+    n_slots: int = 256
+    k: int = 8
+    tokens_per_gpu: int = 64
+    busiest_over_median: float = 8.0
+    drift: float = 0.005
+    hw: DecodeHardware = H20_DECODE
+
+    def __post_init__(self):
+        check_int("n_hosts", self.n_hosts, lo=1, hi=128)
+        n_gpus = self.n_hosts * self.hw.gpus_per_node
+        check_int("n_experts", self.n_experts, lo=n_gpus, hi=4096)
+        if self.n_experts % n_gpus:
+            raise ValueError(f"n_experts must be a multiple of the GPU count {n_gpus}; got "
+                             f"{self.n_experts}")
+        check_int("n_slots", self.n_slots, lo=self.n_experts, hi=4 * self.n_experts)
+        if self.n_slots % n_gpus:
+            raise ValueError(f"n_slots must be a multiple of the GPU count {n_gpus}; got "
+                             f"{self.n_slots}")
+        check_int("k", self.k, lo=1, hi=min(32, self.n_experts))
+        check_int("tokens_per_gpu", self.tokens_per_gpu, lo=1, hi=4096)
+        check_real("busiest_over_median", self.busiest_over_median, lo=1.0, hi=1000.0)
+        check_real("drift", self.drift, lo=0.0, hi=1.0)
+        if not isinstance(self.hw, DecodeHardware):
+            raise ValueError(f"hw must be a DecodeHardware; got {type(self.hw).__name__}")
+
+    @property
+    def n_gpus(self) -> int:
+        """GPUs in the EP group."""
+        return self.n_hosts * self.hw.gpus_per_node
+
+
+@dataclass(frozen=True, eq=False)
+class LayerResult:
+    """One MoE layer of one decode step (all times in s from the layer's start).
+
+    ``completion`` ``[n_gpus]``: when each GPU has all its tokens' results back;
+    ``layer_time`` = its maximum. ``arrival`` ``[n_slots]``: when each slot's inputs are all
+    there; ``compute_start`` / ``compute_end`` ``[n_slots]``; ``compute_time`` ``[n_gpus]``: each
+    GPU's expert time; ``exposed_comm`` = ``layer_time - compute_time.max()``: the communication
+    the layer does not hide. ``dispatch_end`` = the last arrival. ``nic_in`` / ``nic_out``
+    ``[n_nics]``: how long each NIC's dispatch receive and combine send streams are busy.
+    ``traffic``: the copies (:class:`uneven.ep_transport.DecodeTraffic`).
+    """
+
+    layer_time: float
+    exposed_comm: float
+    dispatch_end: float
+    completion: np.ndarray = field(repr=False)
+    arrival: np.ndarray = field(repr=False)
+    compute_start: np.ndarray = field(repr=False)
+    compute_end: np.ndarray = field(repr=False)
+    compute_time: np.ndarray = field(repr=False)
+    nic_in: np.ndarray = field(repr=False)
+    nic_out: np.ndarray = field(repr=False)
+    traffic: DecodeTraffic = field(repr=False)
+
+
+@dataclass(frozen=True, eq=False)
+class DecodeRun:
+    """Many decode steps of one layer. Per step (``[n_steps]``): ``layer_time``,
+    ``exposed_comm`` (s), ``nic_ratio`` (busiest / mean NIC receive copies in dispatch), ``swaps``
+    (swaps made before the step). ``completion`` ``[n_steps, n_gpus]`` (s). ``copy_bytes``: expert
+    weights moved by swaps over the run (bytes). ``placement``: the last step's placement."""
+
+    layer_time: np.ndarray = field(repr=False)
+    exposed_comm: np.ndarray = field(repr=False)
+    nic_ratio: np.ndarray = field(repr=False)
+    swaps: np.ndarray = field(repr=False)
+    completion: np.ndarray = field(repr=False)
+    copy_bytes: float
+    placement: Placement = field(repr=False)
+
+    def p99(self, what: str = "layer_time") -> float:
+        """99th percentile over steps of ``layer_time`` or ``exposed_comm`` (s)."""
+        what = check_choice("what", what, ("layer_time", "exposed_comm"))
+        return float(np.percentile(getattr(self, what), 99))
+
+    def median(self, what: str = "layer_time") -> float:
+        """Median over steps of ``layer_time`` or ``exposed_comm`` (s)."""
+        what = check_choice("what", what, ("layer_time", "exposed_comm"))
+        return float(np.median(getattr(self, what)))
+
+
+# --------------------------------------------------------------------------------------------
+# workload
+
+
+def drifting_popularity(n_experts: int, n_steps: int, busiest_over_median: float = 8.0, *,
+                        drift: float = 0.005, seed=0) -> np.ndarray:
+    """Routing probabilities per step, float64 ``[n_steps, n_experts]`` (rows sum to 1).
+
+    Every row is the same power law with busiest/median exactly ``busiest_over_median``
+    (:func:`uneven.workloads.expert_popularity`), dealt to the experts by the rank of a latent
+    score. The scores start standard normal and follow ``x ← ρ x + sqrt(1 − ρ²) ε`` with
+    ``ρ = 1 − drift``: after ``1 / drift`` steps they keep a correlation of about ``e⁻¹`` with
+    where they started. ``drift = 0``: the same row every step. At most 10 million entries.
+
+    >>> p = drifting_popularity(16, 3, 4.0, seed=1)
+    >>> p.shape, bool(np.allclose(p.sum(axis=1), 1.0))
+    ((3, 16), True)
+    """
+    n = check_int("n_experts", n_experts, lo=2, hi=1 << 16)
+    s = check_int("n_steps", n_steps, lo=1)
+    if n * s > 10_000_000:
+        raise ValueError(f"n_steps × n_experts must be at most 10,000,000; got {s} × {n}")
+    ratio = check_real("busiest_over_median", busiest_over_median, lo=1.0)
+    drift = check_real("drift", drift, lo=0.0, hi=1.0)
+    rng = rng_from(seed)
+    shape = np.sort(expert_popularity(n, ratio, seed=0))[::-1]  # by rank, busiest first
+    rho = 1.0 - drift
+    x = rng.standard_normal(n)
+    noise = rng.standard_normal((s, n)) * np.sqrt(max(0.0, 1.0 - rho * rho))
+    out = np.empty((s, n))
+    for t in range(s):
+        if t:
+            x = rho * x + noise[t]
+        rank = np.empty(n, dtype=np.int64)
+        rank[np.argsort(-x, kind="stable")] = np.arange(n)
+        out[t] = shape[rank]
+    return out
+
+
+@njit
+def _sample_kernel(cdf, k, u, out):
+    """Successive sampling without replacement; returns the uniforms used, or -1 if ``u`` ran
+    out."""
+    n_tok = out.shape[0]
+    n = cdf.size
+    pos = 0
+    for t in range(n_tok):
+        m = 0
+        while m < k:
+            if pos >= u.size:
+                return -1
+            e = np.searchsorted(cdf, u[pos] * cdf[n - 1], side="right")
+            pos += 1
+            if e >= n:
+                e = n - 1
+            dup = False
+            for q in range(m):
+                dup |= out[t, q] == e
+            if not dup:
+                out[t, m] = e
+                m += 1
+    return pos
+
+
+def _reference_sample(p, n_tokens, k, u):
+    """Pure-Python successive sampling on the same uniforms (tests only)."""
+    cdf = np.cumsum(p)
+    out, pos = [], 0
+    for _ in range(n_tokens):
+        row = []
+        while len(row) < k:
+            x = u[pos] * cdf[-1]
+            pos += 1
+            e = min(int(np.searchsorted(cdf, x, side="right")), len(p) - 1)
+            if e not in row:
+                row.append(e)
+        out.append(row)
+    return np.array(out, dtype=np.int64).reshape(n_tokens, k)
+
+
+def sample_routing(popularity, n_tokens: int, k: int, seed=0) -> np.ndarray:
+    """Each of ``n_tokens`` tokens draws ``k`` distinct experts, one after another with
+    probability proportional to ``popularity`` among those not yet drawn. Returns int64
+    ``[n_tokens, k]``. Needs at least ``k`` experts with positive popularity; at most 10 million
+    draws.
+
+    >>> sample_routing([0.5, 0.3, 0.2], 4, 2, seed=0).shape
+    (4, 2)
+    """
+    p = as_float_array("popularity", popularity, ndim=1, lo=0.0)
+    n_tokens = check_int("n_tokens", n_tokens, lo=0)
+    k = check_int("k", k, lo=1, hi=int(np.count_nonzero(p)) if p.size else 0)
+    if n_tokens * k > 10_000_000:
+        raise ValueError(f"n_tokens × k must be at most 10,000,000; got {n_tokens} × {k}")
+    rng = rng_from(seed)
+    cdf = np.cumsum(p)
+    out = np.empty((n_tokens, k), dtype=np.int64)
+    size = n_tokens * k * 2 + 64
+    u = rng.random(size)
+    while _sample_kernel(cdf, k, u, out) < 0:  # rare: extend the same stream
+        u = np.concatenate([u, rng.random(size)])
+    return out
+
+
+# --------------------------------------------------------------------------------------------
+# one layer on the timeline engine
+
+
+@njit
+def _max_by_group(group, value, out):
+    for i in range(group.size):
+        if value[i] > out[group[i]]:
+            out[group[i]] = value[i]
+
+
+def _ready_rank(seq_key, resource, ops):
+    """Sequence numbers that order ``ops`` by ``seq_key`` within each resource (stable)."""
+    order = np.lexsort((seq_key[ops], resource[ops]))
+    rank = np.empty(ops.size, dtype=np.int64)
+    rank[order] = np.arange(ops.size)
+    return rank
+
+
+def decode_layer(placement: Placement, traffic: DecodeTraffic, transport: Transport = DEEPEP_LL,
+                 hw: DecodeHardware = H20_DECODE, *, overlap: bool = False) -> LayerResult:
+    """Time one MoE layer of one decode step (see the module docstring for the model).
+
+    ``placement`` and ``traffic`` (from :func:`uneven.ep_transport.decode_traffic` on that
+    placement) describe the step; ``transport`` its fixed, per-message and SM costs; ``hw`` the
+    host; ``overlap`` per-expert overlap. The placement's ``gpus_per_nic`` and ``gpus_per_node``
+    must match ``hw``'s.
+    """
+    if not isinstance(placement, Placement):
+        raise ValueError(f"placement must be a Placement; got {type(placement).__name__}")
+    if not isinstance(traffic, DecodeTraffic):
+        raise ValueError(f"traffic must be a DecodeTraffic; got {type(traffic).__name__}")
+    if not isinstance(transport, Transport):
+        raise ValueError(f"transport must be a Transport; got {type(transport).__name__}")
+    if not isinstance(hw, DecodeHardware):
+        raise ValueError(f"hw must be a DecodeHardware; got {type(hw).__name__}")
+    overlap = check_bool("overlap", overlap)
+    p = placement
+    if (p.gpus_per_nic, p.gpus_per_node) != (hw.gpus_per_nic, hw.gpus_per_node):
+        raise ValueError(f"placement has {p.gpus_per_node} GPUs per node and {p.gpus_per_nic} per"
+                         f" NIC but hw has {hw.gpus_per_node} and {hw.gpus_per_nic}")
+    if traffic.nvl_in.size != p.n_slots or traffic.rdma_in.shape[0] != p.n_nics:
+        raise ValueError("traffic was counted on another placement (slot or NIC count differs)")
+    relay = traffic.mode == "relay"
+    P, N, K, H = p.n_slots, p.n_gpus, p.n_nics, p.n_nodes
+    spg, gpn, gpnic = p.slots_per_gpu, p.gpus_per_node, p.gpus_per_nic
+    sph = spg * gpn
+    nph = gpn // gpnic
+    order = send_order(p)
+    slot = np.arange(P, dtype=np.int64)
+    gpu = slot // spg
+    host = gpu // gpn
+    nic_of_slot = gpu // gpnic
+    slot_at = np.empty((H, sph), dtype=np.int64)
+    slot_at[host, order] = slot
+    t_d = hw.dispatch_bytes / hw.nic_bw + transport.per_message
+    t_c = hw.combine_bytes / hw.nic_bw + transport.per_message
+
+    def stretch(per_nic, other_side):
+        busy = per_nic.astype(np.float64)
+        floor = float(other_side.max(initial=0))
+        return np.where(busy > 0, np.maximum(1.0, floor / np.maximum(busy, 1.0)), 1.0)
+
+    s_d = stretch(traffic.nic_in(), traffic.rdma_sent)
+    s_c = stretch(traffic.nic_out(), traffic.rdma_returned)
+    # ---- ops: [D_nic (K*sph) | D_nvl (P) | C (P) | E_nvl (P) | E_nic (K*sph) | chain (H*sph)]
+    A = K * sph
+    o_dnvl, o_c, o_envl, o_enic = A, A + P, A + 2 * P, A + 3 * P
+    o_chain = 2 * A + 3 * P
+    n_ops = o_chain + (H * sph if relay else 0)
+    nic_ids = np.repeat(np.arange(K, dtype=np.int64), sph)
+    js = np.tile(np.arange(sph, dtype=np.int64), K)
+    dur = np.zeros(n_ops)
+    res = np.empty(n_ops, dtype=np.int64)
+    seq = np.empty(n_ops, dtype=np.int64)
+    rel = np.zeros(n_ops)
+    dur[:A] = traffic.rdma_in.ravel() * t_d * np.repeat(s_d, sph)
+    res[:A], seq[:A], rel[:A] = nic_ids, js, transport.fixed
+    dur[o_dnvl:o_c] = traffic.nvl_in * (hw.dispatch_bytes / hw.nvlink_bw)
+    res[o_dnvl:o_c], seq[o_dnvl:o_c], rel[o_dnvl:o_c] = K + gpu, order, transport.fixed
+    tax = 1.0 / (1.0 - transport.sm_tax) if overlap else 1.0
+    tok = traffic.tokens
+    comp = np.where(tok > 0, np.maximum(hw.expert_bytes / hw.hbm_bw, tok * hw.token_time) * tax,
+                    0.0)
+    dur[o_c:o_envl] = comp
+    res[o_c:o_envl], seq[o_c:o_envl] = K + N + gpu, order
+    dur[o_envl:o_enic] = traffic.nvl_back * (hw.combine_bytes / hw.nvlink_bw)
+    res[o_envl:o_enic], seq[o_envl:o_enic] = K + 2 * N + gpu, order
+    dur[o_enic:o_chain] = traffic.rdma_back.ravel() * t_c * np.repeat(s_c, sph)
+    res[o_enic:o_chain], seq[o_enic:o_chain] = K + 3 * N + nic_ids, js
+    if relay:
+        res[o_chain:] = K * 2 + 3 * N + np.repeat(np.arange(H, dtype=np.int64), sph)
+        seq[o_chain:] = np.tile(np.arange(sph, dtype=np.int64), H)
+    # ---- edges
+    src, dst, dly = [], [], []
+
+    def edge(a, b, d):
+        a = np.asarray(a, dtype=np.int64).ravel()
+        b = np.asarray(b, dtype=np.int64).ravel()
+        src.append(a)
+        dst.append(b)
+        dly.append(np.full(a.size, float(d)))
+
+    own_dnic = nic_of_slot * sph + order  # the RDMA op that carries a slot's direct copies
+    host_nics = host[:, None] * nph + np.arange(nph)[None, :]  # [P, nph]
+    remote = traffic.remote_tokens > 0
+    if relay:  # fan-out waits for every RDMA stream of the host to reach the slot
+        edge((host_nics * sph + order[:, None])[remote], np.repeat(o_dnvl + slot[remote], nph),
+             hw.nic_latency)
+        inputs = [(o_dnvl + slot, hw.nvlink_latency, (traffic.nvl_in > 0) | remote)]
+    else:
+        inputs = [(own_dnic, hw.nic_latency, traffic.rdma_in.ravel()[own_dnic] > 0),
+                  (o_dnvl + slot, hw.nvlink_latency, traffic.nvl_in > 0)]
+    rel[o_c:o_envl] = transport.fixed  # nothing computes before the dispatch kernel has run
+    if overlap:
+        for a, d, m in inputs:
+            edge(a[m], o_c + slot[m], d)
+        done = o_c + slot  # each expert's output leaves when the expert ends
+    else:  # a GPU starts when all its inputs are there; sends when all its experts are done
+        same_gpu = (gpu[:, None] * spg + np.arange(spg)[None, :])  # [P, spg]
+        for a, d, m in inputs:
+            mm = m[same_gpu]
+            edge(a[same_gpu][mm], np.repeat(o_c + slot, spg).reshape(P, spg)[mm], d)
+        by_order = np.argsort(order, kind="stable")
+        last = np.empty(N, dtype=np.int64)
+        last[gpu[by_order]] = slot[by_order]  # the later write wins: the last in send order
+        done = o_c + last[gpu]
+    edge(done, o_envl + slot, transport.fixed)
+    if relay:
+        edge(o_envl + slot_at.ravel(), o_chain + np.arange(H * sph), hw.nvlink_latency)
+        chain_of = o_chain + (nic_ids // nph) * sph + js
+        edge(chain_of, o_enic + np.arange(A), 0.0)
+    else:
+        q = slot_at[nic_ids // nph, js]  # the slot at each NIC stream position
+        mine = nic_of_slot[q] == nic_ids
+        edge(done[q[mine]], o_enic + np.flatnonzero(mine), transport.fixed)
+    e_src = np.concatenate(src)
+    e_dst = np.concatenate(dst)
+    e_dly = np.concatenate(dly)
+    ordr = np.argsort(e_dst, kind="stable")
+    ptr = np.zeros(n_ops + 1, dtype=np.int64)
+    np.cumsum(np.bincount(e_dst, minlength=n_ops), out=ptr[1:])
+    dep_src, dep_dly = e_src[ordr], e_dly[ordr]
+    tl = run_timeline(dur, res, ptr, dep_src, dep_dly, sequence=seq, release=rel)
+    # combine streams send what is ready first: re-order them by readiness and run again
+    ready = np.zeros(n_ops)
+    _max_by_group(e_dst, tl.finish[e_src] + e_dly, ready)
+    ready = np.maximum(ready, rel)
+    for lo, hi in ((o_envl, o_enic), (o_enic, o_chain)):
+        ops = np.arange(lo, hi)
+        seq[lo:hi] = _ready_rank(ready, res, ops)
+    tl = run_timeline(dur, res, ptr, dep_src, dep_dly, sequence=seq, release=rel)
+    fin = tl.finish
+    # ---- per-rank completion
+    item_op = np.where(traffic.ret_kind == 0, o_enic + traffic.ret_op,
+                       np.where(traffic.ret_kind == 1, o_envl + traffic.ret_op,
+                                o_c + traffic.ret_op))
+    lat = np.where(traffic.ret_kind == 0, hw.nic_latency,
+                   np.where(traffic.ret_kind == 1, hw.nvlink_latency, 0.0))
+    completion = np.zeros(N)
+    _max_by_group(traffic.ret_src, fin[item_op] + lat, completion)
+    arrival = np.full(P, transport.fixed)
+    for a, d, m in inputs:
+        arrival = np.where(m, np.maximum(arrival, fin[a] + d), arrival)
+    compute_time = np.bincount(gpu, weights=comp, minlength=N)
+    layer = float(completion.max())
+    return LayerResult(
+        layer, layer - float(compute_time.max()), float(arrival.max()), completion, arrival,
+        tl.start[o_c:o_envl].copy(), fin[o_c:o_envl].copy(), compute_time,
+        dur[:A].reshape(K, sph).sum(axis=1), dur[o_enic:o_chain].reshape(K, sph).sum(axis=1),
+        traffic,
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# many steps
+
+
+def make_placement(kind: str, setup: DecodeSetup, load) -> Placement:
+    """``"contiguous"`` (the setup must have no spare slots), ``"EPLB"`` (global policy) or
+    ``"NIC-aware"`` placement of ``setup`` planned for ``load`` (float ``[n_experts]``)."""
+    kind = check_choice("kind", kind, PLACEMENTS)
+    hw = setup.hw
+    kw = dict(gpus_per_node=hw.gpus_per_node, gpus_per_nic=hw.gpus_per_nic)
+    if kind == "contiguous":
+        if setup.n_slots != setup.n_experts:
+            raise ValueError(f"kind='contiguous' needs n_slots == n_experts ({setup.n_experts});"
+                             f" got n_slots={setup.n_slots}")
+        return contiguous_slots(setup.n_experts, setup.n_gpus, **kw)
+    if kind == "EPLB":
+        return eplb_placement(load, setup.n_slots, setup.n_gpus, **kw)
+    return nic_aware_placement(load, setup.n_slots, setup.n_gpus, **kw)
+
+
+def simulate_decode(setup: DecodeSetup = DecodeSetup(), *, placement: str = "NIC-aware",
+                    swaps: bool = False, mode: str = "direct", overlap: bool = False,
+                    transport: Transport = DEEPEP_LL, n_steps: int = 50, seed: int = 0,
+                    swap_threshold: float = 0.02, cooldown: int = 10, ema: float = 0.2,
+                    popularity=None) -> DecodeRun:
+    """Run ``n_steps`` decode steps of one MoE layer and return per-step times and tails.
+
+    The placement is planned once, before step 0, for the expected load of step 0 (a fresh
+    moving average); the popularity then drifts (``setup.drift``). With ``swaps``, before each
+    step every host may make one :func:`uneven.schedulers.placement.nvlink_swaps` swap, decided
+    on an exponential moving average (weight ``ema`` on the newest step) of the token counts seen
+    so far; a moved expert stays put for ``cooldown`` steps (hysteresis); ``swap_threshold`` is
+    the smallest gain, as a share of the host's mean NIC load. ``popularity`` (float
+    ``[n_steps, n_experts]``) replaces the drifting workload. Costs about 2-5 ms per step.
+    """
+    if not isinstance(setup, DecodeSetup):
+        raise ValueError(f"setup must be a DecodeSetup; got {type(setup).__name__}")
+    swaps = check_bool("swaps", swaps)
+    n_steps = check_int("n_steps", n_steps, lo=1, hi=100_000)
+    seed = check_int("seed", seed, lo=0)
+    cooldown = check_int("cooldown", cooldown, lo=0)
+    ema = check_real("ema", ema, lo=0.0, hi=1.0, lo_open=True)
+    n_tok = setup.n_gpus * setup.tokens_per_gpu
+    if popularity is None:
+        pop = drifting_popularity(setup.n_experts, n_steps, setup.busiest_over_median,
+                                  drift=setup.drift, seed=np.random.default_rng([seed, 1]))
+    else:
+        pop = as_float_array("popularity", popularity, shape=(n_steps, setup.n_experts), lo=0.0)
+    expected = pop[0] * n_tok * setup.k
+    plc = make_placement(placement, setup, expected)
+    src = np.repeat(np.arange(setup.n_gpus, dtype=np.int64), setup.tokens_per_gpu)
+    avg = expected.copy()
+    moved_at = np.full(setup.n_experts, -10**9)
+    out_t = np.empty(n_steps)
+    out_e = np.empty(n_steps)
+    out_r = np.empty(n_steps)
+    out_s = np.zeros(n_steps, dtype=np.int64)
+    comp = np.empty((n_steps, setup.n_gpus))
+    copied = 0.0
+    seeds = np.random.SeedSequence([seed, 2]).generate_state(n_steps)
+    for t in range(n_steps):
+        if swaps and t > 0:
+            r = nvlink_swaps(plc, avg, threshold=swap_threshold,
+                             blocked=moved_at > t - 1 - cooldown,
+                             expert_bytes=setup.hw.expert_bytes)
+            if r.pairs.size:
+                plc = r.placement
+                moved_at[plc.phy2log[r.pairs.ravel()]] = t
+                out_s[t] = r.pairs.shape[0]
+                copied += r.copy_bytes
+        ids = sample_routing(pop[t], n_tok, setup.k, seed=int(seeds[t]))
+        counts = np.bincount(ids.ravel(), minlength=setup.n_experts)
+        avg = (1.0 - ema) * avg + ema * counts
+        tr = decode_traffic(plc, route_to_slots(plc, ids, src), src, mode)
+        lr = decode_layer(plc, tr, transport, setup.hw, overlap=overlap)
+        out_t[t], out_e[t] = lr.layer_time, lr.exposed_comm
+        nic_in = tr.nic_in()
+        out_r[t] = nic_in.max() / nic_in.mean() if nic_in.mean() > 0 else 1.0
+        comp[t] = lr.completion
+    return DecodeRun(out_t, out_e, out_r, out_s, comp, copied, plc)
+
+
+
+def isolated_phases(n_hosts: int, *, tokens_per_gpu: int = 128, k: int = 8, n_experts: int = 288,
+                    hw: DecodeHardware = H800_DECODE, transport: Transport = DEEPEP_LL,
+                    seed: int = 0) -> tuple[float, float]:
+    """Dispatch and combine times (s) as DeepEP's low-latency test measures them: uniform
+    top-``k`` routing of ``tokens_per_gpu`` tokens per GPU to ``n_experts`` experts (rounded up
+    to a multiple of the GPU count, placed contiguously), one copy per expert, no expert compute
+    between the phases. Dispatch = the last arrival; combine = the rest of the layer.
+
+    >>> d, c = isolated_phases(4)
+    >>> round(d * 1e6), round(c * 1e6)
+    (164, 279)
+    """
+    n_hosts = check_int("n_hosts", n_hosts, lo=1, hi=128)
+    tokens_per_gpu = check_int("tokens_per_gpu", tokens_per_gpu, lo=1, hi=4096)
+    if not isinstance(hw, DecodeHardware):
+        raise ValueError(f"hw must be a DecodeHardware; got {type(hw).__name__}")
+    n_gpus = n_hosts * hw.gpus_per_node
+    n_exp = -(-check_int("n_experts", n_experts, lo=1) // n_gpus) * n_gpus
+    k = check_int("k", k, lo=1, hi=n_exp)
+    bare = DecodeHardware(**{**hw.__dict__, "expert_bytes": 0.0, "token_time": 0.0})
+    p = contiguous_slots(n_exp, n_gpus, gpus_per_node=hw.gpus_per_node,
+                         gpus_per_nic=hw.gpus_per_nic)
+    src = np.repeat(np.arange(n_gpus, dtype=np.int64), tokens_per_gpu)
+    ids = sample_routing(np.ones(n_exp), src.size, k, seed=seed)
+    lr = decode_layer(p, decode_traffic(p, route_to_slots(p, ids, src), src, "direct"),
+                      transport, bare)
+    return lr.dispatch_end, lr.layer_time - lr.dispatch_end

@@ -1,0 +1,386 @@
+"""How an EP dispatch reaches remote experts: one copy per expert, or one copy per remote host.
+
+Decode-time expert parallelism on scale-out hosts, with replicas (a :class:`Placement`). Two ways
+to move a token to its ``k`` expert slots:
+
+``"direct"`` (DeepEP's low-latency kernels): one message per (token, expert slot). Slots on
+another host get an RDMA write each, through the NIC of the receiving GPU; slots on the token's
+own host an NVLink copy; a slot on the token's own GPU costs nothing. Two experts of one token on
+one GPU get two copies (the low-latency kernels keep one receive buffer per local expert).
+
+``"relay"`` (the same-index relay of *Balancing and Beyond* [chapter]): for every remote host that
+holds one of the token's slots, **one** RDMA write, to the GPU with the sender's local index on
+that host (the *relay*: same index, same NIC rail, one leaf switch); the relay copies the token
+over NVLink to each of that host's slots (itself excepted). Slots on the token's own host are
+reached over NVLink as in direct mode. In combine the relay first adds up the weighted outputs of
+its host's experts for the token (they reach it over NVLink) and sends **one** copy back.
+
+:func:`decode_traffic` counts copies — not bytes, so one count serves FP8 dispatch and BF16
+combine — per *NIC stream slot*: NIC ``n``'s RDMA copies are grouped by the host slot they serve,
+in the host's **send order** (replica rank first, then GPU: the first expert of every GPU, then
+the second ...), the order in which senders that overlap per expert push their data. A relay copy
+serves several slots; in dispatch it is counted at the first of them in send order (it must land
+before any is served), in combine at the last (the relay returns the sum once all have finished).
+
+With tokens routed independently and uniformly, a token's ``k`` experts touch on average
+``(H − 1)(1 − (1 − 1/H)^k)`` remote hosts out of ``H`` (:func:`expected_remote_hosts`), against
+``k (H − 1)/H`` remote experts: for ``k = 8``, ``H = 4``, 2.70 against 6.0 copies [derived].
+
+:class:`Transport` holds what a "better transport" changes: the fixed cost of a kernel, the cost
+of each RDMA message (serialised per NIC) and the share of SMs that communication takes from the
+expert GEMMs while the two run side by side.
+
+Units: seconds, bytes, bytes/s; counts are copies.
+
+>>> round(expected_remote_hosts(8, 4), 2), round(expected_remote_hosts(8, 4, n_experts=256), 2)
+(2.7, 2.71)
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ._jit import njit
+from ._validate import as_int_array, check_choice, check_int, check_real
+from .schedulers.placement import Placement
+from .units import us
+
+__all__ = [
+    "Transport",
+    "DEEPEP_LL",
+    "SM_FREE",
+    "TRANSPORT_MODES",
+    "DecodeTraffic",
+    "decode_traffic",
+    "send_order",
+    "expected_remote_hosts",
+]
+
+TRANSPORT_MODES = ("direct", "relay")
+
+
+@dataclass(frozen=True)
+class Transport:
+    """The costs of an EP communication library, besides bytes.
+
+    ``fixed`` (s): once per dispatch and once per combine kernel (launch, synchronisation).
+    ``per_message`` (s): per RDMA message, paid one after another on each NIC (posting work
+    requests, doorbells, completions). ``sm_tax`` (0 … <1): share of the GPU's SMs that the
+    communication kernels hold; expert GEMMs that run beside them take ``1 / (1 − sm_tax)`` as
+    long (without per-expert overlap communication and compute do not run together, so no tax).
+    """
+
+    name: str
+    fixed: float
+    per_message: float
+    sm_tax: float
+
+    def __post_init__(self):
+        check_real("fixed", self.fixed, lo=0.0, unit="s")
+        check_real("per_message", self.per_message, lo=0.0, unit="s")
+        check_real("sm_tax", self.sm_tax, lo=0.0, hi=0.95)
+
+
+#: A DeepEP-low-latency-like transport. ``fixed`` and ``per_message`` were chosen [derived] so that
+#: this model, on H800 hosts with uniform top-8 routing of 128 tokens per GPU, comes within 6% of
+#: DeepEP's published low-latency times (EP8 / EP32 / EP256 dispatch 77 / 155 / 194 µs, combine
+#: 114 / 273 / 360 µs, H800 + CX7 [repo]); ``sm_tax`` is a model value.
+DEEPEP_LL = Transport("DeepEP-LL-like", fixed=us(30.0), per_message=us(0.01), sm_tax=0.2)
+#: SM-free GPU-initiated RDMA (IBGDA-style posting, no SM spinning): lower fixed and per-message
+#: costs and no SM tax; the values are the model's, not the paper's.
+SM_FREE = Transport("SM-free", fixed=us(10.0), per_message=us(0.003), sm_tax=0.0)
+
+
+@dataclass(frozen=True, eq=False)
+class DecodeTraffic:
+    """Copies of one decode step's dispatch (and, reversed, combine) on a placement.
+
+    Per NIC stream slot (``[n_nics, slots_per_host]``, column ``j`` = the host's ``j``-th slot in
+    send order, :func:`send_order`): ``rdma_in`` RDMA copies that arrive through NIC ``n`` in
+    dispatch and are first needed by that slot; ``rdma_back`` combine copies that leave through
+    NIC ``n`` once that slot has finished. Per slot (``[n_slots]``): ``nvl_in`` NVLink copies into
+    its GPU for it (dispatch); ``nvl_back`` NVLink copies out of its GPU (combine: to a relay or to
+    a source on the same host); ``tokens`` (token copies the expert computes on);
+    ``remote_tokens`` (those of them from other hosts). Per NIC
+    (``[n_nics]``): ``rdma_sent`` RDMA copies sent in dispatch and ``rdma_returned`` received in
+    combine. ``ret_src``/``ret_op``: for each combine item a source GPU waits for, the GPU and the
+    operation that delivers it (``kind`` ``ret_kind`` 0 = RDMA op ``n * slots_per_host + j``,
+    1 = the slot's NVLink op, 2 = the slot's own compute: the source holds the expert).
+    ``remote_hosts``: int64 ``[T]`` remote hosts per token; ``remote_slots``: remote slots per
+    token.
+    """
+
+    mode: str
+    rdma_in: np.ndarray = field(repr=False)
+    rdma_back: np.ndarray = field(repr=False)
+    nvl_in: np.ndarray = field(repr=False)
+    nvl_back: np.ndarray = field(repr=False)
+    tokens: np.ndarray = field(repr=False)
+    remote_tokens: np.ndarray = field(repr=False)
+    rdma_sent: np.ndarray = field(repr=False)
+    rdma_returned: np.ndarray = field(repr=False)
+    ret_src: np.ndarray = field(repr=False)
+    ret_op: np.ndarray = field(repr=False)
+    ret_kind: np.ndarray = field(repr=False)
+    remote_hosts: np.ndarray = field(repr=False)
+    remote_slots: np.ndarray = field(repr=False)
+
+    @property
+    def rdma_copies(self) -> int:
+        """RDMA copies in dispatch (= in combine)."""
+        return int(self.rdma_sent.sum())
+
+    def nic_in(self) -> np.ndarray:
+        """RDMA copies received per NIC in dispatch (int64 ``[n_nics]``)."""
+        return self.rdma_in.sum(axis=1)
+
+    def nic_out(self) -> np.ndarray:
+        """RDMA copies sent per NIC in combine (int64 ``[n_nics]``)."""
+        return self.rdma_back.sum(axis=1)
+
+
+def send_order(placement: Placement) -> np.ndarray:
+    """Position of every slot in its host's send order (int64 ``[n_slots]``): replica rank on its
+    GPU first, then the GPU's index in the host, i.e. ``rank * gpus_per_node + local_gpu``.
+
+    >>> from uneven.schedulers.placement import contiguous_slots
+    >>> send_order(contiguous_slots(8, 4, gpus_per_node=2, gpus_per_nic=1)).tolist()
+    [0, 2, 1, 3, 0, 2, 1, 3]
+    """
+    if not isinstance(placement, Placement):
+        raise ValueError(f"placement must be a Placement; got {type(placement).__name__}")
+    s = np.arange(placement.n_slots, dtype=np.int64)
+    spg, gpn = placement.slots_per_gpu, placement.gpus_per_node
+    local = s % (spg * gpn)
+    return (local % spg) * gpn + local // spg
+
+
+# --------------------------------------------------------------------------------------------
+# kernel
+
+
+@njit
+def _traffic_kernel(slots, src, spg, gpn, gpnic, order, relay, rdma_in, rdma_back, nvl_in,
+                    nvl_back, tokens, rtok, sent, returned, ret_src, ret_op, ret_kind, rhosts,
+                    rslots, host_stamp, host_first, host_last):
+    """Fill the count arrays; returns the number of combine items written."""
+    n_tokens, k = slots.shape
+    sph = spg * gpn
+    n_items = 0
+    for t in range(n_tokens):
+        s = src[t]
+        hs = s // gpn
+        ls = s - hs * gpn
+        ns = s // gpnic
+        n_rh = 0
+        n_rs = 0
+        for j in range(k):
+            q = slots[t, j]
+            d = q // spg
+            hd = d // gpn
+            tokens[q] += 1
+            if hd == hs:  # own host: NVLink, or nothing for the own GPU
+                if d == s:
+                    ret_src[n_items] = s
+                    ret_op[n_items] = q
+                    ret_kind[n_items] = 2
+                else:
+                    nvl_in[q] += 1
+                    nvl_back[q] += 1
+                    ret_src[n_items] = s
+                    ret_op[n_items] = q
+                    ret_kind[n_items] = 1
+                n_items += 1
+                continue
+            n_rs += 1
+            rtok[q] += 1
+            o = order[q]
+            if not relay:
+                nd = d // gpnic
+                rdma_in[nd, o] += 1
+                rdma_back[nd, o] += 1
+                sent[ns] += 1
+                returned[ns] += 1
+                ret_src[n_items] = s
+                ret_op[n_items] = nd * sph + o
+                ret_kind[n_items] = 0
+                n_items += 1
+                continue
+            # relay: remember the first and last slot (in send order) per remote host
+            rho = hd * gpn + ls
+            if host_stamp[hd] != t:
+                host_stamp[hd] = t
+                host_first[hd] = o
+                host_last[hd] = o
+                n_rh += 1
+            else:
+                host_first[hd] = min(host_first[hd], o)
+                host_last[hd] = max(host_last[hd], o)
+            if d != rho:
+                nvl_in[q] += 1
+                nvl_back[q] += 1
+        if relay:
+            for j in range(k):  # one pass over the distinct remote hosts of this token
+                q = slots[t, j]
+                hd = q // spg // gpn
+                if hd == hs or host_stamp[hd] != t:
+                    continue
+                host_stamp[hd] = -1 - t  # visited: count each host once
+                nr = (hd * gpn + ls) // gpnic
+                rdma_in[nr, host_first[hd]] += 1
+                rdma_back[nr, host_last[hd]] += 1
+                sent[ns] += 1
+                returned[ns] += 1
+                ret_src[n_items] = s
+                ret_op[n_items] = nr * sph + host_last[hd]
+                ret_kind[n_items] = 0
+                n_items += 1
+        rhosts[t] = n_rh if relay else 0
+        rslots[t] = n_rs
+        if not relay:  # distinct remote hosts still reported in direct mode
+            for j in range(k):
+                hd = slots[t, j] // spg // gpn
+                if hd != hs and host_stamp[hd] != t:
+                    host_stamp[hd] = t
+                    rhosts[t] += 1
+    return n_items
+
+
+def _reference_traffic(slots, src, spg, gpn, gpnic, n_gpus, relay):
+    """Counts with dicts and sets (tests only): (rdma_in, rdma_back, nvl_in, nvl_back, tokens,
+    sent, returned, items as a sorted list of (src, kind, op))."""
+    n_slots = n_gpus * spg
+    sph = spg * gpn
+    n_nics = n_gpus // gpnic
+    order = [(q % sph % spg) * gpn + (q % sph) // spg for q in range(n_slots)]
+    rdma_in = np.zeros((n_nics, sph), dtype=np.int64)
+    rdma_back = np.zeros((n_nics, sph), dtype=np.int64)
+    nvl_in = np.zeros(n_slots, dtype=np.int64)
+    nvl_back = np.zeros(n_slots, dtype=np.int64)
+    tokens = np.zeros(n_slots, dtype=np.int64)
+    sent = np.zeros(n_nics, dtype=np.int64)
+    returned = np.zeros(n_nics, dtype=np.int64)
+    items = []
+    for t in range(len(src)):
+        s = int(src[t])
+        hs, ls = divmod(s, gpn)
+        by_host = {}
+        for q in (int(x) for x in slots[t]):
+            tokens[q] += 1
+            d = q // spg
+            hd = d // gpn
+            if hd == hs:
+                if d == s:
+                    items.append((s, 2, q))
+                else:
+                    nvl_in[q] += 1
+                    nvl_back[q] += 1
+                    items.append((s, 1, q))
+            elif not relay:
+                rdma_in[d // gpnic, order[q]] += 1
+                rdma_back[d // gpnic, order[q]] += 1
+                sent[s // gpnic] += 1
+                returned[s // gpnic] += 1
+                items.append((s, 0, (d // gpnic) * sph + order[q]))
+            else:
+                by_host.setdefault(hd, []).append(q)
+        for hd, qs in by_host.items():
+            rho = hd * gpn + ls
+            nr = rho // gpnic
+            first = min(order[q] for q in qs)
+            last = max(order[q] for q in qs)
+            rdma_in[nr, first] += 1
+            rdma_back[nr, last] += 1
+            sent[s // gpnic] += 1
+            returned[s // gpnic] += 1
+            items.append((s, 0, nr * sph + last))
+            for q in qs:
+                if q // spg != rho:
+                    nvl_in[q] += 1
+                    nvl_back[q] += 1
+    return rdma_in, rdma_back, nvl_in, nvl_back, tokens, sent, returned, sorted(items)
+
+
+# --------------------------------------------------------------------------------------------
+# public API
+
+#: Largest step accepted: tokens × k (copies) per call.
+MAX_COPIES = 50_000_000
+
+
+def decode_traffic(placement: Placement, slots, src_gpu, mode: str = "direct") -> DecodeTraffic:
+    """Count the copies of one decode step's dispatch and combine (see the module docstring).
+
+    ``slots`` int ``[T, k]``: the slot serving each of a token's ``k`` choices (from
+    :func:`uneven.schedulers.placement.route_to_slots`; the ``k`` slots of a token must be
+    distinct experts); ``src_gpu`` int ``[T]``; ``mode`` ``"direct"`` or ``"relay"``. At most
+    50 million copies (``T × k``).
+
+    >>> from uneven.schedulers.placement import contiguous_slots
+    >>> p = contiguous_slots(8, 8, gpus_per_node=4, gpus_per_nic=2)   # 2 hosts x 4 GPUs
+    >>> d = decode_traffic(p, [[4, 5, 7]], [0], "direct")
+    >>> r = decode_traffic(p, [[4, 5, 7]], [0], "relay")
+    >>> d.rdma_copies, r.rdma_copies, int(r.nvl_in.sum())   # relay: one copy, two forwards
+    (3, 1, 2)
+    """
+    if not isinstance(placement, Placement):
+        raise ValueError(f"placement must be a Placement; got {type(placement).__name__}")
+    p = placement
+    mode = check_choice("mode", mode, TRANSPORT_MODES)
+    q = as_int_array("slots", slots, ndim=2, lo=0, hi=p.n_slots - 1)
+    if q.size > MAX_COPIES:
+        raise ValueError(f"slots must hold at most {MAX_COPIES:,} copies; got {q.size:,}")
+    src = as_int_array("src_gpu", src_gpu, shape=(q.shape[0],), lo=0, hi=p.n_gpus - 1)
+    n_tok, k = q.shape
+    spg, gpn, gpnic = p.slots_per_gpu, p.gpus_per_node, p.gpus_per_nic
+    sph = spg * gpn
+    n_nics = p.n_nics
+    arrays = dict(
+        rdma_in=np.zeros((n_nics, sph), dtype=np.int64),
+        rdma_back=np.zeros((n_nics, sph), dtype=np.int64),
+        nvl_in=np.zeros(p.n_slots, dtype=np.int64),
+        nvl_back=np.zeros(p.n_slots, dtype=np.int64),
+        tokens=np.zeros(p.n_slots, dtype=np.int64),
+        remote_tokens=np.zeros(p.n_slots, dtype=np.int64),
+        rdma_sent=np.zeros(n_nics, dtype=np.int64),
+        rdma_returned=np.zeros(n_nics, dtype=np.int64),
+    )
+    ret_src = np.empty(n_tok * k, dtype=np.int64)
+    ret_op = np.empty(n_tok * k, dtype=np.int64)
+    ret_kind = np.empty(n_tok * k, dtype=np.int64)
+    rhosts = np.zeros(n_tok, dtype=np.int64)
+    rslots = np.zeros(n_tok, dtype=np.int64)
+    n_items = _traffic_kernel(
+        q, src, spg, gpn, gpnic, send_order(p), mode == "relay", arrays["rdma_in"],
+        arrays["rdma_back"], arrays["nvl_in"], arrays["nvl_back"], arrays["tokens"],
+        arrays["remote_tokens"], arrays["rdma_sent"], arrays["rdma_returned"], ret_src, ret_op,
+        ret_kind, rhosts, rslots,
+        np.full(p.n_nodes, -1, dtype=np.int64), np.zeros(p.n_nodes, dtype=np.int64),
+        np.zeros(p.n_nodes, dtype=np.int64),
+    )
+    return DecodeTraffic(mode, ret_src=ret_src[:n_items], ret_op=ret_op[:n_items],
+                         ret_kind=ret_kind[:n_items], remote_hosts=rhosts, remote_slots=rslots,
+                         **arrays)
+
+
+def expected_remote_hosts(k: int, n_hosts: int, *, n_experts: int | None = None) -> float:
+    """Expected number of *other* hosts a token's ``k`` experts touch, experts uniform over hosts.
+
+    Without ``n_experts``, each expert's host is drawn independently:
+    ``(H − 1)(1 − (1 − 1/H)^k)``. With ``n_experts`` (``k`` distinct experts out of
+    ``n_experts``, ``n_experts / H`` per host): ``(H − 1)(1 − C(E − E/H, k) / C(E, k))``.
+
+    >>> round(expected_remote_hosts(8, 4), 3), round(8 * 3 / 4, 1)
+    (2.7, 6.0)
+    """
+    k = check_int("k", k, lo=1)
+    h = check_int("n_hosts", n_hosts, lo=1)
+    if n_experts is None:
+        return (h - 1) * (1.0 - (1.0 - 1.0 / h) ** k)
+    e = check_int("n_experts", n_experts, lo=k)
+    if e % h:
+        raise ValueError(f"n_hosts must divide n_experts ({e}); got {h}")
+    return (h - 1) * (1.0 - math.comb(e - e // h, k) / math.comb(e, k))

@@ -1,0 +1,404 @@
+"""Notebook 05 (Balancing and Beyond): hot experts, the NICs behind them, one copy per host.
+
+The explorer (:func:`balancing_explorer`) and the notebook's figure recipes, which draw values the
+notebook computed with :mod:`uneven.schedulers.placement`, :mod:`uneven.ep_transport` and
+:mod:`uneven.ep_decode`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from functools import lru_cache
+
+import numpy as np
+from matplotlib.ticker import MaxNLocator
+
+from .. import plots
+from .._validate import check_bool, check_choice, check_int, check_real
+from ..ep_decode import (
+    H20_DECODE,
+    PLACEMENTS,
+    DecodeSetup,
+    decode_layer,
+    drifting_popularity,
+    make_placement,
+    sample_routing,
+)
+from ..ep_transport import DEEPEP_LL, SM_FREE, decode_traffic
+from ..schedulers.placement import gpu_loads, nic_loads, nvlink_swaps, route_to_slots
+from ..units import gbit_per_s, gbyte_per_s, to_us
+from ..widgets import Explorer, dropdown, explore, int_slider, reuse, slider, toggle
+
+__all__ = ["BalanceState", "balance_state", "draw_balance", "balancing_explorer",
+           "TRANSPORTS", "STALE_STEP", "swap_to_steady", "load_figure", "swaps_figure",
+           "waterfall_figure", "transport_figure", "batch_figure"]
+
+TRANSPORTS = {"DeepEP-LL-like": DEEPEP_LL, "SM-free": SM_FREE}
+#: The explorer shows the step this many steps after the placement was planned (it has drifted).
+STALE_STEP = 200
+
+
+@dataclass(frozen=True)
+class BalanceState:
+    """One decode step of one MoE layer for the notebook 05 explorer.
+
+    Times in s. ``nic_in`` ``[n_nics]``: how long each NIC's dispatch receive stream is busy;
+    ``gpu_ready`` / ``gpu_compute_end`` / ``gpu_done`` ``[n_gpus]``: when each GPU's inputs have
+    all arrived, when its experts end, when it has its results back. ``layer_time``,
+    ``exposed_comm`` (layer minus the busiest GPU's compute), ``nic_ratio`` (busiest / mean NIC
+    receive copies), ``gpus_per_nic``, ``swaps`` made to reach a steady state, ``label``.
+    """
+
+    nic_in: np.ndarray
+    gpu_ready: np.ndarray
+    gpu_compute_end: np.ndarray
+    gpu_done: np.ndarray
+    layer_time: float
+    exposed_comm: float
+    nic_ratio: float
+    gpus_per_nic: int
+    swaps: int
+    label: str
+
+
+@lru_cache(maxsize=8)
+def _popularity(n_experts, ratio):
+    p = drifting_popularity(n_experts, STALE_STEP + 1, ratio, drift=DecodeSetup().drift, seed=0)
+    return p[0], p[STALE_STEP]
+
+
+@lru_cache(maxsize=8)
+def _routing(n_experts, ratio, n_tokens, k):
+    return sample_routing(_popularity(n_experts, ratio)[1], n_tokens, k, seed=1)
+
+
+def swap_to_steady(placement, load, threshold, *, max_rounds=32, expert_bytes=44.04e6):
+    """Apply :func:`uneven.schedulers.placement.nvlink_swaps` rounds on ``load`` until no swap
+    passes ``threshold`` (at most ``max_rounds``): where per-step swaps that track the load
+    settle. Returns ``(placement, swaps)``."""
+    n = 0
+    for _ in range(check_int("max_rounds", max_rounds, lo=0)):
+        r = nvlink_swaps(placement, load, threshold=threshold, expert_bytes=expert_bytes)
+        if r.pairs.size == 0:
+            break
+        placement, n = r.placement, n + r.pairs.shape[0]
+    return placement, n
+
+
+def balance_state(placement: str = "contiguous", mode: str = "direct", overlap: bool = False,
+                  transport: str = "DeepEP-LL-like", swaps: bool = False,
+                  swap_threshold: float = 0.02, skew: float = 8.0, tokens_per_gpu: int = 64,
+                  n_hosts: int = 4, gpus_per_nic: int = 2, nic_gbps: float = 400.0,
+                  nvlink_gbps: float = 450.0) -> BalanceState:
+    """One step, ``STALE_STEP`` steps after the placement was planned, of an EP group of
+    ``n_hosts`` H20-like hosts (256 experts, no spare slots, top-8). ``skew``: busiest/median
+    expert popularity; ``swaps``: NVLink swaps that track this step's expected load, run to a
+    steady state with ``swap_threshold``; ``nic_gbps`` (Gb/s per NIC), ``nvlink_gbps`` (GB/s per
+    GPU per direction)."""
+    placement = check_choice("placement", placement, PLACEMENTS)
+    mode = check_choice("mode", mode, ("direct", "relay"))
+    overlap = check_bool("overlap", overlap)
+    tr = TRANSPORTS[check_choice("transport", transport, TRANSPORTS)]
+    swaps = check_bool("swaps", swaps)
+    thr = check_real("swap_threshold", swap_threshold, lo=0.0, hi=1.0)
+    skew = check_real("skew", skew, lo=1.0, hi=64.0)
+    b = check_int("tokens_per_gpu", tokens_per_gpu, lo=1, hi=512)
+    n_hosts = check_choice("n_hosts", n_hosts, (2, 4, 8))
+    gpnic = check_choice("gpus_per_nic", gpus_per_nic, (1, 2))
+    hw = replace(H20_DECODE, gpus_per_nic=gpnic,
+                 nic_bw=gbit_per_s(check_real("nic_gbps", nic_gbps, lo=10.0, unit="Gb/s")),
+                 nvlink_bw=gbyte_per_s(check_real("nvlink_gbps", nvlink_gbps, lo=10.0,
+                                                  unit="GB/s")))
+    setup = DecodeSetup(n_hosts=n_hosts, tokens_per_gpu=b, busiest_over_median=skew, hw=hw)
+    n_tok = setup.n_gpus * b
+    planned, now = _popularity(setup.n_experts, skew)
+    plc = make_placement(placement, setup, planned * n_tok * setup.k)
+    n_swaps = 0
+    if swaps:
+        plc, n_swaps = swap_to_steady(plc, now * n_tok * setup.k, thr,
+                                      expert_bytes=hw.expert_bytes)
+    ids = _routing(setup.n_experts, skew, n_tok, setup.k)
+    src = np.repeat(np.arange(setup.n_gpus, dtype=np.int64), b)
+    traffic = decode_traffic(plc, route_to_slots(plc, ids, src), src, mode)
+    lr = decode_layer(plc, traffic, tr, hw, overlap=overlap)
+    spg = plc.slots_per_gpu
+    ready = lr.arrival.reshape(setup.n_gpus, spg).max(axis=1)
+    cend = lr.compute_end.reshape(setup.n_gpus, spg).max(axis=1)
+    nin = traffic.nic_in()
+    label = (f"{placement}{' + swaps' if swaps else ''}, {mode}"
+             f"{', per-expert overlap' if overlap else ''}, {tr.name}")
+    return BalanceState(lr.nic_in, ready, cend, lr.completion, lr.layer_time, lr.exposed_comm,
+                        float(nin.max() / nin.mean()) if nin.mean() > 0 else 1.0, gpnic, n_swaps,
+                        label)
+
+
+def draw_balance(fig, state: BalanceState, **_):
+    """Left: each NIC's dispatch receive stream, busy time (µs). Right: each GPU's step — waiting
+    for its inputs, running its experts, waiting for its results. Returns the layout key."""
+    n_nics, n_gpus = state.nic_in.size, state.gpu_done.size
+    # axis limits from a coarse ladder: most slider moves keep the cached background
+    tmax = _ladder(to_us(state.gpu_done.max()), 150.0)
+    nmax = _ladder(to_us(state.nic_in.max()), 50.0)
+    key = (n_nics, n_gpus, tmax, nmax)
+
+    def build(fig):
+        from matplotlib.collections import PolyCollection
+
+        ax_n, ax_g = fig.subplots(1, 2, width_ratios=(1.0, 1.3))
+        if fig.get_layout_engine() is None:
+            fig.subplots_adjust(left=0.08, right=0.98, bottom=0.14, top=0.74, wspace=0.28)
+
+        def coll(ax, color, label):
+            c = PolyCollection([], facecolors=color, edgecolors="none", label=label)
+            ax.add_collection(c)
+            return c
+
+        nic = coll(ax_n, plots.color("NIC"), "NIC")
+        mean = ax_n.axhline(0.0, color=plots.COLORS["ink"], lw=1, ls="--", label="mean")
+        ax_n.set_xlabel("NIC")
+        ax_n.set_ylabel("dispatch receive busy (µs)")
+        ax_n.set_xlim(-0.6, n_nics - 0.4)
+        ax_n.xaxis.set_major_locator(MaxNLocator(6, integer=True))
+        ax_n.yaxis.set_major_locator(MaxNLocator(5))
+        ax_n.set_title("each NIC's receive stream", loc="left")
+        wait = coll(ax_g, plots.COLORS["grey"], "waiting for inputs")
+        comp = coll(ax_g, plots.color("compute"), "experts")
+        comb = coll(ax_g, plots.COLORS["purple"], "combine")
+        ax_g.set_ylim(n_gpus - 0.5, -0.5)
+        ax_g.set_yticks(np.arange(0, n_gpus, 8))
+        ax_g.xaxis.set_major_locator(MaxNLocator(5))
+        ax_g.set_xlabel("time in the layer (µs, model)")
+        ax_g.set_ylabel("GPU")
+        ax_g.legend(handles=[wait, comp, comb], loc="lower center", bbox_to_anchor=(0.5, 1.0),
+                    ncol=3, fontsize=7.5)
+        title = fig.suptitle("", fontsize=8.5, x=0.01, ha="left")
+        return {"nic": nic, "mean": mean, "wait": wait, "comp": comp, "comb": comb,
+                "title": title, "ax_n": ax_n, "ax_g": ax_g,
+                "dynamic": [nic, mean, wait, comp, comb, title]}
+
+    def boxes(y, x0, x1, half=0.4):
+        v = np.empty((y.size, 4, 2))
+        v[:, 0, 0] = v[:, 3, 0] = x0
+        v[:, 1, 0] = v[:, 2, 0] = x1
+        v[:, 0, 1] = v[:, 1, 1] = y - half
+        v[:, 2, 1] = v[:, 3, 1] = y + half
+        return v
+
+    art = reuse(fig, ("balance", n_nics, n_gpus), build)
+    art["ax_n"].set_ylim(0, nmax)
+    art["ax_g"].set_xlim(0, tmax)
+    heights = to_us(state.nic_in)
+    xs = np.arange(n_nics, dtype=float)
+    bars = boxes(np.zeros(n_nics), xs - 0.4, xs + 0.4)
+    bars[:, 0, 1] = bars[:, 1, 1] = 0.0
+    bars[:, 2, 1] = bars[:, 3, 1] = heights
+    art["nic"].set_verts(bars)
+    art["mean"].set_ydata([to_us(state.nic_in.mean())] * 2)
+    ready, cend, done = (to_us(a) for a in (state.gpu_ready, state.gpu_compute_end,
+                                            state.gpu_done))
+    y = np.arange(n_gpus, dtype=float)
+    art["wait"].set_verts(boxes(y, np.zeros(n_gpus), ready))
+    art["comp"].set_verts(boxes(y, ready, np.maximum(cend, ready)))
+    art["comb"].set_verts(boxes(y, np.maximum(cend, ready), np.maximum(done, cend)))
+    art["title"].set_text(
+        f"{state.label}\nlayer {to_us(state.layer_time):,.0f} µs, exposed communication "
+        f"{to_us(state.exposed_comm):,.0f} µs (model) · busiest / mean NIC {state.nic_ratio:.2f}"
+        f" · {state.gpus_per_nic} GPU(s) per NIC · swaps {state.swaps}")
+    return key
+
+
+def _ladder(x: float, base: float) -> float:
+    """The smallest of ``base × 4^i`` (i >= 0) that holds ``x``: coarse steps, so that an axis
+    limit (and the explorer's cached background) changes rarely."""
+    top = base
+    while top < x:
+        top *= 4.0
+    return top
+
+
+def balancing_explorer(show: bool = True) -> Explorer:
+    """Notebook 05's widget: placement, transport, overlap, swaps, skew, batch, EP size, GPUs per
+    NIC, NIC and NVLink bandwidth."""
+    controls = {
+        "placement": dropdown(list(PLACEMENTS), "contiguous", "placement"),
+        "mode": dropdown([("one copy per expert (direct)", "direct"),
+                          ("one copy per host (relay)", "relay")], "direct", "copies"),
+        "overlap": toggle(False, "per-expert overlap"),
+        "transport": dropdown(list(TRANSPORTS), "DeepEP-LL-like", "transport"),
+        "swaps": toggle(False, "NVLink swaps"),
+        "swap_threshold": slider(0.0, 0.2, 0.01, 0.02, "swap threshold"),
+        "skew": slider(1.0, 16.0, 1.0, 8.0, "busiest / median"),
+        "tokens_per_gpu": int_slider(16, 256, 16, 64, "tokens per GPU"),
+        "n_hosts": dropdown([2, 4, 8], 4, "hosts (× 8 GPUs)"),
+        "gpus_per_nic": dropdown([1, 2], 2, "GPUs per NIC"),
+        "nic_gbps": slider(100.0, 800.0, 50.0, 400.0, "NIC (Gb/s)"),
+        "nvlink_gbps": slider(100.0, 900.0, 50.0, 450.0, "NVLink (GB/s)"),
+    }
+    presets = {
+        "DeepEP default (contiguous, direct)": {
+            "placement": "contiguous", "mode": "direct", "overlap": False,
+            "transport": "DeepEP-LL-like", "swaps": False},
+        "+ NIC-aware placement and swaps": {"placement": "NIC-aware", "swaps": True},
+        "+ relay": {"placement": "NIC-aware", "swaps": True, "mode": "relay"},
+        "everything (+ overlap, SM-free)": {
+            "placement": "NIC-aware", "swaps": True, "mode": "relay", "overlap": True,
+            "transport": "SM-free"},
+        "H800-like: one GPU per NIC": {"gpus_per_nic": 1, "nvlink_gbps": 160.0},
+        "uniform experts": {"skew": 1.0},
+    }
+    return explore(balance_state, draw_balance, controls, presets=presets, show=show,
+                   figsize=(8.5, 3.8), columns=3)
+
+
+# --------------------------------------------------------------------------- figure recipes
+
+
+def load_figure(counts, per_placement: dict, load):
+    """Left: CDF of one step's tokens per expert, relative to the median. Middle and right: load
+    per GPU and per NIC (``per_placement``: ``{name: Placement}``, names from the palette),
+    relative to the mean, for the expected ``load`` (float ``[n_experts]``)."""
+    counts = np.asarray(counts, dtype=float)
+    fig, (ax_c, ax_g, ax_n) = plots.figure(12, 3.9, ncols=3, width_ratios=(0.8, 1.2, 1.0))
+    with plots.style():
+        rel = np.sort(counts / np.median(counts))
+        ax_c.step(rel, np.arange(1, rel.size + 1) / rel.size, where="post",
+                  color=plots.color("model"))
+        ax_c.axvline(1.0, color=plots.COLORS["grey"], lw=0.8, ls=":")
+        ax_c.annotate(f"busiest = {rel[-1]:.1f}× median", (rel[-1], 1.0), xytext=(-4, -28),
+                      textcoords="offset points", ha="right", fontsize=8,
+                      arrowprops=dict(arrowstyle="->", lw=0.6))
+        ax_c.set_xlabel("tokens per expert / median (one step)")
+        ax_c.set_ylabel("fraction of experts ≤ x")
+        ax_c.set_title("expert load (model)", loc="left")
+        n = len(per_placement)
+        width = 0.8 / n
+        for i, (name, plc) in enumerate(per_placement.items()):
+            g = gpu_loads(plc, load)
+            c = nic_loads(plc, load)
+            off = (i - (n - 1) / 2) * width
+            ax_g.bar(np.arange(g.size) + off, g / g.mean(), width, color=plots.color(name),
+                     label=f"{name}: max {g.max() / g.mean():.2f}")
+            ax_n.bar(np.arange(c.size) + off, c / c.mean(), width, color=plots.color(name),
+                     label=f"{name}: max {c.max() / c.mean():.2f}")
+        for ax, what, per in ((ax_g, "GPU", plc.gpus_per_node),
+                              (ax_n, "NIC", plc.gpus_per_node // plc.gpus_per_nic)):
+            ax.axhline(1.0, color=plots.COLORS["ink"], lw=0.8, ls="--")
+            n_items = plc.n_gpus if what == "GPU" else plc.n_nics
+            for x in np.arange(per, n_items, per):
+                ax.axvline(x - 0.5, color=plots.COLORS["grey"], lw=0.6)
+            ax.xaxis.set_major_locator(MaxNLocator(8, integer=True))
+            ax.set_xlabel(f"{what} (thin lines: host boundaries)")
+            ax.set_ylabel(f"load per {what} / mean")
+            ax.set_ylim(0, 2.1)
+            ax.set_title(f"per {what} ({plc.gpus_per_nic} GPUs per NIC)", loc="left")
+            plots.legend(ax, "below", ncol=1)
+    return fig
+
+
+def swaps_figure(runs: dict, *, drift: float):
+    """Busiest / mean NIC receive copies per step (``runs``: ``{name: DecodeRun}``, names from the
+    palette)."""
+    fig, ax = plots.figure(8, 3.3)
+    with plots.style():
+        for name, r in runs.items():
+            ax.plot(np.arange(r.nic_ratio.size), r.nic_ratio, color=plots.color(name), lw=1.2,
+                    label=f"{name} (mean {r.nic_ratio.mean():.2f})")
+        ax.axhline(1.0, color=plots.COLORS["ink"], lw=0.8, ls="--")
+        ax.set_xlabel(f"decode step after planning (popularity drift {drift:g} per step)")
+        ax.set_ylabel("busiest / mean NIC receive")
+        ax.set_title("a plan goes stale; swaps keep up inside each host (model)", loc="left")
+        plots.legend(ax, "right")
+    return fig
+
+
+def waterfall_figure(names, median_us, p99_us, *, paper: tuple | None = None):
+    """The ablation as a waterfall: each bar spans the drop in median exposed communication (µs)
+    from one step to the next; diamonds mark the P99 over steps."""
+    med = np.asarray(median_us, dtype=float)
+    fig, ax = plots.figure(10, 3.8)
+    with plots.style():
+        x = np.arange(med.size)
+        bottoms = np.r_[med[1:], 0.0]
+        heights = med - bottoms
+        heights[-1] = med[-1]
+        bottoms[-1] = 0.0
+        colors = [plots.COLORS["grey"]] + [plots.COLORS["green"]] * (med.size - 2) + \
+                 [plots.color("model")]
+        ax.bar(x[:1], med[:1], 0.6, color=colors[0])
+        for i in range(1, med.size):
+            ax.bar(i, med[i - 1] - med[i], 0.6, bottom=med[i], color=plots.COLORS["green"])
+            ax.plot([i - 1.3, i + 0.3], [med[i - 1]] * 2, color=plots.COLORS["grey"], lw=0.6)
+        ax.bar(x[-1:], med[-1:], 0.6, color=plots.COLORS["sky"], alpha=0.5)
+        ax.plot(x + 0.22, p99_us, "D", color=plots.COLORS["red"], ms=5,
+                label="P99 over steps (model)")
+        for i, v in enumerate(med):
+            ax.text(i, v + max(med) * 0.02, f"{v:.0f}", ha="center", va="bottom", fontsize=8)
+        ax.set_xticks(x, names, rotation=12, ha="right", fontsize=8)
+        ax.set_ylabel("exposed communication per layer (µs)")
+        ax.set_ylim(0, max(max(p99_us), max(med)) * 1.18)
+        ax.grid(axis="x", visible=False)
+        title = "median over steps (model); green = what each step removes"
+        if paper is not None:
+            title += f"; paper: {paper[0]:.2f} → {paper[1]:.2f} µs [chapter]"
+        ax.set_title(title, loc="left", fontsize=9.5)
+        plots.legend(ax, "inside", loc="upper right")
+    return fig
+
+
+def transport_figure(table: dict):
+    """The 2×2: ``table[(balance, transport)] = exposed communication (s)`` for balance in
+    ('skewed', 'balanced') and two transports; the better one's gain in µs and % above the bars."""
+    bal = ["skewed", "balanced"]
+    trs = list(dict.fromkeys(t for _, t in table))
+    fig, ax = plots.figure(7.5, 3.4)
+    with plots.style():
+        width = 0.36
+        shades = [plots.COLORS["grey"], plots.COLORS["green"]]
+        for j, t in enumerate(trs):
+            vals = [to_us(table[b, t]) for b in bal]
+            ax.bar(np.arange(2) + (j - 0.5) * width, vals, width, color=shades[j], label=t)
+        for i, b in enumerate(bal):
+            a, c = to_us(table[b, trs[0]]), to_us(table[b, trs[1]])
+            ax.annotate(f"−{a - c:.0f} µs ({(a - c) / a:.0%})", (i, a), xytext=(0, 6),
+                        textcoords="offset points", ha="center", fontsize=8.5)
+        ax.set_xticks([0, 1], ["skewed: contiguous, direct", "balanced: NIC-aware + swaps, relay"])
+        ax.set_ylabel("exposed communication (µs)")
+        top = max(to_us(v) for v in table.values())
+        ax.set_ylim(0, top * 1.25)
+        ax.set_title("the same better transport, before and after balancing (model)", loc="left")
+        ax.grid(axis="x", visible=False)
+        plots.legend(ax, "right")
+    return fig
+
+
+def batch_figure(batches, times: dict, best: list):
+    """Layer time (µs) against tokens per GPU for each transport/overlap option (``times``:
+    ``{label: [s per batch]}``); ``best``: the best label per batch, marked with a ring."""
+    b = np.asarray(batches)
+    fig, (ax, ax_r) = plots.figure(11, 3.8, ncols=2)
+    styles = {"direct": "-", "relay": "--"}
+    with plots.style():
+        base = np.asarray(times[next(iter(times))], dtype=float)
+        for label, vals in times.items():
+            v = np.asarray(vals, dtype=float)
+            kind = "relay" if "relay" in label else "direct"
+            col = plots.color(kind)
+            mk = "o" if "overlap" in label else "s"
+            ax.plot(b, to_us(v), styles[kind], marker=mk, color=col, label=label)
+            ax_r.plot(b, v / base, styles[kind], marker=mk, color=col, label=label)
+        for x, label in zip(b, best, strict=True):
+            y = to_us(times[label][list(b).index(x)])
+            ax.plot([x], [y], "o", ms=11, mfc="none", mec=plots.COLORS["red"], mew=1.2)
+        ax.plot([], [], "o", ms=9, mfc="none", mec=plots.COLORS["red"], label="best at this batch")
+        for a in (ax, ax_r):
+            a.set_xscale("log", base=2)
+            a.set_xticks(b, [str(x) for x in b])
+            a.minorticks_off()
+            a.set_xlabel("tokens per GPU per step")
+        ax.set_ylabel("MoE layer time, median over steps (µs)")
+        ax.set_title("time per layer (model)", loc="left")
+        ax_r.set_ylabel(f"relative to '{next(iter(times))}'")
+        ax_r.set_ylim(0, 1.1)
+        ax_r.set_title("relative to one copy per expert, no overlap", loc="left")
+        plots.legend(ax_r, "right")
+    return fig

@@ -1,0 +1,301 @@
+"""Decode-time EP: direct per-expert copies against the same-index relay, the decode-layer
+timeline with per-expert overlap, the drifting workload and many-step runs."""
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from uneven.ep_decode import (
+    H20_DECODE,
+    DecodeHardware,
+    DecodeSetup,
+    _reference_sample,
+    _sample_kernel,
+    decode_layer,
+    drifting_popularity,
+    expert_bytes,
+    make_placement,
+    sample_routing,
+    simulate_decode,
+)
+from uneven.ep_transport import (
+    DEEPEP_LL,
+    SM_FREE,
+    Transport,
+    _reference_traffic,
+    decode_traffic,
+    expected_remote_hosts,
+    send_order,
+)
+from uneven.schedulers.experts import load_ratio
+from uneven.schedulers.placement import (
+    contiguous_slots,
+    nic_aware_placement,
+    placement_from_phy2log,
+    route_to_slots,
+)
+
+
+def _random_step(seed, n_hosts=3, gpn=4, gpnic=2, spg=2, extra=0, k=3, tokens=40):
+    rng = np.random.default_rng(seed)
+    n_gpus = n_hosts * gpn
+    n_exp = n_gpus * spg - extra
+    phy2log = np.concatenate([rng.permutation(n_exp), rng.integers(0, n_exp, extra)])
+    phy2log = rng.permutation(phy2log)
+    p = placement_from_phy2log(phy2log, n_exp, n_gpus, gpus_per_node=gpn, gpus_per_nic=gpnic)
+    ids = np.array([rng.choice(n_exp, k, replace=False) for _ in range(tokens)])
+    src = rng.integers(0, n_gpus, tokens)
+    return p, route_to_slots(p, ids, src), src
+
+
+# ---------------------------------------------------------------------------------------------
+# copies
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(0, 10_000), st.sampled_from(["direct", "relay"]),
+       st.sampled_from([(4, 2), (4, 1), (2, 2), (8, 2)]), st.integers(0, 4))
+def test_traffic_kernel_matches_reference(seed, mode, shape, extra):
+    gpn, gpnic = shape
+    p, slots, src = _random_step(seed, gpn=gpn, gpnic=gpnic, extra=extra)
+    t = decode_traffic(p, slots, src, mode)
+    ref = _reference_traffic(slots, src, p.slots_per_gpu, gpn, gpnic, p.n_gpus, mode == "relay")
+    for got, want in zip((t.rdma_in, t.rdma_back, t.nvl_in, t.nvl_back, t.tokens, t.rdma_sent,
+                          t.rdma_returned), ref[:7], strict=True):
+        np.testing.assert_array_equal(got, want)
+    items = sorted(zip(t.ret_src.tolist(), t.ret_kind.tolist(), t.ret_op.tolist(), strict=True))
+    assert items == ref[7]
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(0, 10_000), st.integers(1, 6))
+def test_relay_never_sends_more_rdma_than_direct_and_conserves_copies(seed, k):
+    p, slots, src = _random_step(seed, k=k)
+    d = decode_traffic(p, slots, src, "direct")
+    r = decode_traffic(p, slots, src, "relay")
+    n_copies = slots.size
+    assert (r.remote_hosts <= d.remote_slots).all()
+    np.testing.assert_array_equal(r.remote_hosts, d.remote_hosts)
+    assert r.rdma_copies == r.remote_hosts.sum() <= d.rdma_copies == d.remote_slots.sum()
+    for t in (d, r):
+        assert t.tokens.sum() == n_copies  # every (token, slot) is served once
+        assert t.rdma_in.sum() == t.rdma_back.sum() == t.rdma_sent.sum() == t.rdma_returned.sum()
+        np.testing.assert_array_equal(t.nvl_in, t.nvl_back)  # combine retraces dispatch
+    # direct: each copy is one RDMA write, one NVLink copy or local
+    local = int((d.ret_kind == 2).sum())
+    assert d.rdma_copies + d.nvl_in.sum() + local == n_copies
+    # relay: the remote deliveries are the fan-outs plus those that land on the relay itself;
+    # a source waits for one combine item per own-host slot and one per remote host
+    own = n_copies - int(r.remote_tokens.sum())
+    assert r.ret_src.size == own + r.remote_hosts.sum()
+    assert r.nvl_in.sum() <= d.nvl_in.sum() + r.remote_tokens.sum()
+
+
+def test_relay_copies_match_the_expected_distinct_hosts():
+    h, k, e = 4, 8, 256
+    p = contiguous_slots(e, 32)  # 4 hosts of 8 GPUs
+    rng = np.random.default_rng(0)
+    ids = np.argsort(rng.random((20_000, e)), axis=1)[:, :k]  # uniform k-subsets
+    src = rng.integers(0, 32, 20_000)
+    r = decode_traffic(p, route_to_slots(p, ids, src), src, "relay")
+    mean = r.remote_hosts.mean()
+    assert mean == pytest.approx(expected_remote_hosts(k, h, n_experts=e), rel=0.01)
+    assert mean == pytest.approx(expected_remote_hosts(k, h), rel=0.02)  # with replacement
+    assert r.remote_slots.mean() == pytest.approx(k * (h - 1) / h, rel=0.01)
+    assert expected_remote_hosts(8, 4) == pytest.approx(3 * (1 - 0.75**8))
+    assert round(expected_remote_hosts(8, 4), 2) == 2.70
+
+
+def test_relay_loads_nics_by_host_not_by_gpu():
+    """With the relay a NIC receives one copy per (token, host) from the senders on its rail, so
+    moving experts between GPUs of one host changes no NIC load."""
+    rng = np.random.default_rng(1)
+    ids = np.array([rng.choice(64, 4, replace=False) for _ in range(3000)])
+    src = rng.integers(0, 16, 3000)
+    a = contiguous_slots(64, 16, gpus_per_node=8, gpus_per_nic=2)
+    perm = np.arange(64)
+    perm[:32] = rng.permutation(32)  # shuffle experts inside host 0
+    b = placement_from_phy2log(perm, 64, 16, gpus_per_node=8, gpus_per_nic=2)
+    ra = decode_traffic(a, route_to_slots(a, ids, src), src, "relay")
+    rb = decode_traffic(b, route_to_slots(b, ids, src), src, "relay")
+    np.testing.assert_array_equal(ra.nic_in(), rb.nic_in())
+    da = decode_traffic(a, route_to_slots(a, ids, src), src, "direct")
+    db = decode_traffic(b, route_to_slots(b, ids, src), src, "direct")
+    assert not np.array_equal(da.nic_in(), db.nic_in())
+
+
+def test_send_order_deals_ranks_round_robin_over_gpus():
+    p = contiguous_slots(8, 4, gpus_per_node=2, gpus_per_nic=1)
+    assert send_order(p).tolist() == [0, 2, 1, 3, 0, 2, 1, 3]
+
+
+# ---------------------------------------------------------------------------------------------
+# the layer timeline
+
+
+def _two_gpu_case(T, hw):
+    """Two hosts of one GPU; each GPU's T tokens all go to the expert on the other one."""
+    p = placement_from_phy2log([0, 1], 2, 2, gpus_per_node=1, gpus_per_nic=1)
+    ids = np.array([[1]] * T + [[0]] * T)
+    src = np.array([0] * T + [1] * T)
+    return p, decode_traffic(p, route_to_slots(p, ids, src), src, "direct")
+
+
+@pytest.mark.parametrize("T", [1, 16, 300])
+def test_layer_time_closed_form(T):
+    hw = DecodeHardware(gpus_per_node=1, gpus_per_nic=1)
+    tr = Transport("t", fixed=5e-6, per_message=1e-7, sm_tax=0.0)
+    p, traffic = _two_gpu_case(T, hw)
+    lr = decode_layer(p, traffic, tr, hw)
+    t_d = T * (hw.dispatch_bytes / hw.nic_bw + 1e-7)
+    t_c = T * (hw.combine_bytes / hw.nic_bw + 1e-7)
+    comp = max(hw.expert_bytes / hw.hbm_bw, T * hw.token_time)
+    want = 5e-6 + t_d + hw.nic_latency + comp + 5e-6 + t_c + hw.nic_latency
+    assert lr.layer_time == pytest.approx(want)
+    np.testing.assert_allclose(lr.completion, want)
+    assert lr.dispatch_end == pytest.approx(5e-6 + t_d + hw.nic_latency)
+    assert lr.exposed_comm == pytest.approx(want - comp)
+    # overlap changes nothing with one expert per GPU, except the SM tax
+    taxed = Transport("t", fixed=5e-6, per_message=1e-7, sm_tax=0.5)
+    assert decode_layer(p, traffic, taxed, hw, overlap=True).layer_time == pytest.approx(
+        want + comp)
+    assert decode_layer(p, traffic, taxed, hw, overlap=False).layer_time == pytest.approx(want)
+
+
+def _h20_step(seed=0, mode="direct", tokens_per_gpu=32, placement="NIC-aware"):
+    s = DecodeSetup(tokens_per_gpu=tokens_per_gpu)
+    pop = drifting_popularity(256, 1, 8.0, seed=seed)[0]
+    p = make_placement(placement, s, pop)
+    src = np.repeat(np.arange(32), tokens_per_gpu)
+    ids = sample_routing(pop, src.size, 8, seed=seed)
+    return p, decode_traffic(p, route_to_slots(p, ids, src), src, mode)
+
+
+@pytest.mark.parametrize("mode", ["direct", "relay"])
+def test_faster_links_and_cheaper_transports_never_finish_later(mode):
+    p, tr = _h20_step(mode=mode)
+    base = decode_layer(p, tr, DEEPEP_LL, H20_DECODE)
+    for hw in (DecodeHardware(nic_bw=100e9), DecodeHardware(nvlink_bw=900e9),
+               DecodeHardware(hbm_bw=8e12)):
+        assert decode_layer(p, tr, DEEPEP_LL, hw).layer_time <= base.layer_time + 1e-12
+    assert decode_layer(p, tr, SM_FREE, H20_DECODE).layer_time <= base.layer_time
+    assert (base.arrival <= base.compute_start + 1e-12).all()
+    assert (base.compute_end <= base.layer_time + 1e-12).all()
+
+
+@pytest.mark.parametrize("mode", ["direct", "relay"])
+def test_per_expert_overlap_starts_experts_earlier(mode):
+    p, tr = _h20_step(mode=mode, tokens_per_gpu=64)
+    free = Transport("no tax", DEEPEP_LL.fixed, DEEPEP_LL.per_message, 0.0)
+    a = decode_layer(p, tr, free, H20_DECODE, overlap=False)
+    b = decode_layer(p, tr, free, H20_DECODE, overlap=True)
+    assert b.compute_start.min() <= a.compute_start.min()
+    assert b.layer_time <= a.layer_time
+    np.testing.assert_allclose(a.compute_time, b.compute_time)
+    np.testing.assert_allclose(a.arrival, b.arrival)
+
+
+def test_relay_beats_direct_when_the_nic_binds():
+    pd, d = _h20_step(mode="direct", tokens_per_gpu=128)
+    _, r = _h20_step(mode="relay", tokens_per_gpu=128)
+    a = decode_layer(pd, d, DEEPEP_LL, H20_DECODE)
+    b = decode_layer(pd, r, DEEPEP_LL, H20_DECODE)
+    assert b.layer_time < 0.8 * a.layer_time
+    assert b.nic_in.max() < a.nic_in.max()
+
+
+def test_layer_rejects_mismatches():
+    p, tr = _h20_step()
+    with pytest.raises(ValueError, match="placement"):
+        decode_layer("p", tr)
+    with pytest.raises(ValueError, match="gpus_per_nic|GPUs per node"):
+        decode_layer(p, tr, hw=DecodeHardware(gpus_per_nic=1))
+    with pytest.raises(ValueError, match="traffic"):
+        decode_layer(contiguous_slots(512, 32), tr)
+    with pytest.raises(ValueError, match="overlap"):
+        decode_layer(p, tr, overlap=1)
+    with pytest.raises(ValueError, match="sm_tax"):
+        Transport("x", 0.0, 0.0, 1.0)
+
+
+# ---------------------------------------------------------------------------------------------
+# workload
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.integers(0, 1000), st.integers(1, 4))
+def test_sampler_kernel_matches_reference(seed, k):
+    rng = np.random.default_rng(seed)
+    p = rng.pareto(1.0, 12) + 0.01
+    u = rng.random(400)
+    out = np.empty((20, k), dtype=np.int64)
+    used = _sample_kernel(np.cumsum(p), k, u, out)
+    if used >= 0:
+        np.testing.assert_array_equal(out, _reference_sample(p, 20, k, u))
+
+
+def test_sampled_routing_is_distinct_and_follows_popularity():
+    pop = drifting_popularity(64, 1, 8.0, drift=0.0, seed=3)[0]
+    ids = sample_routing(pop, 50_000, 4, seed=1)
+    assert (np.sort(ids, axis=1)[:, 1:] != np.sort(ids, axis=1)[:, :-1]).all()
+    counts = np.bincount(ids.ravel(), minlength=64)
+    assert np.corrcoef(counts, pop)[0, 1] > 0.99
+    assert 6.0 < load_ratio(counts) < 8.5  # drawing without replacement flattens the top a bit
+    np.testing.assert_array_equal(ids, sample_routing(pop, 50_000, 4, seed=1))
+
+
+def test_drifting_popularity_keeps_its_shape_while_the_hot_experts_move():
+    p = drifting_popularity(256, 400, 8.0, drift=0.01, seed=0)
+    for row in p[::50]:
+        assert load_ratio(row) == pytest.approx(8.0, rel=1e-6)
+        assert row.sum() == pytest.approx(1.0)
+    still = drifting_popularity(256, 5, 8.0, drift=0.0, seed=0)
+    assert (still == still[0]).all()
+    c10 = np.corrcoef(p[0], p[10])[0, 1]
+    c300 = np.corrcoef(p[0], p[300])[0, 1]
+    assert c10 > 0.8 > c300
+
+
+def test_expert_bytes_of_deepseek_v3():
+    assert expert_bytes() == 3 * 7168 * 2048 == pytest.approx(44.04e6, rel=1e-3)
+
+
+# ---------------------------------------------------------------------------------------------
+# many steps
+
+
+def test_simulate_decode_is_deterministic_and_reports_tails():
+    s = DecodeSetup(tokens_per_gpu=16)
+    a = simulate_decode(s, n_steps=12, seed=4, swaps=True)
+    b = simulate_decode(s, n_steps=12, seed=4, swaps=True)
+    np.testing.assert_array_equal(a.layer_time, b.layer_time)
+    assert a.completion.shape == (12, 32)
+    np.testing.assert_allclose(a.layer_time, a.completion.max(axis=1))
+    assert a.p99() >= a.median() > 0
+    assert a.copy_bytes == pytest.approx(2 * H20_DECODE.expert_bytes * a.swaps.sum())
+
+
+def test_swaps_help_a_stale_placement():
+    s = DecodeSetup(tokens_per_gpu=64, drift=0.02)
+    no = simulate_decode(s, n_steps=40, seed=1, placement="EPLB")
+    yes = simulate_decode(s, n_steps=40, seed=1, placement="EPLB", swaps=True)
+    assert yes.swaps.sum() > 0
+    assert yes.nic_ratio[20:].mean() < no.nic_ratio[20:].mean()
+
+
+def test_setup_and_run_validation():
+    with pytest.raises(ValueError, match="n_slots"):
+        DecodeSetup(n_slots=250)
+    with pytest.raises(ValueError, match="n_slots"):
+        make_placement("contiguous", DecodeSetup(n_slots=288), np.ones(256))
+    with pytest.raises(ValueError, match="kind"):
+        make_placement("random", DecodeSetup(), np.ones(256))
+    with pytest.raises(ValueError, match="setup"):
+        simulate_decode("s")
+    with pytest.raises(ValueError, match="k"):
+        sample_routing([1.0, 0.0, 0.0], 3, 2)
+    assert math.isclose(nic_aware_placement(np.ones(8), 8, 4, gpus_per_node=4,
+                                            gpus_per_nic=2).n_slots, 8)

@@ -1,0 +1,72 @@
+"""Notebook 05's explorer driven headless, and its figure recipes."""
+
+import numpy as np
+import pytest
+
+from uneven.ep_decode import DecodeSetup, simulate_decode
+from uneven.explorers import nb05
+from uneven.schedulers.placement import contiguous_slots, eplb_placement, nic_aware_placement
+from uneven.workloads import expert_popularity
+
+
+@pytest.fixture(scope="module")
+def explorer():
+    return nb05.balancing_explorer(show=False)
+
+
+def test_defaults_and_presets(explorer):
+    assert explorer.error is None and explorer.png[1:4] == b"PNG"
+    s0 = explorer.state
+    assert s0.label.startswith("contiguous") and s0.gpu_done.size == 32 and s0.nic_in.size == 16
+    np.testing.assert_allclose(s0.layer_time, s0.gpu_done.max())
+    explorer.preset_menu.value = "everything (+ overlap, SM-free)"
+    s1 = explorer.state
+    assert explorer.error is None and s1.layer_time < 0.6 * s0.layer_time and s1.swaps > 0
+    explorer.preset_menu.value = "H800-like: one GPU per NIC"
+    assert explorer.state.nic_in.size == 32 and explorer.state.gpus_per_nic == 1
+    explorer.preset_menu.value = "DeepEP default (contiguous, direct)"
+    explorer.controls["gpus_per_nic"].value = 2
+    explorer.controls["nvlink_gbps"].value = 450.0
+    assert explorer.state.layer_time == pytest.approx(s0.layer_time)
+
+
+def test_controls_move_the_state(explorer):
+    explorer.controls["n_hosts"].value = 8
+    assert explorer.error is None and explorer.state.gpu_done.size == 64
+    explorer.controls["n_hosts"].value = 4
+    t = explorer.state.layer_time
+    explorer.controls["nic_gbps"].value = 800.0
+    assert explorer.state.layer_time < t
+    explorer.controls["nic_gbps"].value = 400.0
+    explorer.controls["mode"].value = "relay"
+    assert explorer.state.nic_in.max() < explorer.state.layer_time
+    explorer.controls["mode"].value = "direct"
+    explorer.controls["skew"].value = 1.0
+    assert explorer.state.nic_ratio < 1.2
+    explorer.controls["skew"].value = 8.0
+
+
+def test_bad_values_are_shown_not_raised():
+    s = nb05.balance_state(tokens_per_gpu=32)
+    assert s.layer_time > 0
+    with pytest.raises(ValueError, match="n_hosts"):
+        nb05.balance_state(n_hosts=3)
+    ex = nb05.balancing_explorer(show=False)
+    ex.compute = lambda **kw: nb05.balance_state(**{**kw, "n_hosts": 3})
+    ex.controls["skew"].value = 4.0
+    assert ex.error is not None and "n_hosts" in ex.error and ex.state is not None
+
+
+def test_figure_recipes_draw():
+    load = expert_popularity(256, 8.0, seed=0) * 1e4
+    pl = {"contiguous": contiguous_slots(256, 32), "EPLB": eplb_placement(load, 256, 32),
+          "NIC-aware": nic_aware_placement(load, 256, 32)}
+    assert nb05.load_figure(load, pl, load).to_png()[1:4] == b"PNG"
+    r = simulate_decode(DecodeSetup(tokens_per_gpu=16), n_steps=3)
+    assert nb05.swaps_figure({"EPLB": r}, drift=0.005).axes
+    assert nb05.waterfall_figure(["a", "b"], [2.0, 1.0], [2.5, 1.2], paper=(190.21, 134.0)).axes
+    t = {("skewed", "x"): 2e-4, ("skewed", "y"): 1e-4, ("balanced", "x"): 1e-4,
+         ("balanced", "y"): 5e-5}
+    assert nb05.transport_figure(t).axes
+    times = {"one copy per expert": [2e-4, 4e-4], "relay, overlap": [1e-4, 2e-4]}
+    assert nb05.batch_figure([16, 32], times, ["relay, overlap"] * 2).axes

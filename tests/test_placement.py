@@ -1,0 +1,290 @@
+"""Expert placement: EPLB against the public implementation's own outputs, oracles for its steps,
+NIC-aware packing and per-step NVLink swaps."""
+
+import itertools
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from uneven.schedulers.placement import (
+    Placement,
+    _reference_packing,
+    _reference_replicate,
+    balanced_packing,
+    contiguous_slots,
+    eplb_placement,
+    gpu_loads,
+    host_loads,
+    nic_aware_placement,
+    nic_loads,
+    nvlink_swaps,
+    placement_from_phy2log,
+    rebalance_experts,
+    replicate_experts,
+    route_to_slots,
+    slot_loads,
+)
+from uneven.workloads import expert_popularity
+
+FIXTURE = Path(__file__).parent / "data" / "eplb_public_outputs.npz"
+
+# ---------------------------------------------------------------------------------------------
+# EPLB against the public code
+
+
+def test_readme_example_of_the_public_repository():
+    # github.com/deepseek-ai/EPLB README: 12 experts, 16 replicas, 4 groups, 2 nodes, 8 GPUs
+    weight = [[90, 132, 40, 61, 104, 165, 39, 4, 73, 56, 183, 86],
+              [20, 107, 104, 64, 19, 197, 187, 157, 172, 86, 16, 27]]
+    phy2log, log2phy, logcnt = rebalance_experts(weight, 16, 4, 2, 8)
+    assert phy2log.tolist() == [[5, 6, 5, 7, 8, 4, 3, 4, 10, 9, 10, 2, 0, 1, 11, 1],
+                                [7, 10, 6, 8, 6, 11, 8, 9, 2, 4, 5, 1, 5, 0, 3, 1]]
+    assert logcnt.tolist() == [[1, 2, 1, 1, 2, 2, 1, 1, 1, 1, 2, 1],
+                               [1, 2, 1, 1, 1, 2, 2, 1, 2, 1, 1, 1]]
+    assert log2phy.shape == (2, 12, 2)
+
+
+def _cases():
+    data = np.load(FIXTURE)
+    i = 0
+    while f"case{i}_weight" in data:
+        yield i, {k.split("_", 1)[1]: data[k] for k in data.files if k.startswith(f"case{i}_")}
+        i += 1
+
+
+@pytest.mark.parametrize("i, case", list(_cases()), ids=lambda x: str(x) if isinstance(x, int)
+                         else "")
+def test_same_maps_as_the_public_eplb(i, case):
+    """Saved outputs of the public eplb.py (tests/data/make_eplb_fixture.py, torch 2.13 CPU).
+
+    In float64 the maps are identical. The public entry point first casts the loads to float32,
+    which can flip a comparison of two nearly equal pack loads: then a few slots differ. The order
+    of one expert's replicas in log2phy follows torch's unstable sort of equal loads (replicas of
+    one expert always tie), so it is compared as a set."""
+    P, G, Nn, N = (int(x) for x in case["args"])
+    phy2log, log2phy, logcnt = rebalance_experts(case["weight"], P, G, Nn, N)
+    np.testing.assert_array_equal(phy2log, case["phy2log_f64"])
+    np.testing.assert_array_equal(logcnt, case["logcnt_f64"])
+    np.testing.assert_array_equal(logcnt, case["logcnt"])
+    assert log2phy.shape == case["log2phy"].shape
+    assert np.mean(phy2log != case["phy2log"]) < 0.002  # float32 near-ties only
+    same = (phy2log == case["phy2log"]).all(axis=1)
+    np.testing.assert_array_equal(np.sort(log2phy[same], axis=2),
+                                  np.sort(case["log2phy"][same], axis=2))
+    # log2phy and phy2log describe the same map
+    L = phy2log.shape[0]
+    for layer in range(min(L, 3)):
+        for e in range(logcnt.shape[1]):
+            slots = log2phy[layer, e, : logcnt[layer, e]]
+            assert (phy2log[layer, slots] == e).all()
+            assert (log2phy[layer, e, logcnt[layer, e]:] == -1).all()
+
+
+# ---------------------------------------------------------------------------------------------
+# oracles for EPLB's steps
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.floats(0.0, 100.0, allow_nan=False), min_size=1, max_size=12),
+       st.integers(0, 10))
+def test_replication_kernel_matches_reference(w, extra):
+    phy2log, rank, logcnt = replicate_experts(w, len(w) + extra)
+    ref = _reference_replicate(w, len(w) + extra)
+    assert phy2log.tolist() == ref[0] and rank.tolist() == ref[1] and logcnt.tolist() == ref[2]
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(1, 6), st.integers(1, 6), st.randoms(use_true_random=False))
+def test_packing_kernel_matches_reference(n_packs, per, rnd):
+    w = [rnd.choice([0.0, 1.0, 2.5, rnd.uniform(0, 10)]) for _ in range(n_packs * per)]
+    pack, rank = balanced_packing(w, n_packs)
+    ref = _reference_packing(w, n_packs)
+    assert pack.tolist() == ref[0] and rank.tolist() == ref[1]
+    assert np.bincount(pack, minlength=n_packs).tolist() == [per] * n_packs  # equal counts
+    for p in range(n_packs):
+        assert sorted(rank[pack == p].tolist()) == list(range(per))
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.integers(0, 40), min_size=1, max_size=5), st.integers(0, 4))
+def test_replication_minimises_the_largest_load_per_replica(w, extra):
+    """Brute force over every way of giving the extra slots out."""
+    w = np.array(w, dtype=float)
+    _, _, logcnt = replicate_experts(w, w.size + extra)
+    got = (w / logcnt).max()
+    best = np.inf
+    for combo in itertools.combinations_with_replacement(range(w.size), extra):
+        cnt = np.ones(w.size) + np.bincount(np.array(combo, dtype=int), minlength=w.size)
+        best = min(best, (w / cnt).max())
+    assert got == pytest.approx(best)
+
+
+def test_every_expert_has_a_replica_and_every_gpu_the_same_slot_count():
+    rng = np.random.default_rng(0)
+    w = rng.pareto(1.2, (6, 64)) + 0.01
+    for G, Nn, N, P in ((8, 4, 16, 80), (8, 2, 16, 64), (1, 1, 32, 96), (4, 3, 12, 72)):
+        phy2log, log2phy, logcnt = rebalance_experts(w, P, G, Nn, N)
+        assert phy2log.shape == (6, P) and (logcnt >= 1).all()
+        assert (logcnt.sum(axis=1) == P).all()
+        for layer in range(6):
+            assert np.bincount(phy2log[layer], minlength=64).tolist() == logcnt[layer].tolist()
+
+
+def test_hierarchical_policy_keeps_whole_groups_on_one_node():
+    rng = np.random.default_rng(1)
+    w = rng.pareto(1.0, (5, 64)) + 0.01
+    G, Nn, N, P = 8, 4, 16, 96
+    phy2log, _, _ = rebalance_experts(w, P, G, Nn, N)
+    node_of_slot = np.arange(P) // (P // Nn)
+    for layer in range(5):
+        for g in range(G):
+            nodes = {int(node_of_slot[s]) for s in range(P) if phy2log[layer, s] // (64 // G) == g}
+            assert len(nodes) == 1, f"group {g} spread over {nodes}"
+
+
+def test_global_policy_when_nodes_do_not_divide_groups():
+    w = np.random.default_rng(2).random((1, 24)) + 0.1
+    a = rebalance_experts(w, 32, 6, 4, 8)[0]  # 6 % 4 != 0 -> global policy
+    b = rebalance_experts(w, 32, 1, 1, 8)[0]
+    np.testing.assert_array_equal(a, b)
+
+
+def test_eplb_balances_gpus_on_a_skewed_load():
+    load = expert_popularity(256, 8.0, seed=0) * 1e5
+    p = eplb_placement(load, 320, 32)
+    g = gpu_loads(p, load)
+    assert g.max() / g.mean() < 1.01
+    c = gpu_loads(contiguous_slots(256, 32), load)
+    assert c.max() / c.mean() > 1.3
+
+
+def test_eplb_placement_keeps_eplbs_replica_ranks():
+    load = [5.0, 1.0, 1.0, 9.0]
+    p = eplb_placement(load, 8, 2, gpus_per_node=2, gpus_per_nic=1)
+    _, log2phy, _ = rebalance_experts([load], 8, 1, 1, 2)
+    np.testing.assert_array_equal(p.log2phy, log2phy[0])
+
+
+# ---------------------------------------------------------------------------------------------
+# NIC-aware placement
+
+
+def test_nic_aware_balances_nics_when_a_hot_expert_cannot_be_split():
+    """No spare slots (256 experts on 32 H20 GPUs): the busiest expert alone exceeds a GPU's fair
+    share, so no placement balances GPUs. EPLB puts the heaviest items on GPUs 0 and 1, which share
+    NIC 0; NIC-aware packing pairs the hot GPU with a light one."""
+    for seed in range(3):
+        load = expert_popularity(256, 8.0, seed=seed) * 1e5
+        e = eplb_placement(load, 256, 32)
+        n = nic_aware_placement(load, 256, 32)
+        assert gpu_loads(n, load).max() < 1.01 * gpu_loads(e, load).max()  # the hot expert's GPU
+        ne, nn = nic_loads(e, load), nic_loads(n, load)
+        assert nn.max() / nn.mean() < ne.max() / ne.mean() - 0.1
+
+
+def test_nic_aware_is_balanced_per_level_and_valid():
+    load = expert_popularity(64, 8.0, seed=3) * 1e4
+    p = nic_aware_placement(load, 96, 16, gpus_per_node=8, gpus_per_nic=2)
+    assert p.n_slots == 96 and p.slots_per_gpu == 6 and (p.logcnt >= 1).all()
+    h = host_loads(p, load)
+    assert h.max() / h.mean() < 1.02
+    assert nic_loads(p, load).sum() == pytest.approx(load.sum())
+
+
+def test_one_gpu_per_nic_gives_nic_loads_equal_to_gpu_loads():
+    load = expert_popularity(32, 4.0, seed=1)
+    p = nic_aware_placement(load, 32, 8, gpus_per_node=4, gpus_per_nic=1)
+    np.testing.assert_allclose(nic_loads(p, load), gpu_loads(p, load))
+
+
+# ---------------------------------------------------------------------------------------------
+# routing to replicas, loads
+
+
+def test_route_to_slots_spreads_sources_evenly_over_replicas():
+    p = placement_from_phy2log([0, 1, 0, 2, 0, 3, 4, 5], 6, 8, gpus_per_node=4, gpus_per_nic=2)
+    ids = np.zeros((12, 1), dtype=np.int64)
+    src = np.arange(12) % 6  # 6 sources, 3 replicas: 2 sources each
+    slots = route_to_slots(p, ids, src)
+    assert set(slots.ravel().tolist()) == {0, 2, 4}
+    assert np.bincount(slots.ravel(), minlength=8)[[0, 2, 4]].tolist() == [4, 4, 4]
+    assert (p.phy2log[slots] == ids).all()
+
+
+def test_slot_loads_conserve_the_total():
+    load = np.arange(1.0, 9.0)
+    p = eplb_placement(load, 12, 4, gpus_per_node=4, gpus_per_nic=2)
+    assert slot_loads(p, load).sum() == pytest.approx(load.sum())
+    assert gpu_loads(p, load).shape == (4,) and nic_loads(p, load).shape == (2,)
+
+
+# ---------------------------------------------------------------------------------------------
+# swaps
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(0, 10_000), st.sampled_from([(8, 2), (8, 1), (4, 2)]),
+       st.floats(0.0, 0.2))
+def test_swaps_never_raise_the_largest_gpu_or_nic_load_and_stay_in_the_host(seed, shape,
+                                                                             threshold):
+    gpn, gpnic = shape
+    rng = np.random.default_rng(seed)
+    n_gpus, spg = 2 * gpn, int(rng.integers(1, 4))
+    n_exp = n_gpus * spg
+    p = placement_from_phy2log(rng.permutation(n_exp), n_exp, n_gpus, gpus_per_node=gpn,
+                               gpus_per_nic=gpnic)
+    load = rng.pareto(1.0, n_exp) * 100
+    r = nvlink_swaps(p, load, threshold=threshold)
+    g0, g1 = gpu_loads(p, load), gpu_loads(r.placement, load)
+    for h in range(2):
+        sl = slice(h * gpn, (h + 1) * gpn)
+        assert g1[sl].max() <= g0[sl].max() + 1e-9
+        assert g1[sl].sum() == pytest.approx(g0[sl].sum())  # nothing leaves a host
+    assert nic_loads(r.placement, load).max() <= nic_loads(p, load).max() + 1e-9
+    assert r.nic_max_after <= r.nic_max_before + 1e-9
+    assert r.pairs.shape[0] <= 2 and r.copy_bytes == pytest.approx(2 * 44.04e6 * r.pairs.shape[0])
+    slot_host = p.slot_gpu // gpn
+    for a, b in r.pairs:
+        assert slot_host[a] == slot_host[b]
+    assert sorted(r.placement.phy2log.tolist()) == sorted(p.phy2log.tolist())
+
+
+def test_swap_threshold_and_blocked_experts():
+    p = placement_from_phy2log([0, 1, 2, 3], 4, 4, gpus_per_node=4, gpus_per_nic=2)
+    load = [5.0, 4.0, 1.0, 1.0]
+    assert nvlink_swaps(p, load).pairs.tolist() == [[0, 2]]
+    assert nvlink_swaps(p, load, threshold=1.0).pairs.size == 0  # gain 3 < 1.0 x mean 5.5
+    assert nvlink_swaps(p, load, blocked=np.array([True, False, False, False])).pairs.size == 0
+
+
+# ---------------------------------------------------------------------------------------------
+# validation
+
+
+def test_errors_name_the_parameter():
+    with pytest.raises(ValueError, match="n_replicas"):
+        rebalance_experts([[1.0, 2.0]], 3, 1, 1, 2)
+    with pytest.raises(ValueError, match="n_groups"):
+        rebalance_experts([[1.0, 2.0, 3.0]], 3, 2, 1, 1)
+    with pytest.raises(ValueError, match="n_nodes"):
+        rebalance_experts([[1.0, 2.0]], 4, 1, 3, 4)
+    with pytest.raises(ValueError, match="weight"):
+        rebalance_experts([1.0, 2.0], 2, 1, 1, 1)
+    with pytest.raises(ValueError, match="weight"):
+        rebalance_experts([[1.0, -2.0]], 2, 1, 1, 1)
+    with pytest.raises(ValueError, match="n_packs"):
+        balanced_packing([1.0, 2.0, 3.0], 2)
+    with pytest.raises(ValueError, match="phy2log"):
+        placement_from_phy2log([0, 0], 2, 2, gpus_per_node=2, gpus_per_nic=1)
+    with pytest.raises(ValueError, match="gpus_per_nic"):
+        contiguous_slots(8, 8, gpus_per_node=8, gpus_per_nic=3)
+    with pytest.raises(ValueError, match="placement"):
+        gpu_loads("nope", [1.0])
+    with pytest.raises(ValueError, match="blocked"):
+        nvlink_swaps(contiguous_slots(4, 4, gpus_per_node=4), np.ones(4), blocked=[1, 0, 0, 0])
+    with pytest.raises(ValueError, match="n_phy"):
+        replicate_experts(np.ones(10), 10**7)
+    assert isinstance(contiguous_slots(4, 2, gpus_per_node=2, gpus_per_nic=1), Placement)
