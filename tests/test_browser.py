@@ -374,14 +374,22 @@ def _explorer_src(cell):
     return cell.locator(".jp-OutputArea-output[data-mime-type='image/png'] img").first
 
 
-def _wait_src_change(page, img, before: str, what: str, name: str, index: int) -> float:
+def _changed_within(img, before: str, timeout: float) -> float | None:
+    """Seconds until the image source differs from ``before``, or None after ``timeout``."""
     t0 = time.perf_counter()
-    while time.perf_counter() - t0 < CHANGE_TIMEOUT:
+    while time.perf_counter() - t0 < timeout:
         if img.get_attribute("src") != before:
             return time.perf_counter() - t0
         time.sleep(0.1)
-    pytest.fail(f"{name} cell {index}: the explorer's figure did not change within "
-                f"{CHANGE_TIMEOUT} s after {what}")
+    return None
+
+
+def _wait_src_change(page, img, before: str, what: str, name: str, index: int) -> float:
+    seconds = _changed_within(img, before, CHANGE_TIMEOUT)
+    if seconds is None:
+        pytest.fail(f"{name} cell {index}: the explorer's figure did not change within "
+                    f"{CHANGE_TIMEOUT} s after {what}")
+    return seconds
 
 
 def _widget_errors(cell) -> list[str]:
@@ -399,16 +407,28 @@ def _drive_explorer(page, name: str, index: int, shots: Path) -> list[str]:
     img = _explorer_src(cell)
     notes = []
 
-    handle = cell.locator(".widget-slider .noUi-handle").first
-    assert handle.count(), f"{name} cell {index}: the explorer shows no slider"
-    label = cell.locator(".widget-slider .widget-label").first.text_content()
-    value = handle.get_attribute("aria-valuenow")
-    before = img.get_attribute("src")
-    handle.focus()
-    page.keyboard.press("ArrowRight")
-    seconds = _wait_src_change(page, img, before, f"moving slider {label!r}", name, index)
-    after = handle.get_attribute("aria-valuenow")
-    notes.append(f"slider {label!r} {value} → {after}: figure changed in {seconds:.2f} s")
+    sliders = cell.locator(".widget-slider")
+    assert sliders.count(), f"{name} cell {index}: the explorer shows no slider"
+    # Some controls matter only in some settings (a swap threshold with swaps off): try the
+    # sliders in order until one step of one of them redraws the figure.
+    tried = []
+    for k in range(sliders.count()):
+        handle = sliders.nth(k).locator(".noUi-handle").first
+        label = sliders.nth(k).locator(".widget-label").first.text_content()
+        value = handle.get_attribute("aria-valuenow")
+        before = img.get_attribute("src")
+        handle.focus()
+        page.keyboard.press("ArrowRight" if k % 2 == 0 else "ArrowLeft")
+        seconds = _changed_within(img, before, CHANGE_TIMEOUT / 2)
+        after = handle.get_attribute("aria-valuenow")
+        tried.append(f"{label!r} {value} → {after}")
+        if seconds is not None:
+            notes.append(f"slider {label!r} {value} → {after}: figure changed in "
+                         f"{seconds:.2f} s")
+            break
+    else:
+        pytest.fail(f"{name} cell {index}: no slider step changed the explorer's figure within "
+                    f"{CHANGE_TIMEOUT / 2} s each (tried {'; '.join(tried)})")
     assert not _widget_errors(cell), f"{name} cell {index}: {_widget_errors(cell)}"
     page.screenshot(path=str(shots / "explorer-slider.png"))
 

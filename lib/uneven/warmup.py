@@ -78,6 +78,18 @@ def _experts():
     ep_explore_state(tokens_per_gpu=128, n_nodes=2, max_nodes=2)
 
 
+@_step
+def _placement_and_decode():
+    from .ep_decode import DecodeSetup, simulate_decode
+    from .schedulers.placement import balanced_packing, replicate_experts
+
+    balanced_packing([1.0, 2.0, 3.0, 4.0], 2)
+    replicate_experts([1.0, 2.0], 3)
+    for mode in ("direct", "relay"):
+        simulate_decode(DecodeSetup(n_hosts=1, n_experts=8, n_slots=8, k=2, tokens_per_gpu=2),
+                        n_steps=2, mode=mode, swaps=True)
+
+
 def main() -> None:
     """Run every warm-up step and print how long each took."""
     for fn in _STEPS:
