@@ -94,8 +94,6 @@ def draw_megascale(fig, state: MegaScaleState, **_):
     from ..schedulers.moe_layer import LAYER_KINDS
 
     t = state.timeline
-    xmax = plots.nice_ceiling(max(t.layer_time, state.baseline) * 1.02)
-
     def build(fig):
         grid = fig.add_gridspec(1, 2, width_ratios=(3.2, 1.0), left=0.075, right=0.985,
                                 bottom=0.15, top=0.76, wspace=0.42)
@@ -204,7 +202,7 @@ def volume_figure(k_values, ffn_mb: dict, ffn_ms: dict, m_values, attn_mb: dict,
         return _STRATEGY_COLORS["sp_ep"], "-"
 
     with plots.style():
-        for ax, data, unit in ((ax_v, ffn_mb, "MB"), (ax_t, ffn_ms, "ms")):
+        for ax, data in ((ax_v, ffn_mb), (ax_t, ffn_ms)):
             for label, ys in data.items():
                 col, ls = style_of(label)
                 ax.plot(k_values, ys, color=col, ls=ls, marker="o", ms=3.5, label=label)
@@ -230,7 +228,7 @@ def volume_figure(k_values, ffn_mb: dict, ffn_ms: dict, m_values, attn_mb: dict,
         ax_a.minorticks_off()
         ax_a.set_xlabel(f"query heads per KV head m (n = {n})")
         ax_a.set_ylabel("attention bytes sent per GPU per layer (MB)")
-        ax_a.set_title("attention volume: SP is about (1 + 1/m)/n of TP", loc="left")
+        ax_a.set_title("attention: SP ≈ (1 + 1/m)/n of TP", loc="left")
         ax_a.set_ylim(0, None)
         ax_v.set_ylim(0, None)
         ax_t.set_ylim(0, None)
@@ -241,43 +239,47 @@ def volume_figure(k_values, ffn_mb: dict, ffn_ms: dict, m_values, attn_mb: dict,
 
 
 def tile_figure(runs: dict, *, unit: str = "us"):
-    """Gantt of fused GEMM + all-to-all runs (``runs``: ``{label: TileOverlap or (G, C)}``): two
-    rows per run (SMs, link); a ``(G, C)`` pair draws the unfused sequence G then C (s)."""
+    """Gantt of fused GEMM + all-to-all runs (``runs``: ``{label: TileOverlap or (G, C,
+    direction)}``): two rows per run (SMs, link); a ``(G, C, direction)`` tuple draws the
+    unfused pair, GEMM then transfer for "gemm_a2a", transfer then GEMM for "a2a_gemm" (s)."""
+    from matplotlib.patches import Patch
+
     fig, ax = plots.figure(10.5, 0.62 * 2 * len(runs) + 1.3)
     scale = 1e6 if unit == "us" else 1e3
+    sym = "µs" if unit == "us" else "ms"
+    gemm_c, comm_c = plots.color("compute"), plots.KIND_COLORS["comm"]
     tick_pos, tick_lab = [], []
     with plots.style():
-        y = 0
+        y = 0.0
         for label, r in runs.items():
             if isinstance(r, tuple):
-                G, C = r
-                ax.barh(y, G * scale, left=0, height=0.8, color=plots.color("compute"),
-                        edgecolor="white", lw=0.3)
-                ax.barh(y + 1, C * scale, left=G * scale, height=0.8,
-                        color=plots.KIND_COLORS["comm"], edgecolor="white", lw=0.3)
+                G, C, direction = r
+                g0, c0 = (0.0, G) if direction == "gemm_a2a" else (C, 0.0)
+                ax.barh(y, G * scale, left=g0 * scale, height=0.8, color=gemm_c)
+                ax.barh(y + 1, C * scale, left=c0 * scale, height=0.8, color=comm_c)
                 end = G + C
             else:
-                for res, colr in ((0, plots.color("compute")), (1, plots.KIND_COLORS["comm"])):
+                for res, colr in ((0, gemm_c), (1, comm_c)):
                     sel = r.resource == res
                     ax.barh(np.full(sel.sum(), y + res), (r.finish[sel] - r.start[sel]) * scale,
                             left=r.start[sel] * scale, height=0.8, color=colr,
                             edgecolor="white", lw=0.3)
                 end = r.fused_time
-            ax.text(end * scale, y + 0.5, f"  {end * scale:,.0f} {'µs' if unit == 'us' else 'ms'}",
-                    va="center", fontsize=8)
+            ax.text(end * scale, y + 0.5, f"  {end * scale:,.0f} {sym}", va="center",
+                    fontsize=8)
             tick_pos += [y, y + 1]
             tick_lab += [f"{label} · SMs", "link"]
             y += 2.6
         ax.set_yticks(tick_pos, tick_lab, fontsize=8)
-        ax.set_ylim(y - 0.6 + 0.1, -0.6)
-        ax.set_xlabel(f"time ({'µs' if unit == 'us' else 'ms'}, model)")
+        ax.set_ylim(y - 0.5, -0.6)
+        ax.set_xlabel(f"time ({sym}, model)")
         ax.grid(axis="y", visible=False)
-        from matplotlib.patches import Patch
-        ax.legend(handles=[Patch(color=plots.color("compute"), label="GEMM tile"),
-                           Patch(color=plots.KIND_COLORS["comm"], label="transfer piece")],
+        ax.legend(handles=[Patch(color=gemm_c, label="GEMM tile"),
+                           Patch(color=comm_c, label="transfer piece")],
                   loc="upper left", bbox_to_anchor=(1.01, 1.0))
-        ax.set_xlim(0, max((r[0] + r[1]) if isinstance(r, tuple) else r.sequential_time
-                           for r in runs.values()) * scale * 1.15)
+        longest = max((r[0] + r[1]) if isinstance(r, tuple) else r.sequential_time
+                      for r in runs.values())
+        ax.set_xlim(0, longest * scale * 1.15)
         ax.set_title("one GEMM and its all-to-all, unfused and fused at tile level (model)",
                      loc="left")
     return fig
@@ -299,16 +301,18 @@ def layer_figure(timelines: dict):
                     legend=False, time_unit="ms",
                     title=f"{label}: {t.layer_time * 1e3:.2f} ms, SMs idle "
                           f"{t.exposed_comm * 1e3:.2f} ms (model)")
+        for patch in ax.patches:  # hundreds of thin tiles: white edges would hide them
+            patch.set_linewidth(0.15 if t.intra_op else 0.4)
         with plots.style():
-            ax.axvline(t.forward_time * 1e3, color=plots.COLORS["ink"], lw=0.7, ls=":")
-            if i == 0:
-                ax.annotate("forward | backward", (t.forward_time * 1e3, 2.45), ha="center",
-                            va="top", fontsize=7.5, xytext=(0, 0), textcoords="offset points")
+            ax.axvline(t.forward_time * 1e3, color=plots.COLORS["ink"], lw=0.8, ls=":")
             if i < n - 1:
                 ax.set_xlabel("")
     with plots.style():
+        from matplotlib.lines import Line2D
         from matplotlib.patches import Patch
         handles = [Patch(color=plots.KIND_COLORS[k], label=names[k]) for k in LAYER_KINDS]
+        handles.append(Line2D([], [], color=plots.COLORS["ink"], lw=0.8, ls=":",
+                              label="end of the forward pass"))
         axes[0].legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0),
                        fontsize=8)
     return fig
@@ -341,6 +345,10 @@ def ablation_figure(rows: list, paper: dict, *, one_node: tuple | None = None):
         ax_w.set_ylabel("one layer, forward + backward (ms, model)")
         ax_w.set_title("where the time goes: the ablation as a waterfall (model)", loc="left")
         ax_w.set_ylim(0, times[0] * 1.15)
+        from matplotlib.patches import Patch
+        ax_w.legend(handles=[Patch(facecolor=plots.COLORS["green"], hatch="//",
+                                   edgecolor="white", label="time the step saves")],
+                    loc="upper right")
         ax_w.grid(axis="x", visible=False)
         model = [r["speedup"] for r in rows]
         ax_s.plot(x, model, "o-", color=plots.color("model"), label="this model, per layer")
@@ -356,7 +364,8 @@ def ablation_figure(rows: list, paper: dict, *, one_node: tuple | None = None):
                           ha="center", fontsize=7.5, color=plots.color("model"))
             ax_s.annotate(f"{b:.2f}", (xi, b), xytext=(0, -12), textcoords="offset points",
                           ha="center", fontsize=7.5)
-        ax_s.set_xticks(x, [lab.split(":")[0].split("\n")[0] for lab in labels], fontsize=7.5)
+        short = ["baseline", "+ SP+EP", "+ inter-op", "+ intra-op"][: len(rows)]
+        ax_s.set_xticks(x, short, fontsize=8)
         ax_s.set_ylabel("speedup over the baseline")
         ax_s.set_ylim(0.9, max(model) * 1.12)
         ax_s.set_title("speedup per step", loc="left")
@@ -368,16 +377,16 @@ def hiding_figure(h_ffn, curves: dict, marks: dict, points: dict | None = None):
     """R against h_ffn (log-log): ``curves`` ``{(link, precision): R array}`` with link 'NVLink'
     or 'NIC' (colour) and precision 'BF16' or 'FP8' (line style); ``marks`` ``{model: h_ffn}``
     drawn as vertical lines; ``points`` ``{label: (h_ffn, R)}`` extra markers."""
-    fig, ax = plots.figure(9.0, 4.2)
+    fig, ax = plots.figure(8.0, 4.6)
     styles = {"BF16": "-", "FP8": "--"}
     with plots.style():
         for (link, prec), r in curves.items():
             ax.plot(h_ffn, r, color=plots.color(link), ls=styles[prec],
                     label=f"{link}, {prec} GEMMs")
         ax.axhline(1.0, color=plots.COLORS["red"], lw=1.0)
-        ax.annotate("R = 1: below it the all-to-all outlasts the expert GEMM", (h_ffn[0], 1.0),
-                    xytext=(2, 4), textcoords="offset points", fontsize=8,
-                    color=plots.COLORS["red"])
+        ax.annotate("R = 1: below it the all-to-all\noutlasts the expert GEMM", (h_ffn[-1], 1.0),
+                    xytext=(-2, -4), textcoords="offset points", ha="right", va="top",
+                    fontsize=8, color=plots.COLORS["red"])
         for name, hf in marks.items():
             ax.axvline(hf, color=plots.COLORS["grey"], lw=0.8, ls=":")
             ax.annotate(f"{name}\nh_ffn = {hf:,}", (hf, 1.0), xycoords=("data", "axes fraction"),
@@ -396,5 +405,5 @@ def hiding_figure(h_ffn, curves: dict, marks: dict, points: dict | None = None):
         ax.set_ylabel("R = expert compute / all-to-all time")
         ax.set_title("the hiding ratio R, forward pass, H800 (989 / 1,979 TFLOPS) (model)",
                      loc="left")
-        plots.legend(ax, "right")
+        ax.legend(loc="lower right", fontsize=8)  # the lower right corner holds no data
     return fig
