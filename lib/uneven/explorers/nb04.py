@@ -100,8 +100,10 @@ def draw_megascale(fig, state: MegaScaleState, **_):
         ax = fig.add_subplot(grid[0])
         ax_bar = fig.add_subplot(grid[1])
         live = plots.LiveGantt(ax, LAYER_KINDS, time_unit="s", legend=False)
-        for coll in live.collections:  # hundreds of thin tiles: white edges would hide them
-            coll.set_linewidth(0.0)
+        names = ("forward", "backward", "weight grad.", "NVLink transfer", "NIC send")
+        for coll, name in zip(live.collections, names, strict=True):
+            coll.set_linewidth(0.0)  # hundreds of thin tiles: white edges would hide them
+            coll.set_label(name)
         ax.set_xlabel("time, as a share of the TP+TP layer (model)")
         ax.legend(handles=live.collections, loc="lower left", bbox_to_anchor=(0.0, 1.0),
                   ncol=5, fontsize=7.5, borderaxespad=0.2)
@@ -113,9 +115,12 @@ def draw_megascale(fig, state: MegaScaleState, **_):
         ax_bar.set_ylabel("layer time / TP+TP layer")
         labels = [ax_bar.text(i, 0, "", ha="center", va="bottom", fontsize=7.5)
                   for i in range(3)]
-        title = fig.suptitle("", fontsize=8.5, x=0.01, ha="left", va="top", y=0.99)
+        # The setting changes rarely: it is drawn into the background (and is part of the layout
+        # key); only the numbers below it are redrawn on every update.
+        setting = fig.text(0.01, 0.99, "", fontsize=8.5, ha="left", va="top", weight="bold")
+        title = fig.text(0.01, 0.925, "", fontsize=8.5, ha="left", va="top")
         return {"ax": ax, "live": live, "ax_bar": ax_bar, "bars": bars, "labels": labels,
-                "title": title,
+                "setting": setting, "title": title,
                 "dynamic": [*live.collections, *bars, *labels, title]}
 
     art = reuse(fig, "megascale", build)
@@ -138,12 +143,14 @@ def draw_megascale(fig, state: MegaScaleState, **_):
     art["bars"][1].set_color(_STRATEGY_COLORS[state.strategy])
     note = f" · {'; '.join(state.notes)}" if state.notes else ""
     over = "+".join(name for name, on in (("inter", t.inter_op), ("intra", t.intra_op)) if on)
+    setting = (f"{STRATEGY_LABELS[state.strategy]} on {state.n} GPUs, overlap: "
+               f"{over or 'none'} (model)")
+    art["setting"].set_text(setting)
     art["title"].set_text(
-        f"{STRATEGY_LABELS[state.strategy]}, {state.n} GPUs, overlap {over or 'none'} · layer "
-        f"{t.layer_time * 1e3:.2f} ms = {state.baseline / t.layer_time:.2f}× TP+TP (model)\n"
-        f"SMs idle {t.exposed_comm * 1e3:.2f} ms · {state.volume / 1e6:.0f} MB/GPU/layer · "
-        f"R: NVLink {state.r_nvlink:.2f}, NIC {state.r_nic:.2f}" + note)
-    return (layout, art["xmax"])
+        f"layer {t.layer_time * 1e3:.2f} ms = {state.baseline / t.layer_time:.2f}× TP+TP · SMs "
+        f"idle {t.exposed_comm * 1e3:.2f} ms · {state.volume / 1e6:.0f} MB/GPU/layer · R: "
+        f"NVLink {state.r_nvlink:.2f}, NIC {state.r_nic:.2f}" + note)
+    return (layout, art["xmax"], setting)
 
 
 def megascale_explorer(show: bool = True) -> Explorer:
