@@ -1,0 +1,416 @@
+"""Notebook 04 (MegaScale-MoE): keep EP and SP inside the node, and hide the all-to-all in the GEMM.
+
+The explorer (:func:`megascale_explorer`) and the notebook's figure recipes, which draw values the
+notebook computed with :mod:`uneven.parallel_volumes`, :mod:`uneven.overlap` and
+:mod:`uneven.schedulers.moe_layer`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .. import plots
+from .._validate import check_bool, check_choice, check_int, check_real
+from ..widgets import Explorer, dropdown, explore, int_slider, reuse, slider, toggle
+
+__all__ = ["MegaScaleState", "megascale_state", "draw_megascale", "megascale_explorer",
+           "STRATEGY_LABELS", "volume_figure", "tile_figure", "layer_figure", "ablation_figure",
+           "hiding_figure"]
+
+#: Display names of the layer strategies.
+STRATEGY_LABELS = {"tp_tp": "TP+TP", "sp_ep": "SP+EP", "sp_agrs": "SP + EP by AG/RS"}
+# Colours of the two layouts (not yet in plots.PALETTE; named here until they are).
+_STRATEGY_COLORS = {"tp_tp": plots.COLORS["grey"], "sp_ep": plots.COLORS["blue"],
+                    "sp_agrs": plots.COLORS["sky"]}
+_ROWS = ("SMs", "NVLink", "NIC")
+
+
+@dataclass(frozen=True)
+class MegaScaleState:
+    """One layer (forward + backward, one micro-batch) for the notebook 04 explorer.
+
+    ``timeline``: the chosen setting (:class:`uneven.schedulers.moe_layer.LayerTimeline`);
+    ``baseline``: layer time (s) of TP+TP without overlap on the same shapes and hardware;
+    ``r_nvlink`` / ``r_nic``: hiding ratio of the expert GEMM against an all-to-all over NVLink /
+    the NIC (BF16, forward); ``volume``: bytes one GPU sends per layer (forward);
+    ``strategy``, ``n``, ``notes``.
+    """
+
+    timeline: object
+    baseline: float
+    r_nvlink: float
+    r_nic: float
+    volume: float
+    strategy: str
+    n: int
+    notes: tuple = ()
+
+
+def megascale_state(strategy: str = "sp_ep", inter_op: bool = True, intra_op: bool = True,
+                    n: int = 8, m: int = 4, k: int = 3, h_ffn: int = 14336,
+                    nvlink_gbps: float = 160.0, nic_gbps: float = 50.0,
+                    peak_tflops: float = 989.0, n_tiles: int = 16, order: str = "sorted",
+                    comm_sms: int = 8) -> MegaScaleState:
+    """The Internal-352B layer (h = 4,096, 32 query heads, sequence 8,192, 32 experts) with
+    ``m`` query heads per KV head, top-``k`` routing and expert size ``h_ffn`` on ``n`` GPUs of
+    an H800-like node: NVLink and NIC bandwidths in GB/s per direction, ``peak_tflops`` dense,
+    ``n_tiles`` per fused GEMM, token ``order`` ("sorted"/"random"), ``comm_sms`` SMs taken by
+    communication beside compute."""
+    from ..overlap import hiding_ratio
+    from ..parallel_volumes import INTERNAL_352B, layer_volume
+    from ..schedulers.moe_layer import H800_NODE, layer_timeline
+
+    strategy = check_choice("strategy", strategy, tuple(STRATEGY_LABELS))
+    inter_op = check_bool("inter_op", inter_op)
+    intra_op = check_bool("intra_op", intra_op)
+    n = check_choice("n", n, (2, 4, 8))
+    m = check_choice("m", m, (1, 2, 4, 8))
+    k = check_int("k", k, lo=1, hi=16)
+    h_ffn = check_int("h_ffn", h_ffn, lo=256, hi=65536)
+    nvl = check_real("nvlink_gbps", nvlink_gbps, lo=1.0, hi=10_000.0, unit="GB/s") * 1e9
+    nic = check_real("nic_gbps", nic_gbps, lo=1.0, hi=10_000.0, unit="GB/s") * 1e9
+    peak = check_real("peak_tflops", peak_tflops, lo=10.0, hi=100_000.0, unit="TFLOPS") * 1e12
+    shape = INTERNAL_352B.with_(kv_heads=32 // m, top_k=k, ffn_hidden=h_ffn)
+    hw = H800_NODE.with_(nvlink_bw=nvl, nic_bw=nic, peak_flops=peak,
+                         comm_sms=check_int("comm_sms", comm_sms, lo=0, hi=64))
+    notes = []
+    if strategy == "sp_ep" and k > n:
+        notes.append(f"k = {k} > n = {n}: the all-to-all sends more than AG/RS would")
+    t = layer_timeline(shape, strategy, n=n, inter_op=inter_op, intra_op=intra_op,
+                       n_tiles=n_tiles, order=order, hw=hw)
+    base = layer_timeline(shape, "tp_tp", n=n, hw=hw).layer_time
+    ffn = "ep" if strategy == "sp_ep" else ("tp" if strategy == "tp_tp" else "ep_agrs")
+    att = "tp" if strategy == "tp_tp" else "sp"
+    vol = layer_volume(shape, n, attention=att, ffn=ffn).total
+    return MegaScaleState(t, base, hiding_ratio(h_ffn, nvl, peak), hiding_ratio(h_ffn, nic, peak),
+                          vol, strategy, n, tuple(notes))
+
+
+def draw_megascale(fig, state: MegaScaleState, **_):
+    """Gantt of the layer on one GPU (SMs, NVLink port, NIC) and bars of the layer time against
+    the TP+TP baseline and the compute alone. Returns the layout key."""
+    from ..schedulers.moe_layer import LAYER_KINDS
+
+    t = state.timeline
+    def build(fig):
+        grid = fig.add_gridspec(1, 2, width_ratios=(3.2, 1.0), left=0.075, right=0.985,
+                                bottom=0.15, top=0.76, wspace=0.42)
+        ax = fig.add_subplot(grid[0])
+        ax_bar = fig.add_subplot(grid[1])
+        live = plots.LiveGantt(ax, LAYER_KINDS, time_unit="s", legend=False)
+        names = ("forward", "backward", "weight grad.", "NVLink transfer", "NIC send")
+        for coll, name in zip(live.collections, names, strict=True):
+            coll.set_linewidth(0.0)  # hundreds of thin tiles: white edges would hide them
+            coll.set_label(name)
+        ax.set_xlabel("time, as a share of the TP+TP layer (model)")
+        ax.legend(handles=live.collections, loc="lower left", bbox_to_anchor=(0.0, 1.0),
+                  ncol=5, fontsize=7.5, borderaxespad=0.2)
+        bars = ax_bar.bar([0, 1, 2], [0, 0, 0], 0.65,
+                          color=[_STRATEGY_COLORS["tp_tp"], plots.COLORS["blue"],
+                                 plots.color("compute")])
+        ax_bar.set_xticks([0, 1, 2], ["TP+TP\nno overlap", "this\nsetting", "compute\nonly"],
+                          fontsize=7.5)
+        ax_bar.set_ylabel("layer time / TP+TP layer")
+        labels = [ax_bar.text(i, 0, "", ha="center", va="bottom", fontsize=7.5)
+                  for i in range(3)]
+        # The setting changes rarely: it is drawn into the background (and is part of the layout
+        # key); only the numbers below it are redrawn on every update.
+        setting = fig.text(0.01, 0.99, "", fontsize=8.5, ha="left", va="top", weight="bold")
+        title = fig.text(0.01, 0.925, "", fontsize=8.5, ha="left", va="top")
+        return {"ax": ax, "live": live, "ax_bar": ax_bar, "bars": bars, "labels": labels,
+                "setting": setting, "title": title,
+                "dynamic": [*live.collections, *bars, *labels, title]}
+
+    art = reuse(fig, "megascale", build)
+    # Times are shown relative to the TP+TP layer, so the axes stay put while a slider moves
+    # (a limit change re-renders the background, which costs most of an update); they grow only
+    # when a setting is slower than the baseline.
+    base = state.baseline
+    vals = [1.0, t.layer_time / base, t.compute_time / base]
+    top = max(vals) * 1.04
+    need = 1.25 if top <= 1.25 else plots.nice_ceiling(top)
+    if need != art.get("xmax"):
+        art["xmax"] = need
+        art["ax_bar"].set_ylim(0, need)
+    layout = art["live"].update(t.resource, t.start / base, t.finish / base, t.kind,
+                                row_names=_ROWS, xmax=art["xmax"])
+    for bar, lab, v, i in zip(art["bars"], art["labels"], vals, range(3), strict=True):
+        bar.set_height(v)
+        lab.set_position((i, v))
+        lab.set_text(f"{v * base * 1e3:.2f} ms")
+    art["bars"][1].set_color(_STRATEGY_COLORS[state.strategy])
+    note = f" · {'; '.join(state.notes)}" if state.notes else ""
+    over = "+".join(name for name, on in (("inter", t.inter_op), ("intra", t.intra_op)) if on)
+    setting = (f"{STRATEGY_LABELS[state.strategy]} on {state.n} GPUs, overlap: "
+               f"{over or 'none'} (model)")
+    art["setting"].set_text(setting)
+    art["title"].set_text(
+        f"layer {t.layer_time * 1e3:.2f} ms = {state.baseline / t.layer_time:.2f}× TP+TP · SMs "
+        f"idle {t.exposed_comm * 1e3:.2f} ms · {state.volume / 1e6:.0f} MB/GPU/layer · R: "
+        f"NVLink {state.r_nvlink:.2f}, NIC {state.r_nic:.2f}" + note)
+    return (layout, art["xmax"], setting)
+
+
+def megascale_explorer(show: bool = True) -> Explorer:
+    """Notebook 04's widget: layout, overlaps, n, m, k, h_ffn, bandwidths, peak, tiles, order,
+    SMs for communication."""
+    controls = {
+        "strategy": dropdown([(v, k) for k, v in STRATEGY_LABELS.items()], "sp_ep", "layout"),
+        "inter_op": toggle(True, "inter-operator overlap"),
+        "intra_op": toggle(True, "intra-operator (tile) overlap"),
+        "n": dropdown([2, 4, 8], 8, "GPUs n"),
+        "m": dropdown([1, 2, 4, 8], 4, "query heads per KV head m"),
+        "k": int_slider(1, 16, 1, 3, "experts per token k"),
+        "h_ffn": int_slider(1024, 16384, 512, 14336, "expert size h_ffn"),
+        "nvlink_gbps": slider(40.0, 900.0, 20.0, 160.0, "NVLink (GB/s)"),
+        "nic_gbps": slider(10.0, 200.0, 5.0, 50.0, "NIC (GB/s)"),
+        "peak_tflops": slider(200.0, 4000.0, 50.0, 989.0, "peak (TFLOPS)"),
+        "n_tiles": int_slider(1, 64, 1, 16, "tiles per GEMM"),
+        "order": dropdown([("sorted by source", "sorted"), ("random", "random")], "sorted",
+                          "token order"),
+        "comm_sms": int_slider(0, 32, 1, 8, "SMs for communication"),
+    }
+    presets = {
+        "MegaScale-MoE (SP+EP, both overlaps)": {
+            "strategy": "sp_ep", "inter_op": True, "intra_op": True, "n": 8, "m": 4, "k": 3,
+            "h_ffn": 14336, "n_tiles": 16, "order": "sorted"},
+        "baseline (TP+TP, no overlap)": {"strategy": "tp_tp", "inter_op": False,
+                                         "intra_op": False},
+        "random token order": {"order": "random"},
+        "one tile per GEMM": {"n_tiles": 1},
+        "DeepSeek-V3-like experts (h_ffn 2,048, k 8)": {"h_ffn": 2048, "k": 8},
+        "FP8 peak (1,979 TFLOPS)": {"peak_tflops": 1979.0},
+    }
+    return explore(megascale_state, draw_megascale, controls, presets=presets, show=show,
+                   figsize=(8.8, 3.4), columns=3)
+
+
+# --------------------------------------------------------------------------- figure recipes
+
+
+def volume_figure(k_values, ffn_mb: dict, ffn_ms: dict, m_values, attn_mb: dict, *, n: int,
+                  crossover: float):
+    """Left: FFN bytes per GPU per layer against k (``ffn_mb``: ``{label: MB per k}``). Middle:
+    the same as α–β time (``ffn_ms``: ``{label: ms per k}``) with the crossover ``k*``. Right:
+    attention bytes against m (``attn_mb``: ``{label: MB per m}``). Labels starting with 'TP',
+    'EP all-to-all', 'EP by AG/RS', 'SP' pick the colours."""
+    fig, axes = plots.figure(12.5, 3.9, ncols=3, width_ratios=(1.0, 1.0, 1.0))
+    ax_v, ax_t, ax_a = axes
+
+    def style_of(label):
+        if label.startswith("TP"):
+            return _STRATEGY_COLORS["tp_tp"], "-"
+        if label.startswith("EP by AG/RS"):
+            return _STRATEGY_COLORS["sp_agrs"], "--"
+        if "paper" in label:
+            return plots.color("paper"), ":"
+        return _STRATEGY_COLORS["sp_ep"], "-"
+
+    with plots.style():
+        for ax, data in ((ax_v, ffn_mb), (ax_t, ffn_ms)):
+            for label, ys in data.items():
+                col, ls = style_of(label)
+                ax.plot(k_values, ys, color=col, ls=ls, marker="o", ms=3.5, label=label)
+            ax.axvline(n, color=plots.COLORS["grey"], lw=0.8, ls=":")
+            ax.set_xlabel(f"experts per token k (n = {n} GPUs)")
+            ax.set_xticks(k_values)
+        ax_v.set_ylabel("FFN bytes sent per GPU per layer (MB)")
+        ax_v.set_title("FFN volume: EP grows with k/n", loc="left")
+        ax_v.annotate("k = n", (n, 0), xytext=(3, 4), textcoords="offset points", fontsize=8,
+                      xycoords=("data", "axes fraction"), color=plots.COLORS["grey"])
+        ax_t.axvline(crossover, color=plots.COLORS["red"], lw=1.0)
+        ax_t.annotate(f"crossover k = {crossover:g}", (crossover, 1.0),
+                      xycoords=("data", "axes fraction"), xytext=(-4, -12),
+                      textcoords="offset points", ha="right", fontsize=8,
+                      color=plots.COLORS["red"])
+        ax_t.set_ylabel("FFN communication time (ms, model)")
+        ax_t.set_title("time: rings are faster per byte", loc="left")
+        for label, ys in attn_mb.items():
+            col, ls = style_of(label)
+            ax_a.plot(m_values, ys, color=col, ls=ls, marker="s", ms=3.5, label=label)
+        ax_a.set_xscale("log", base=2)
+        ax_a.set_xticks(m_values, [str(v) for v in m_values])
+        ax_a.minorticks_off()
+        ax_a.set_xlabel(f"query heads per KV head m (n = {n})")
+        ax_a.set_ylabel("attention bytes sent per GPU per layer (MB)")
+        ax_a.set_title("attention: SP ≈ (1 + 1/m)/n of TP", loc="left")
+        ax_a.set_ylim(0, None)
+        ax_v.set_ylim(0, None)
+        ax_t.set_ylim(0, None)
+        plots.legend(ax_v, "below", ncol=1)
+        plots.legend(ax_t, "below", ncol=1)
+        plots.legend(ax_a, "below", ncol=1)
+    return fig
+
+
+def tile_figure(runs: dict, *, unit: str = "us"):
+    """Gantt of fused GEMM + all-to-all runs (``runs``: ``{label: TileOverlap or (G, C,
+    direction)}``): two rows per run (SMs, link); a ``(G, C, direction)`` tuple draws the
+    unfused pair, GEMM then transfer for "gemm_a2a", transfer then GEMM for "a2a_gemm" (s)."""
+    from matplotlib.patches import Patch
+
+    fig, ax = plots.figure(10.5, 0.62 * 2 * len(runs) + 1.3)
+    scale = 1e6 if unit == "us" else 1e3
+    sym = "µs" if unit == "us" else "ms"
+    gemm_c, comm_c = plots.color("compute"), plots.KIND_COLORS["comm"]
+    tick_pos, tick_lab = [], []
+    with plots.style():
+        y = 0.0
+        for label, r in runs.items():
+            if isinstance(r, tuple):
+                G, C, direction = r
+                g0, c0 = (0.0, G) if direction == "gemm_a2a" else (C, 0.0)
+                ax.barh(y, G * scale, left=g0 * scale, height=0.8, color=gemm_c)
+                ax.barh(y + 1, C * scale, left=c0 * scale, height=0.8, color=comm_c)
+                end = G + C
+            else:
+                for res, colr in ((0, gemm_c), (1, comm_c)):
+                    sel = r.resource == res
+                    ax.barh(np.full(sel.sum(), y + res), (r.finish[sel] - r.start[sel]) * scale,
+                            left=r.start[sel] * scale, height=0.8, color=colr,
+                            edgecolor="white", lw=0.3)
+                end = r.fused_time
+            ax.text(end * scale, y + 0.5, f"  {end * scale:,.0f} {sym}", va="center",
+                    fontsize=8)
+            tick_pos += [y, y + 1]
+            tick_lab += [f"{label} · SMs", "link"]
+            y += 2.6
+        ax.set_yticks(tick_pos, tick_lab, fontsize=8)
+        ax.set_ylim(y - 0.5, -0.6)
+        ax.set_xlabel(f"time ({sym}, model)")
+        ax.grid(axis="y", visible=False)
+        ax.legend(handles=[Patch(color=gemm_c, label="GEMM tile"),
+                           Patch(color=comm_c, label="transfer piece")],
+                  loc="upper left", bbox_to_anchor=(1.01, 1.0))
+        longest = max((r[0] + r[1]) if isinstance(r, tuple) else r.sequential_time
+                      for r in runs.values())
+        ax.set_xlim(0, longest * scale * 1.15)
+        ax.set_title("one GEMM and its all-to-all, unfused and fused at tile level (model)",
+                     loc="left")
+    return fig
+
+
+def layer_figure(timelines: dict):
+    """One Gantt panel per layer timeline (``{label: LayerTimeline}``): SMs, NVLink, NIC rows,
+    op kinds coloured (forward, input gradient, weight gradient, NVLink transfer, NIC send)."""
+    from ..schedulers.moe_layer import LAYER_KINDS
+
+    n = len(timelines)
+    fig, axes = plots.figure(10.5, 1.55 * n + 0.9, nrows=n, sharex=True)
+    axes = np.atleast_1d(axes)
+    names = {"F": "forward", "B": "backward (input grad.)", "W": "weight grad.",
+             "comm": "NVLink transfer", "send": "NIC send (PP)"}
+    for i, (ax, (label, t)) in enumerate(zip(axes, timelines.items(), strict=True)):
+        plots.gantt(ax, t.resource, t.start, t.finish, t.kind,
+                    kind_names=list(LAYER_KINDS), resource_names=list(_ROWS),
+                    legend=False, time_unit="ms",
+                    title=f"{label}: {t.layer_time * 1e3:.2f} ms, SMs idle "
+                          f"{t.exposed_comm * 1e3:.2f} ms (model)")
+        for patch in ax.patches:  # hundreds of thin tiles: white edges would hide them
+            patch.set_linewidth(0.15 if t.intra_op else 0.4)
+        with plots.style():
+            ax.axvline(t.forward_time * 1e3, color=plots.COLORS["ink"], lw=0.8, ls=":")
+            if i < n - 1:
+                ax.set_xlabel("")
+    with plots.style():
+        from matplotlib.lines import Line2D
+        from matplotlib.patches import Patch
+        handles = [Patch(color=plots.KIND_COLORS[k], label=names[k]) for k in LAYER_KINDS]
+        handles.append(Line2D([], [], color=plots.COLORS["ink"], lw=0.8, ls=":",
+                              label="end of the forward pass"))
+        axes[0].legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0),
+                       fontsize=8)
+    return fig
+
+
+def ablation_figure(rows: list, paper: dict, *, one_node: tuple | None = None):
+    """Left: the ablation as a waterfall of layer times (``rows`` from
+    :func:`uneven.schedulers.moe_layer.ablation`). Right: speedup per step, model (per layer)
+    against the paper's end-to-end values (``paper``: ``{label: speedup}``); ``one_node``:
+    the paper's (low, high) single-node SP+EP gain, drawn as a band at the SP+EP step."""
+    fig, (ax_w, ax_s) = plots.figure(11.5, 4.0, ncols=2, width_ratios=(1.25, 1.0))
+    labels = [r["label"].replace(": ", ":\n").replace("+ ", "+\u00a0") for r in rows]
+    x = np.arange(len(rows))
+    times = np.array([r["layer_time"] for r in rows]) * 1e3
+    with plots.style():
+        prev = times[0]
+        for i, t in enumerate(times):
+            if i == 0:
+                ax_w.bar(i, t, 0.6, color=_STRATEGY_COLORS["tp_tp"])
+            else:
+                ax_w.bar(i, t, 0.6, color=_STRATEGY_COLORS["sp_ep"], alpha=0.35)
+                ax_w.bar(i, prev - t, 0.6, bottom=t, color=plots.COLORS["green"],
+                         hatch="//", edgecolor="white")
+                ax_w.text(i, prev + 0.05, f"−{prev - t:.2f}", ha="center", va="bottom",
+                          fontsize=8)
+            ax_w.text(i, t / 2, f"{t:.2f} ms", ha="center", va="center", fontsize=8,
+                      color="white" if i == 0 else plots.COLORS["ink"])
+            prev = t
+        ax_w.set_xticks(x, labels, fontsize=7.5)
+        ax_w.set_ylabel("one layer, forward + backward (ms, model)")
+        ax_w.set_title("where the time goes: the ablation as a waterfall (model)", loc="left")
+        ax_w.set_ylim(0, times[0] * 1.15)
+        from matplotlib.patches import Patch
+        ax_w.legend(handles=[Patch(facecolor=plots.COLORS["green"], hatch="//",
+                                   edgecolor="white", label="time the step saves")],
+                    loc="upper right")
+        ax_w.grid(axis="x", visible=False)
+        model = [r["speedup"] for r in rows]
+        ax_s.plot(x, model, "o-", color=plots.color("model"), label="this model, per layer")
+        ax_s.plot(x, [paper[r["label"]] for r in rows], "s--", color=plots.color("paper"),
+                  label="paper, end to end, 240 H800 [paper]")
+        if one_node is not None:
+            ax_s.fill_between([0.8, 1.2], one_node[0], one_node[1], color=plots.COLORS["sky"],
+                              alpha=0.3, lw=0,
+                              label="paper: SP+EP MFU gain on one node [paper]")
+        for xi, (a, b) in enumerate(zip(model, [paper[r["label"]] for r in rows],
+                                        strict=True)):
+            ax_s.annotate(f"{a:.2f}", (xi, a), xytext=(0, 6), textcoords="offset points",
+                          ha="center", fontsize=7.5, color=plots.color("model"))
+            ax_s.annotate(f"{b:.2f}", (xi, b), xytext=(0, -12), textcoords="offset points",
+                          ha="center", fontsize=7.5)
+        short = ["baseline", "+ SP+EP", "+ inter-op", "+ intra-op"][: len(rows)]
+        ax_s.set_xticks(x, short, fontsize=8)
+        ax_s.set_ylabel("speedup over the baseline")
+        ax_s.set_ylim(0.9, max(model) * 1.12)
+        ax_s.set_title("speedup per step", loc="left")
+        plots.legend(ax_s, "below", ncol=1)
+    return fig
+
+
+def hiding_figure(h_ffn, curves: dict, marks: dict, points: dict | None = None):
+    """R against h_ffn (log-log): ``curves`` ``{(link, precision): R array}`` with link 'NVLink'
+    or 'NIC' (colour) and precision 'BF16' or 'FP8' (line style); ``marks`` ``{model: h_ffn}``
+    drawn as vertical lines; ``points`` ``{label: (h_ffn, R)}`` extra markers."""
+    fig, ax = plots.figure(8.0, 4.6)
+    styles = {"BF16": "-", "FP8": "--"}
+    with plots.style():
+        for (link, prec), r in curves.items():
+            ax.plot(h_ffn, r, color=plots.color(link), ls=styles[prec],
+                    label=f"{link}, {prec} GEMMs")
+        ax.axhline(1.0, color=plots.COLORS["red"], lw=1.0)
+        ax.annotate("R = 1: below it the all-to-all\noutlasts the expert GEMM", (h_ffn[-1], 1.0),
+                    xytext=(-2, -4), textcoords="offset points", ha="right", va="top",
+                    fontsize=8, color=plots.COLORS["red"])
+        for name, hf in marks.items():
+            ax.axvline(hf, color=plots.COLORS["grey"], lw=0.8, ls=":")
+            ax.annotate(f"{name}\nh_ffn = {hf:,}", (hf, 1.0), xycoords=("data", "axes fraction"),
+                        xytext=(-3, -4), textcoords="offset points", ha="right", va="top",
+                        fontsize=7.5)
+        for label, (hf, r) in (points or {}).items():
+            ax.plot([hf], [r], marker="D", color=plots.COLORS["purple"], ls="none", ms=6,
+                    label=label)
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
+        ticks = [1024, 2048, 4096, 8192, 16384, 32768]
+        ax.set_xticks([t for t in ticks if h_ffn[0] <= t <= h_ffn[-1]],
+                      [f"{t:,}" for t in ticks if h_ffn[0] <= t <= h_ffn[-1]])
+        ax.minorticks_off()
+        ax.set_xlabel("expert intermediate size h_ffn")
+        ax.set_ylabel("R = expert compute / all-to-all time")
+        ax.set_title("the hiding ratio R, forward pass, H800 (989 / 1,979 TFLOPS) (model)",
+                     loc="left")
+        ax.legend(loc="lower right", fontsize=8)  # the lower right corner holds no data
+    return fig

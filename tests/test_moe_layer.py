@@ -1,0 +1,172 @@
+"""The per-layer TP+TP vs SP+EP timeline, its overlaps, the cluster run, iteration and memory."""
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from uneven.parallel_volumes import INTERNAL_352B, collective_time, comm_volume
+from uneven.schedulers.moe_layer import (
+    H800_NODE,
+    ablation,
+    cluster_layer_timeline,
+    iteration_model,
+    layer_timeline,
+    memory_per_gpu,
+)
+
+FREE = H800_NODE.with_(comm_sms=0)  # no SM tax: overlap can only help
+
+
+def _gemm_seconds(flops, hw=H800_NODE):
+    return flops / (hw.peak_flops * hw.gemm_efficiency)
+
+
+def test_no_overlap_is_the_sum_of_every_operator():
+    for strategy in ("tp_tp", "sp_ep", "sp_agrs"):
+        t = layer_timeline(strategy=strategy)
+        assert t.layer_time == pytest.approx(t.compute_time + t.comm_time, rel=1e-12)
+        assert t.exposed_comm == pytest.approx(t.comm_time)
+
+
+def test_compute_is_the_flop_count_and_the_same_for_every_layout():
+    s, n, hw = INTERNAL_352B, 8, H800_NODE
+    T, h, hf, k = s.tokens, s.hidden, s.ffn_hidden, s.top_k
+    gemm_f = 2 * T * h * h * 1.5 + 2 * T * h * h + 6 * T * k * h * hf  # QKV, proj, experts
+    attn_f = 2 * s.seq_len**2 * h
+    fwd = gemm_f / n / (hw.peak_flops * hw.gemm_efficiency) + attn_f / n / (
+        hw.peak_flops * hw.attention_efficiency)
+    bwd = 2 * gemm_f / n / (hw.peak_flops * hw.gemm_efficiency) + 2.5 * attn_f / n / (
+        hw.peak_flops * hw.attention_efficiency)
+    for strategy in ("tp_tp", "sp_ep"):
+        t = layer_timeline(strategy=strategy)
+        assert t.compute_time == pytest.approx(fwd + bwd)
+        assert t.forward_time == pytest.approx(fwd + (t.comm_time / 2))
+
+
+def test_communication_is_the_volume_there_and_back():
+    s, n = INTERNAL_352B, 8
+    sp_att = comm_volume(s, n, "attention", "sp") * 2
+    ep = comm_volume(s, n, "ffn", "ep") * 2
+
+    def a2a(b):
+        return collective_time(b, n, "all_to_all", bandwidth=160e9, alpha=3.33e-6)
+
+    # QKV and output all-to-alls carry (1 + 2/m) : 1 of the SP volume
+    fwd = a2a(sp_att * 0.6) + a2a(sp_att * 0.4) + 2 * a2a(ep / 2)
+    assert layer_timeline(strategy="sp_ep").comm_time == pytest.approx(2 * fwd)
+    tp = comm_volume(s, n, "attention", "tp") * 2
+    ring = collective_time(tp / 2, n, "ring", bandwidth=160e9, alpha=3.33e-6)
+    assert layer_timeline(strategy="tp_tp").comm_time == pytest.approx(2 * 4 * ring)
+
+
+@settings(max_examples=20, deadline=None)
+@given(strategy=st.sampled_from(["tp_tp", "sp_ep", "sp_agrs"]), tiles=st.integers(1, 48),
+       order=st.sampled_from(["sorted", "random"]), k=st.integers(1, 8),
+       n=st.sampled_from([2, 4, 8]))
+def test_overlap_never_hurts_without_an_sm_tax(strategy, tiles, order, k, n):
+    shape = INTERNAL_352B.with_(top_k=k)
+    kw = dict(shape=shape, strategy=strategy, n=n, n_tiles=tiles, order=order, hw=FREE)
+    none = layer_timeline(**kw)
+    inter = layer_timeline(inter_op=True, **kw)
+    intra = layer_timeline(intra_op=True, **kw)
+    both = layer_timeline(inter_op=True, intra_op=True, **kw)
+    for t in (inter, intra, both):
+        assert t.layer_time <= none.layer_time * (1 + 1e-12)
+        assert t.layer_time >= max(t.compute_time, t.comm_time) * (1 - 1e-12)
+        assert t.compute_time == pytest.approx(none.compute_time)
+
+
+def test_one_tile_fuses_nothing():
+    none = layer_timeline(strategy="sp_ep", hw=FREE)
+    one = layer_timeline(strategy="sp_ep", intra_op=True, n_tiles=1, hw=FREE)
+    assert one.layer_time == pytest.approx(none.layer_time)
+
+
+def test_token_order_and_load():
+    sorted_ = layer_timeline(strategy="sp_ep", inter_op=True, intra_op=True)
+    rand = layer_timeline(strategy="sp_ep", inter_op=True, intra_op=True, order="random")
+    assert rand.layer_time > sorted_.layer_time
+    # the busiest GPU's extra expert tokens cost SP+EP, not TP (which splits every expert)
+    assert layer_timeline(strategy="sp_ep", load=1.2).layer_time > layer_timeline().layer_time
+    assert layer_timeline(strategy="tp_tp", load=1.2).layer_time == pytest.approx(
+        layer_timeline(strategy="tp_tp").layer_time)
+
+
+def test_ablation_steps_improve_in_order():
+    rows = ablation()
+    assert [r["label"].split(":")[0] for r in rows][0] == "baseline"
+    speed = [r["speedup"] for r in rows]
+    assert speed[0] == 1.0 and speed == sorted(speed)
+    with pytest.raises(ValueError, match="strategy"):
+        ablation(strategy="tp_tp")
+
+
+def test_item_times_and_pp_sends():
+    t = layer_timeline(strategy="sp_ep")
+    s, f = t.item_time("dispatch")
+    assert t.item_time("fc13")[0] == pytest.approx(f)
+    assert "pp_send (activation)" in t.names
+    send = t.item_time("pp_send (activation)")
+    assert send[1] - send[0] == pytest.approx(8192 / 8 * 4096 * 2 / 50e9)
+    with pytest.raises(ValueError, match="name"):
+        t.item_time("router")
+
+
+def test_cluster_run_equals_the_single_gpu_model_and_the_slowest_node_sets_the_pace():
+    one = layer_timeline(strategy="sp_ep", inter_op=True, intra_op=True, pp_sends=False)
+    c = cluster_layer_timeline(3)
+    assert np.allclose(c.node_time, one.layer_time)
+    loads = np.ones(24)
+    loads[13] = 1.25  # one busy GPU on node 1
+    c2 = cluster_layer_timeline(3, loads=loads)
+    assert c2.node_time[0] == pytest.approx(one.layer_time)
+    assert c2.node_time[2] == pytest.approx(one.layer_time)
+    assert c2.makespan == c2.node_time[1] > one.layer_time
+    # its node-mates wait for it at the collectives
+    assert np.all(c2.gpu_time[8:16] > one.layer_time)
+    busy = layer_timeline(strategy="sp_ep", inter_op=True, intra_op=True, pp_sends=False,
+                          load=1.25)
+    assert c2.makespan >= busy.layer_time * (1 - 1e-12)
+    with pytest.raises(ValueError, match="loads"):
+        cluster_layer_timeline(2, loads=np.ones(3))
+
+
+def test_iteration_model_is_1f1b():
+    r = iteration_model(1e-3, 2e-3, n_gpus=240)
+    assert (r["dp"], r["m"]) == (2, 360)
+    assert r["iteration_s"] == pytest.approx((360 + 14) * 4 * 3e-3)
+    assert r["tokens_per_s"] == pytest.approx(720 * 8192 / r["iteration_s"])
+    r6 = iteration_model(1e-3, 2e-3, n_gpus=1440)
+    assert r6["m"] == 60
+    # strong scaling: six times the GPUs, fewer micro-batches per pipeline, a larger bubble
+    eff = r6["tokens_per_s"] / r["tokens_per_s"] / 6
+    assert eff == pytest.approx((60 / 74) / (360 / 374))
+    with pytest.raises(ValueError, match="n_gpus"):
+        iteration_model(1e-3, 2e-3, n_gpus=100)
+
+
+def test_memory_per_gpu():
+    sp = memory_per_gpu(strategy="sp_ep")
+    tp = memory_per_gpu(strategy="tp_tp")
+    attn = INTERNAL_352B.attention_params() * 4 * (1 - 1 / 8)  # 4 layers per stage
+    assert sp["total"] - tp["total"] == pytest.approx(attn * (2 + 4 + 12 / 2))
+    assert 1.2 < 100 * (sp["total"] / tp["total"] - 1) < 5.4  # the paper's range [paper]
+    full = memory_per_gpu(strategy="sp_ep", sar=False)
+    cut = 1 - sp["activations"] / full["activations"]
+    assert 0.45 < cut < 0.7  # SAR: "about -50%" [paper]
+
+
+def test_layer_validation():
+    with pytest.raises(ValueError, match="strategy"):
+        layer_timeline(strategy="ep_ep")
+    with pytest.raises(ValueError, match="n must divide the KV heads"):
+        layer_timeline(INTERNAL_352B.with_(kv_heads=2, heads=32), n=8)
+    with pytest.raises(ValueError, match="load"):
+        layer_timeline(load=0.0)
+    with pytest.raises(ValueError, match="hw"):
+        layer_timeline(hw={"peak": 1})
+    with pytest.raises(ValueError, match="comm_sms"):
+        H800_NODE.with_(comm_sms=200)
+    with pytest.raises(ValueError, match="n must"):
+        layer_timeline(n=16)
