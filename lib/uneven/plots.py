@@ -114,6 +114,10 @@ PALETTE = {
     "direct": COLORS["grey"],
     "one copy per node": COLORS["orange"],
     "relay": COLORS["green"],
+    # layouts of an MoE layer (notebook 04)
+    "TP+TP": COLORS["grey"],
+    "SP+EP": COLORS["blue"],
+    "SP + EP by AG/RS": COLORS["sky"],
     # sequence schedulers (notebook 02)
     "static mesh": COLORS["grey"],
     "naive HDP": COLORS["sky"],

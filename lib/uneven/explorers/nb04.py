@@ -22,8 +22,8 @@ __all__ = ["MegaScaleState", "megascale_state", "draw_megascale", "megascale_exp
 #: Display names of the layer strategies.
 STRATEGY_LABELS = {"tp_tp": "TP+TP", "sp_ep": "SP+EP", "sp_agrs": "SP + EP by AG/RS"}
 # Colours of the two layouts (not yet in plots.PALETTE; named here until they are).
-_STRATEGY_COLORS = {"tp_tp": plots.COLORS["grey"], "sp_ep": plots.COLORS["blue"],
-                    "sp_agrs": plots.COLORS["sky"]}
+_STRATEGY_COLORS = {"tp_tp": plots.color("TP+TP"), "sp_ep": plots.color("SP+EP"),
+                    "sp_agrs": plots.color("SP + EP by AG/RS")}
 _ROWS = ("SMs", "NVLink", "NIC")
 
 
