@@ -405,8 +405,8 @@ class HdpSetup:
     160 GB/s per direction; rails meet in non-blocking spines, so disjoint rings share no link);
     ``tp`` GPUs per rank, ``pp`` pipeline stages; ``capacity``: tokens per rank per micro-batch
     (``C``); ``context``: the longest sequence; ``pcie_bw``: host-device bandwidth per GPU and
-    direction (bytes/s, for offload). ``cost`` defaults to :func:`default_cost_model` of
-    ``model``. At most 131,072 GPUs.
+    direction (bytes/s, for offload). ``cost``: the :class:`CostModel`; ``None`` (the default)
+    means :func:`default_cost_model` of ``model`` (see :attr:`cost_model`). At most 131,072 GPUs.
 
     >>> s = HdpSetup()
     >>> s.d_hdp, s.d_cp, s.d_dp
@@ -449,10 +449,14 @@ class HdpSetup:
                 f"{n // (tp * pp)} ranks; change context={ctx}, capacity={cap} or n_gpus={n}")
         for key in ("nic_bw", "nvlink_bw", "pcie_bw"):
             check_real(key, getattr(self, key), lo=0.0, lo_open=True, unit="bytes/s")
-        if self.cost is None:
-            object.__setattr__(self, "cost", default_cost_model(self.model))
-        elif not isinstance(self.cost, CostModel):
+        if self.cost is not None and not isinstance(self.cost, CostModel):
             raise ValueError(f"cost must be a CostModel or None; got {type(self.cost).__name__}")
+
+    @property
+    def cost_model(self) -> CostModel:
+        """``cost``, or the model's :func:`default_cost_model` when ``cost`` is None (so
+        ``dataclasses.replace(setup, model=...)`` gets the new model's cost)."""
+        return self.cost if self.cost is not None else default_cost_model(self.model)
 
     @property
     def d_hdp(self) -> int:
@@ -538,7 +542,7 @@ def offload_ranks(lengths, setup: HdpSetup) -> tuple[np.ndarray, np.ndarray]:
     if l <= 2:
         return n_max.astype(np.int64), np.zeros(s.size)
     bw = setup.tp * setup.pcie_bw
-    t = setup.cost.attention(s) + setup.cost.linear(s) + setup.cost.gamma
+    t = setup.cost_model.attention(s) + setup.cost_model.linear(s) + setup.cost_model.gamma
     r_hi = np.minimum(1.0, t * bw / (act * s))
     r_lo = np.minimum(1.0, l * C / ((l - 2) * s))
     r = np.where(r_hi >= r_lo, r_hi, 0.0)
@@ -573,7 +577,7 @@ def select_ranks(lengths, setup: HdpSetup, *, offload: bool = False):
     D, _ = offload_ranks(s, setup)
     kvb = setup.model.kv_bytes_per_token
     bw = setup.hops()["inter_bw"]
-    n_hide = np.floor(setup.cost.attention(s) * bw / (s * kvb))
+    n_hide = np.floor(setup.cost_model.attention(s) * bw / (s * kvb))
     n = np.clip(n_hide, D, n_max)
     n = np.where(s < C, 1.0, n)
     l = setup.layers_per_stage
@@ -683,7 +687,7 @@ def plan_items(lengths, setup: HdpSetup, scheme: str, *, offload: bool = False) 
     seq_ids = seq_order.astype(np.int64)
     xf = x.astype(np.float64)
     tokens = np.add.reduceat(xf[seq_ids], seq_ptr[:-1]) if n_items else np.zeros(0)
-    attention = np.add.reduceat(setup.cost.attention(xf[seq_ids]), seq_ptr[:-1])
+    attention = np.add.reduceat(setup.cost_model.attention(xf[seq_ids]), seq_ptr[:-1])
     first = np.minimum.reduceat(seq_ids, seq_ptr[:-1])
     order = np.argsort(first, kind="stable").astype(np.int64)
     return _timed_items(scheme, seq_ptr, seq_ids, tokens, width, attention, ratio, order, setup)
@@ -692,7 +696,7 @@ def plan_items(lengths, setup: HdpSetup, scheme: str, *, offload: bool = False) 
 def _timed_items(scheme, seq_ptr, seq_ids, tokens, width, attention, ratio, order, setup):
     hops = setup.hops()
     kvb = setup.model.kv_bytes_per_token
-    cost = setup.cost
+    cost = setup.cost_model
     w = width.astype(np.float64)
     c = tokens / w
     step_c = attention / (w * w)
