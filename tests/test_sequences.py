@@ -323,10 +323,11 @@ def test_token_level_loss_is_assignment_invariant_and_a_local_mean_is_not():
     for _ in range(20):
         a = _random_assignment(rng, 12, 3)
         assert np.allclose(assignment_gradient(lengths, a), ref)
-        local = assignment_gradient(lengths, a, loss="microbatch")
-        differs += not np.allclose(local, assignment_gradient(lengths, [(0, 0)] * 12,
-                                                              loss="microbatch"))
-    assert differs >= 18
+        for loss in ("microbatch", "sequence"):
+            local = assignment_gradient(lengths, a, loss=loss)
+            differs += not np.allclose(local, assignment_gradient(lengths, [(0, 0)] * 12,
+                                                                  loss=loss))
+    assert differs >= 36
     # the token-level gradient is the plain mean over all tokens
     assert np.allclose(ref, assignment_gradient(lengths, [(r % 2, r // 2) for r in range(12)]))
 

@@ -1369,14 +1369,17 @@ def assignment_gradient(lengths, assignment, *, loss: str = "token", seed=0,
     * ``"token"``: by the tokens of the *global* batch (ByteScale's token-level loss), times the
       number of ranks to undo the DP mean — the same gradient for every assignment;
     * ``"microbatch"``: by its own tokens, and each rank divides by its micro-batch count (the
-      usual gradient accumulation) — the gradient then depends on the assignment.
+      usual gradient accumulation) — the gradient then depends on the assignment;
+    * ``"sequence"``: a per-sequence mean — each sequence (or piece of one) averages over its own
+      tokens, the micro-batch averages over its sequences, each rank over its micro-batches —
+      which depends on the assignment too.
 
     Returns the gradient at ``w = 0`` (length ``dim``).
     """
     from ..workloads import rng_from
 
     x = as_int_array("lengths", lengths, ndim=1, lo=1, hi=1 << 20)
-    loss = check_choice("loss", loss, ("token", "microbatch"))
+    loss = check_choice("loss", loss, ("token", "microbatch", "sequence"))
     dim = check_int("dim", dim, lo=1, hi=64)
     if x.size > 10_000 or x.sum() > 1_000_000:
         raise ValueError("lengths must hold at most 10,000 sequences and 1,000,000 tokens")
@@ -1409,7 +1412,10 @@ def assignment_gradient(lengths, assignment, *, loss: str = "token", seed=0,
             g = per_token[tok].sum(axis=0)
             if loss == "token":
                 g_rank += g / n_tok * len(ranks)
-            else:
+            elif loss == "microbatch":
                 g_rank += g / tok.size / len(mbs)
+            else:
+                per_seq = [per_token[c].mean(axis=0) for c in pieces[key]]
+                g_rank += np.mean(per_seq, axis=0) / len(mbs)
         grad += g_rank / len(ranks)
     return grad
