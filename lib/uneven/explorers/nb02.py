@@ -193,16 +193,16 @@ def draw_hdp(fig, state: HdpExploreState, **_):
         shown = min(max(sp, _Y_SPEEDUP[0]), _Y_SPEEDUP[1])
         art["bars"][k].set_height(shown - _Y_SPEEDUP[0])
         art["labels"][k].set_position((k, shown))
-        art["labels"][k].set_text(f"{sp:.2f}×\n{state.steps[name]:.1f} s")
+        art["labels"][k].set_text(f"{sp:.2f}×")
     mb = state.microbatches
     note = ", naive plan kept" if state.fallback else ""
     off = f", {state.offloaded} offloaded" if state.offloaded else ""
     unit = "pipelines" if state.pp > 1 else "ranks"
+    t = state.steps
     art["title"].set_text(
-        f"{state.d_hdp} {unit} × C = {_k(state.capacity)}; static d_cp = {state.d_cp}; exposed "
-        f"ring transfer {100 * state.comm_share['static mesh']:.0f}% (static) vs "
-        f"{100 * state.comm_share['balanced HDP']:.0f}% (balanced)\nbalanced: {mb[0]}–{mb[1]} "
-        f"micro-batches per {unit[:-1]}{note}{off} (model)")
+        f"step: static {t['static mesh']:.1f} s, naive {t['naive HDP']:.1f} s, balanced "
+        f"{t['balanced HDP']:.1f} s (model)\n{state.d_hdp} {unit} × {_k(state.capacity)}, "
+        f"d_cp = {state.d_cp}; balanced runs {mb[0]}–{mb[1]} micro-batches{note}{off}")
     return "fixed"
 
 
