@@ -1,0 +1,1421 @@
+"""Placing one global batch of variable-length sequences on DP x CP (x PP) ranks.
+
+This is the mechanism of ByteScale (Ge et al., SIGCOMM 2025; arXiv:2502.21231 v1) as a cost model
+and three schedulers, timed with the timeline engine. Vocabulary (units: tokens, bytes, seconds):
+
+* a **rank** is one tensor-parallel group of ``tp`` GPUs (one pipeline of ``pp`` stages when
+  ``pp > 1``); it holds ``C`` (``capacity``) tokens of one micro-batch;
+* ``d_hdp = n_gpus / (tp * pp)`` ranks; a static mesh splits them into ``d_dp`` groups of
+  ``d_cp = ceil(context / C)`` (the smallest CP degree that fits the context).
+
+Cost model (per layer, per rank, forward; :class:`CostModel`): a pack of sequences ``s_k`` on one
+rank costs ``sum_k (alpha s_k**2 + beta_attn s_k) + beta_linear sum_k s_k + gamma``. Causal
+attention's half square is inside ``alpha``; a pack costs ``sum s_k**2``, never
+``(sum s_k)**2``. :func:`default_cost_model` fits it to the attention and MLP times ByteScale
+measured (Fig. 6a, read from an OCR of the figure [fig-OCR]; hardware undisclosed) and adds the
+attention projections to the MLP in proportion to their FLOPs (model). Training a layer costs three
+forwards (backward = 2x forward, compute and ring traffic alike; model). A piece of a ring of
+``n`` ranks runs as in :func:`uneven.ring_attention.ring_layer_time` over the slowest hop of its
+ring (NVLink inside a node, the NIC across nodes, from :meth:`HdpSetup.topology`).
+
+Three ways to run a step (:func:`schedule_step`):
+
+* ``"static"`` — the static mesh: every sequence is packed (best-fit decreasing) into micro-batches
+  of ``d_cp * C`` tokens, and each pack is split over all ``d_cp`` ranks of one DP group with
+  zig-zag chunks, so even a short sequence pays the ring; packs go to the DP groups round-robin
+  (equal counts, longest packs spread first — generous to the baseline).
+* ``"naive"`` — naive HDP (the paper's Alg. 1): a sequence of ``s >= C`` tokens gets
+  ``ceil(s / C)`` ranks (with ``offload``, fewer: :func:`select_ranks`); shorter ones are
+  best-fit packed into ``C``-token packs that run on one rank and send no ring traffic. Items
+  fill rounds of ``d_hdp`` ranks in data order, so every rank runs about the same number of
+  micro-batches.
+* ``"balanced"`` — balanced HDP (the paper's Alg. 2, as this model reads it): items sorted by time,
+  longest first; repeatedly, the ranks whose load trails the maximum by more than ``delta`` (a
+  fraction of the maximum; all ranks when none trails) take the next items, least loaded first, a
+  ring item taking as many of them as it needs. Ranks may therefore run different numbers of
+  micro-batches. ``balance="dp"`` balances the sum of a rank's micro-batches (DP-Balance);
+  ``balance="pp"`` balances a pipeline's 1F1B time, fill and drain included (PP-Balance:
+  ``(sum t_j + (pp - 1) max t_j) / pp``), and keeps each pipeline's micro-batches in descending
+  order so consecutive ones are alike. The scheduler keeps the naive plan if its own is slower
+  (``SequenceStep.fallback``).
+
+The step: each rank (pipeline stage) runs its micro-batches in order; the ranks of a ring start
+a ring piece together (a zero-length barrier op in the timeline); with ``pp > 1`` every pipeline
+runs Megatron's 1F1B order (the rule of :mod:`uneven.schedulers.pipeline`) with activations sent
+between stages; ring items are aligned to the same micro-batch index on all their pipelines
+(empty slots are zero-length). The step ends at the slowest rank plus the gradient
+synchronisation (ZeRO-1 over all ranks, a ring all-reduce of the BF16 gradients; model).
+
+Exactness: a token-level loss (sum over tokens / tokens in the global batch) gives the same
+gradient for every assignment of sequences to ranks and micro-batches; a loss averaged per
+micro-batch does not (:func:`assignment_gradient`).
+
+>>> setup = HdpSetup(n_gpus=64, context=131072, capacity=8192)
+>>> lengths = global_batch(2**22, context=131072, seed=0)     # 4M tokens, up to 128K each
+>>> steps = compare_schemes(lengths, setup)
+>>> {name: round(s.step_time, 1) for name, s in steps.items()}
+{'static mesh': 13.8, 'naive HDP': 13.5, 'balanced HDP': 10.6}
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from functools import lru_cache
+from itertools import permutations
+
+import numpy as np
+
+from .._jit import njit
+from .._validate import (
+    as_float_array,
+    as_int_array,
+    check_bool,
+    check_choice,
+    check_int,
+    check_real,
+)
+from ..units import gbit_per_s, gbyte_per_s
+
+__all__ = [
+    "FIG6A",
+    "ModelShape",
+    "LLAMA_7B_GQA",
+    "CostModel",
+    "fit_cost_model",
+    "default_cost_model",
+    "DATA_MIXES",
+    "global_batch",
+    "length_shares",
+    "best_fit_pack",
+    "HdpSetup",
+    "offload_ranks",
+    "select_ranks",
+    "Items",
+    "plan_items",
+    "SCHEMES",
+    "BALANCES",
+    "SequenceStep",
+    "schedule_step",
+    "compare_schemes",
+    "list_schedule",
+    "optimal_makespan",
+    "assignment_gradient",
+]
+
+#: ByteScale Fig. 6a, per-layer forward time by sequence length (ms) [fig-OCR]: attention and
+#: MLP. Read from an OCR of the figure, so the layout (which number is which) is uncertain.
+FIG6A = {
+    "tokens": (4096, 8192, 16384, 32768, 65536, 131072),
+    "attention_ms": (0.8, 1.8, 4.8, 14.1, 48.2, 175.5),
+    "mlp_ms": (0.9, 1.8, 3.6, 7.5, 15.1, 28.2),
+}
+
+_MAX_SEQS = 2_000_000  # sequences in one global batch
+_MAX_GPUS = 1 << 17
+_MAX_OPS = 20_000_000  # timeline ops of one step
+
+
+# --------------------------------------------------------------------------------------------
+# model shape and cost
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ModelShape:
+    """A dense transformer's shape: ``layers``, ``hidden``, MLP width ``ffn``, attention heads,
+    KV heads (``kv_heads < heads`` is grouped-query attention, GQA), ``head_dim``, and the bytes
+    of one activation value (``dtype_bytes``, 2 for BF16)."""
+
+    name: str
+    layers: int
+    hidden: int
+    ffn: int
+    heads: int
+    kv_heads: int
+    head_dim: int
+    dtype_bytes: int = 2
+
+    def __post_init__(self):
+        for key in ("layers", "hidden", "ffn", "heads", "kv_heads", "head_dim", "dtype_bytes"):
+            check_int(key, getattr(self, key), lo=1, hi=1 << 20)
+        if self.heads % self.kv_heads:
+            raise ValueError(f"kv_heads must divide heads={self.heads}; got {self.kv_heads}")
+
+    @property
+    def kv_bytes_per_token(self) -> int:
+        """K and V of one token in one layer (bytes): ``2 * kv_heads * head_dim * dtype``."""
+        return 2 * self.kv_heads * self.head_dim * self.dtype_bytes
+
+    @property
+    def act_bytes_per_token(self) -> float:
+        """Activations kept for backward per token per layer (bytes): ``34 * hidden`` with BF16
+        and flash attention (Korthikanti et al., MLSys 2023, without the attention-score term;
+        model)."""
+        return 17.0 * self.hidden * self.dtype_bytes
+
+    @property
+    def projection_over_mlp(self) -> float:
+        """FLOPs of the attention projections (Q, K, V, O) over the MLP's (3 matrices)."""
+        proj = 2 * self.hidden * self.hidden + 2 * self.hidden * self.kv_heads * self.head_dim
+        return proj / (3 * self.hidden * self.ffn)
+
+    @property
+    def params(self) -> float:
+        """Parameters of the transformer layers (embeddings left out)."""
+        per_layer = (2 * self.hidden * self.hidden + 2 * self.hidden * self.kv_heads *
+                     self.head_dim + 3 * self.hidden * self.ffn)
+        return float(self.layers * per_layer)
+
+
+#: LLaMA-7B's shape with grouped-query attention switched on (8 KV heads): model.
+LLAMA_7B_GQA = ModelShape("LLaMA-7B-like, GQA (8 KV heads)", layers=32, hidden=4096, ffn=11008,
+                          heads=32, kv_heads=8, head_dim=128)
+
+
+@dataclass(frozen=True)
+class CostModel:
+    """Per-layer forward time of one rank (s): ``alpha s**2 + beta_attn s`` of attention per
+    sequence of ``s`` tokens, ``beta_linear`` per token outside attention, ``gamma`` per pack.
+
+    >>> c = CostModel(1e-11, 1e-7, 2e-7)
+    >>> round(c.layer_time([4096] * 8) / c.layer_time([32768]), 3)   # 8 x 4K vs one 32K
+    0.543
+    """
+
+    alpha: float
+    beta_attn: float
+    beta_linear: float
+    gamma: float = 0.0
+
+    def __post_init__(self):
+        check_real("alpha", self.alpha, lo=0.0, unit="s/token^2")
+        check_real("beta_attn", self.beta_attn, lo=0.0, unit="s/token")
+        check_real("beta_linear", self.beta_linear, lo=0.0, unit="s/token")
+        check_real("gamma", self.gamma, lo=0.0, unit="s")
+
+    def attention(self, s):
+        """Attention time (s) of sequences of ``s`` tokens (array or number), one rank."""
+        s = np.asarray(s, dtype=np.float64)
+        return self.alpha * s * s + self.beta_attn * s
+
+    def linear(self, tokens):
+        """Time (s) outside attention for ``tokens`` tokens."""
+        return self.beta_linear * np.asarray(tokens, dtype=np.float64)
+
+    def layer_time(self, lengths) -> float:
+        """Forward time (s) of one layer for one pack of sequences ``lengths`` on one rank."""
+        s = as_float_array("lengths", lengths, ndim=1, lo=0.0)
+        return float(self.attention(s).sum() + self.linear(s.sum()) + self.gamma)
+
+    def crossover(self, beta_linear: float | None = None) -> float:
+        """Sequence length (tokens) where attention time equals the time outside attention
+        (``beta_linear`` per token, by default this model's)."""
+        bl = self.beta_linear if beta_linear is None else beta_linear
+        return max(0.0, (bl - self.beta_attn) / self.alpha) if self.alpha > 0 else math.inf
+
+
+def fit_cost_model(tokens, attention, mlp, *, linear_factor: float = 1.0) -> CostModel:
+    """Fit :class:`CostModel` to measured per-layer times (s): ``attention = alpha s**2 +
+    beta_attn s`` and ``mlp = beta s`` by least squares on relative error; the linear term is
+    ``beta * linear_factor`` (e.g. 1 + the projections' share of the MLP's FLOPs).
+
+    >>> c = fit_cost_model([1e3, 2e3, 4e3], [2e-3, 6e-3, 2e-2], [1e-3, 2e-3, 4e-3])
+    >>> round(c.alpha * 1e9, 3), round(c.beta_attn * 1e6, 3), round(c.beta_linear * 1e6, 3)
+    (1.0, 1.0, 1.0)
+    """
+    s = as_float_array("tokens", tokens, ndim=1, lo=0.0, lo_open=True)
+    a = as_float_array("attention", attention, ndim=1, shape=(s.size,), lo=0.0, lo_open=True,
+                       unit="s")
+    m = as_float_array("mlp", mlp, ndim=1, shape=(s.size,), lo=0.0, lo_open=True, unit="s")
+    factor = check_real("linear_factor", linear_factor, lo=0.0)
+    if s.size < 2:
+        raise ValueError(f"tokens must hold at least 2 lengths to fit two coefficients; got "
+                         f"{s.size}")
+    design = np.stack([s * s, s], axis=1) / a[:, None]
+    (alpha, beta_a), *_ = np.linalg.lstsq(design, np.ones(s.size), rcond=None)
+    beta_m = float(np.sum(s / m) / np.sum((s / m) ** 2))
+    return CostModel(max(float(alpha), 0.0), max(float(beta_a), 0.0), beta_m * factor)
+
+
+def default_cost_model(model: ModelShape = LLAMA_7B_GQA, *, projections: bool = True) -> CostModel:
+    """The cost model fitted to ByteScale's Fig. 6a [fig-OCR] (crossover near 8K tokens), with the
+    attention projections added to the MLP in proportion to their FLOPs (``projections``)."""
+    if not isinstance(model, ModelShape):
+        raise ValueError(f"model must be a ModelShape; got {type(model).__name__}")
+    projections = check_bool("projections", projections)
+    return _fig6a_cost(model.projection_over_mlp if projections else 0.0)
+
+
+@lru_cache(maxsize=16)
+def _fig6a_cost(extra: float) -> CostModel:
+    return fit_cost_model(FIG6A["tokens"], np.array(FIG6A["attention_ms"]) * 1e-3,
+                          np.array(FIG6A["mlp_ms"]) * 1e-3, linear_factor=1.0 + extra)
+
+
+# --------------------------------------------------------------------------------------------
+# data
+# --------------------------------------------------------------------------------------------
+
+#: Synthetic mixes for :func:`uneven.workloads.sequence_lengths` (model). ``"byted"``: its
+#: defaults, calibrated to ByteScale's Byted facts (about 80% of samples at most 4K tokens; the
+#: 1% at 128K or more hold 44.3% of the tokens) [paper, Fig. 4]. ``"github"``: calibrated here to
+#: the GitHub facts (16.2% of tokens in sequences above 128K, 9.8% above 256K) [paper, Fig. 4].
+DATA_MIXES = {
+    "byted": {},
+    "github": {"tail_index": 1.5, "tail_fraction": 0.27, "tail_start": 8192},
+}
+
+
+def global_batch(total_tokens: int, *, mix: str = "byted", context: int = 2**21,
+                 tail_weight: float = 1.0, seed=0) -> np.ndarray:
+    """Sequence lengths (int64 tokens) of one global batch of exactly ``total_tokens`` tokens.
+
+    Lengths come from the named :data:`DATA_MIXES` entry, clipped to ``context``; ``tail_weight``
+    scales the mix's share of heavy-tailed samples. The last sequence is cut so the tokens add up
+    exactly. Seeded. At most 2,000,000 sequences.
+
+    >>> x = global_batch(1_000_000, seed=1)
+    >>> int(x.sum()), int(x.max()) <= 2**21
+    (1000000, True)
+    """
+    from ..workloads import rng_from, sequence_lengths
+
+    total = check_int("total_tokens", total_tokens, lo=1, hi=1 << 40)
+    mix = check_choice("mix", mix, DATA_MIXES)
+    context = check_int("context", context, lo=128, hi=1 << 30)
+    weight = check_real("tail_weight", tail_weight, lo=0.0)
+    params = dict(DATA_MIXES[mix])
+    params["tail_fraction"] = min(1.0, params.get("tail_fraction", 0.08) * weight)
+    rng = rng_from(seed)
+    parts, have = [], 0
+    while have < total:
+        n = int(min(_MAX_SEQS, max(64, 1.3 * (total - have) / 4000)))
+        x = sequence_lengths(n, max_len=context, min_len=min(128, context), seed=rng, **params)
+        parts.append(x)
+        have += int(x.sum())
+        if sum(p.size for p in parts) > _MAX_SEQS:
+            raise ValueError(f"total_tokens={total} needs more than {_MAX_SEQS:,} sequences")
+    lengths = np.concatenate(parts)
+    cut = int(np.searchsorted(np.cumsum(lengths), total))
+    lengths = lengths[: cut + 1].copy()
+    lengths[-1] -= int(lengths.sum()) - total
+    return lengths
+
+
+def length_shares(lengths, edges) -> tuple[np.ndarray, np.ndarray]:
+    """Share of samples and share of tokens per length bucket ``[edges[i], edges[i+1])``.
+
+    >>> s, t = length_shares([1, 1, 2], [0, 2, 3])
+    >>> s.tolist(), t.tolist()
+    ([0.6666666666666666, 0.3333333333333333], [0.5, 0.5])
+    """
+    x = as_float_array("lengths", lengths, ndim=1, lo=0.0)
+    e = as_float_array("edges", edges, ndim=1)
+    if x.size == 0 or x.sum() <= 0:
+        raise ValueError("lengths must be non-empty with a positive sum")
+    if e.size < 2 or np.any(np.diff(e) <= 0):
+        raise ValueError(f"edges must be at least two increasing values; got {edges!r}")
+    idx = np.searchsorted(e, x, side="right") - 1
+    ok = (idx >= 0) & (idx < e.size - 1)
+    n = np.bincount(idx[ok], minlength=e.size - 1)
+    t = np.bincount(idx[ok], weights=x[ok], minlength=e.size - 1)
+    return n / x.size, t / x.sum()
+
+
+# --------------------------------------------------------------------------------------------
+# packing
+# --------------------------------------------------------------------------------------------
+
+
+def best_fit_pack(lengths, capacity: int) -> np.ndarray:
+    """Best-fit decreasing: the bin (pack) of every sequence (int64), bins of ``capacity`` tokens.
+
+    Sequences are taken longest first; each goes into the open bin it fills most tightly, or a
+    new bin. Every length must be at most ``capacity``. Bins are numbered in order of opening.
+    At most 2,000,000 sequences.
+
+    >>> best_fit_pack([5, 3, 2, 4, 6], 10).tolist()   # 6 + 4 and 5 + 3 + 2
+    [1, 1, 1, 0, 0]
+    """
+    x = as_int_array("lengths", lengths, ndim=1, lo=0)
+    cap = check_int("capacity", capacity, lo=1, hi=1 << 40)
+    if x.size > _MAX_SEQS:
+        raise ValueError(f"lengths must hold at most {_MAX_SEQS:,} sequences; got {x.size:,}")
+    if x.size and x.max() > cap:
+        raise ValueError(f"every length must be <= capacity={cap}; the longest is {x.max()}")
+    order = np.argsort(-x, kind="stable").astype(np.int64)
+    out = np.empty(x.size, dtype=np.int64)
+    _bfd_kernel(x, order, cap, out)
+    return out
+
+
+@njit
+def _bfd_kernel(x, order, cap, out):  # pragma: no cover - compiled
+    n = x.size
+    fill = np.zeros(max(n, 1), dtype=np.int64)
+    n_bins = 0
+    for k in range(n):
+        i = order[k]
+        s = x[i]
+        best = -1
+        best_rem = cap + 1
+        for b in range(n_bins):
+            rem = cap - fill[b]
+            if s <= rem < best_rem:
+                best = b
+                best_rem = rem
+                if rem == s:
+                    break
+        if best < 0:
+            best = n_bins
+            n_bins += 1
+        fill[best] += s
+        out[i] = best
+    return n_bins
+
+
+def _reference_best_fit(lengths, capacity):
+    """Obviously-correct best-fit decreasing (lists)."""
+    order = sorted(range(len(lengths)), key=lambda i: -lengths[i])
+    fill, out = [], [0] * len(lengths)
+    for i in order:
+        s = lengths[i]
+        fits = [b for b in range(len(fill)) if capacity - fill[b] >= s]
+        if fits:
+            b = min(fits, key=lambda b: (capacity - fill[b], b))
+        else:
+            b = len(fill)
+            fill.append(0)
+        fill[b] += s
+        out[i] = b
+    return out
+
+
+# --------------------------------------------------------------------------------------------
+# the cluster
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class HdpSetup:
+    """A training job: GPUs, parallel degrees, the rank capacity ``C``, the model, the network.
+
+    ``n_gpus`` GPUs on 8-GPU H800-like nodes (model: each GPU its own 400 Gb/s NIC, NVLink
+    160 GB/s per direction; rails meet in non-blocking spines, so disjoint rings share no link);
+    ``tp`` GPUs per rank, ``pp`` pipeline stages; ``capacity``: tokens per rank per micro-batch
+    (``C``); ``context``: the longest sequence; ``pcie_bw``: host-device bandwidth per GPU and
+    direction (bytes/s, for offload). ``cost``: the :class:`CostModel`; ``None`` (the default)
+    means :func:`default_cost_model` of ``model`` (see :attr:`cost_model`). At most 131,072 GPUs.
+
+    >>> s = HdpSetup()
+    >>> s.d_hdp, s.d_cp, s.d_dp
+    (512, 256, 2)
+    """
+
+    n_gpus: int = 1024
+    tp: int = 2
+    pp: int = 1
+    capacity: int = 8192
+    context: int = 2**21
+    model: ModelShape = LLAMA_7B_GQA
+    cost: CostModel | None = None
+    nic_bw: float = gbit_per_s(400)
+    nvlink_bw: float = gbyte_per_s(160)
+    pcie_bw: float = gbyte_per_s(50)
+
+    def __post_init__(self):
+        n = check_int("n_gpus", self.n_gpus, lo=8, hi=_MAX_GPUS)
+        if n % 8:
+            raise ValueError(f"n_gpus must be a multiple of 8 (8-GPU nodes); got {n}")
+        tp = check_int("tp", self.tp, lo=1, hi=8)
+        if 8 % tp:
+            raise ValueError(f"tp must divide the 8 GPUs of a node (1, 2, 4, 8); got {tp}")
+        pp = check_int("pp", self.pp, lo=1, hi=256)
+        if (tp * pp) % 8 and 8 % (tp * pp):
+            raise ValueError(f"tp * pp must divide 8 or be a multiple of 8; got {tp * pp}")
+        if n % (tp * pp):
+            raise ValueError(f"tp * pp = {tp * pp} must divide n_gpus = {n}")
+        if not isinstance(self.model, ModelShape):
+            raise ValueError(f"model must be a ModelShape; got {type(self.model).__name__}")
+        if self.model.layers % pp:
+            raise ValueError(f"pp must divide the model's {self.model.layers} layers; got {pp}")
+        cap = check_int("capacity", self.capacity, lo=16, hi=1 << 24)
+        ctx = check_int("context", self.context, lo=128, hi=1 << 30)
+        d_cp = -(-ctx // cap)
+        if (n // (tp * pp)) % d_cp:
+            raise ValueError(
+                f"the static mesh's CP degree ceil(context / capacity) = {d_cp} must divide the "
+                f"{n // (tp * pp)} ranks; change context={ctx}, capacity={cap} or n_gpus={n}")
+        for key in ("nic_bw", "nvlink_bw", "pcie_bw"):
+            check_real(key, getattr(self, key), lo=0.0, lo_open=True, unit="bytes/s")
+        if self.cost is not None and not isinstance(self.cost, CostModel):
+            raise ValueError(f"cost must be a CostModel or None; got {type(self.cost).__name__}")
+
+    @property
+    def cost_model(self) -> CostModel:
+        """``cost``, or the model's :func:`default_cost_model` when ``cost`` is None (so
+        ``dataclasses.replace(setup, model=...)`` gets the new model's cost)."""
+        return self.cost if self.cost is not None else default_cost_model(self.model)
+
+    @property
+    def d_hdp(self) -> int:
+        """Ranks (pipelines when ``pp > 1``) in the pool: ``n_gpus / (tp * pp)``."""
+        return self.n_gpus // (self.tp * self.pp)
+
+    @property
+    def d_cp(self) -> int:
+        """The static mesh's CP degree: the fewest ranks whose capacity holds the context."""
+        return -(-self.context // self.capacity)
+
+    @property
+    def d_dp(self) -> int:
+        """The static mesh's DP degree ``d_hdp / d_cp``."""
+        return self.d_hdp // self.d_cp
+
+    @property
+    def layers_per_stage(self) -> int:
+        """Layers each pipeline stage (each rank when ``pp = 1``) holds."""
+        return self.model.layers // self.pp
+
+    @property
+    def ranks_per_node(self) -> int:
+        """Ranks whose GPUs share a node (0 when one rank's pipeline spans nodes)."""
+        k = self.tp * self.pp
+        return 8 // k if k <= 8 else 0
+
+    def topology(self):
+        """The H800-like cluster (multi-rail, cross-rail traffic through the spines)."""
+        from ..topology import h800_cluster
+
+        return _topology(self.n_gpus // 8, self.nic_bw, self.nvlink_bw, h800_cluster)
+
+    def hops(self) -> dict:
+        """Bandwidth (bytes/s per rank: ``tp`` GPUs each send their share of the heads) and
+        latency (s) of a ring hop inside a node and across nodes, read from :meth:`topology`."""
+        t = self.topology()
+        inter_dst = 9 if t.n_gpus > 9 else 1
+        return {"intra_bw": self.tp * self.nvlink_bw, "inter_bw": self.tp * self.nic_bw,
+                "intra_lat": t.path_latency(0, 1), "inter_lat": t.path_latency(0, inter_dst)}
+
+    def grad_sync_time(self) -> float:
+        """ZeRO-1 gradient synchronisation (s): a ring all-reduce of each GPU's BF16 gradient
+        shard over the ``d_hdp`` ranks through the NICs (model)."""
+        from ..collectives import alpha_beta_time
+
+        nbytes = 2.0 * self.model.params / (self.tp * self.pp)
+        return alpha_beta_time("all_reduce", self.d_hdp, nbytes, self.hops()["inter_lat"],
+                               self.nic_bw)
+
+
+@lru_cache(maxsize=32)
+def _topology(n_nodes, nic_bw, nvlink_bw, factory):
+    return factory(n_nodes, fabric="multi_rail", cross_rail="spine", nic_bw=nic_bw,
+                   nvlink_bw=nvlink_bw)
+
+
+# --------------------------------------------------------------------------------------------
+# how many ranks a long sequence gets
+# --------------------------------------------------------------------------------------------
+
+
+def offload_ranks(lengths, setup: HdpSetup) -> tuple[np.ndarray, np.ndarray]:
+    """ByteScale's selective offload [paper, Eq. 3]: fewest ranks ``D(s)`` and offload ratio ``r``.
+
+    With ``l`` layers per rank and ``Act(x)`` one layer's activations for ``x`` tokens,
+    ``D(s) = ceil([2 Act(s) + (1 - r)(l - 2) Act(s)] / [l Act(C)])`` is minimised over ``r``
+    subject to ``T(s) >= r Act(s) / B`` (offloading one layer hides behind its forward, ``B`` =
+    the rank's PCIe bandwidth) and ``1 >= r >= min(1, l Act(C) / ((l - 2) Act(s)))``. When no
+    ``r`` satisfies both, the sequence is not offloaded (``r = 0``, ``D = ceil(s / C)``).
+    Returns ``(D, r)`` per sequence (int64, float64); sequences shorter than ``C`` get (1, 0).
+
+    >>> D, r = offload_ranks([65536, 2**21], HdpSetup())
+    >>> D.tolist(), [round(float(v), 2) for v in r]
+    ([3, 16], [0.73, 1.0])
+    """
+    s = as_float_array("lengths", lengths, ndim=1, lo=1.0)
+    _check_setup(setup)
+    C = float(setup.capacity)
+    n_max = np.ceil(s / C)
+    l = setup.layers_per_stage
+    act = setup.model.act_bytes_per_token
+    if l <= 2:
+        return n_max.astype(np.int64), np.zeros(s.size)
+    bw = setup.tp * setup.pcie_bw
+    t = setup.cost_model.attention(s) + setup.cost_model.linear(s) + setup.cost_model.gamma
+    r_hi = np.minimum(1.0, t * bw / (act * s))
+    r_lo = np.minimum(1.0, l * C / ((l - 2) * s))
+    r = np.where(r_hi >= r_lo, r_hi, 0.0)
+    D = np.ceil((2.0 + (1.0 - r) * (l - 2)) * s / (l * C) - 1e-9)
+    D = np.clip(D, 1, n_max)
+    r = np.where(s < C, 0.0, r)
+    return D.astype(np.int64), r
+
+
+def select_ranks(lengths, setup: HdpSetup, *, offload: bool = False):
+    """Ranks per sequence in HDP, and the offload ratio each needs (model).
+
+    Without ``offload``: ``ceil(s / C)``. With it, the fewest ranks memory allows is
+    :func:`offload_ranks`'s ``D(s)``; but a ring on fewer ranks only pays while its steps still
+    overlap compute and transfer, and below that point it just takes longer for the same
+    rank-time. So this model gives a sequence ``clip(n_hide, D(s), ceil(s / C))`` ranks, where
+    ``n_hide`` is the largest ring whose cross-node steps hide their KV transfer, and offloads
+    only the ratio ``r`` those ranks need (0 when it keeps ``ceil(s / C)``). This reading of
+    "selective" is the model's, not the paper's text. Returns ``(ranks, r)``.
+
+    >>> n, r = select_ranks([65536, 2**21], HdpSetup(), offload=True)
+    >>> n.tolist(), r.tolist()                    # GQA on a 400 Gb/s NIC: rings already hide
+    ([8, 256], [0.0, 0.0])
+    """
+    s = as_float_array("lengths", lengths, ndim=1, lo=1.0)
+    offload = check_bool("offload", offload)
+    _check_setup(setup)
+    C = float(setup.capacity)
+    n_max = np.maximum(np.ceil(s / C), 1.0)
+    if not offload:
+        return n_max.astype(np.int64), np.zeros(s.size)
+    D, _ = offload_ranks(s, setup)
+    kvb = setup.model.kv_bytes_per_token
+    bw = setup.hops()["inter_bw"]
+    n_hide = np.floor(setup.cost_model.attention(s) * bw / (s * kvb))
+    n = np.clip(n_hide, D, n_max)
+    n = np.where(s < C, 1.0, n)
+    l = setup.layers_per_stage
+    need = np.zeros(s.size)
+    if l > 2:
+        need = 1.0 - (n * l * C / s - 2.0) / (l - 2)
+    r = np.where(n < n_max, np.clip(need, 0.0, 1.0), 0.0)
+    return n.astype(np.int64), r
+
+
+def _check_setup(setup):
+    if not isinstance(setup, HdpSetup):
+        raise ValueError(f"setup must be an HdpSetup; got {type(setup).__name__}")
+    return setup
+
+
+# --------------------------------------------------------------------------------------------
+# items: the work units of one step
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Items:
+    """The micro-batches of one step, each run by ``width`` ranks at once.
+
+    ``seq_ptr``/``seq_ids``: the sequences of item ``i`` are ``seq_ids[seq_ptr[i]:seq_ptr[i+1]]``
+    (a long sequence of a ring alone, or a pack); ``tokens``; ``width`` (ranks); ``attention`` (s,
+    whole item, one layer, forward, as if on one rank); ``offload_ratio``. Per rank of the item,
+    one layer forward (s): ``fwd_intra``/``fwd_inter`` if its ring stays in a node / crosses
+    nodes, and the part of it that is exposed ring transfer, ``exposed_intra``/``exposed_inter``.
+    ``act_bytes``: one stage's activation message per rank (bytes, for ``pp > 1``).
+    """
+
+    scheme: str
+    seq_ptr: np.ndarray = field(repr=False)
+    seq_ids: np.ndarray = field(repr=False)
+    tokens: np.ndarray = field(repr=False)
+    width: np.ndarray = field(repr=False)
+    attention: np.ndarray = field(repr=False)
+    offload_ratio: np.ndarray = field(repr=False)
+    fwd_intra: np.ndarray = field(repr=False)
+    fwd_inter: np.ndarray = field(repr=False)
+    exposed_intra: np.ndarray = field(repr=False)
+    exposed_inter: np.ndarray = field(repr=False)
+    act_bytes: np.ndarray = field(repr=False)
+    order: np.ndarray = field(repr=False)
+
+    @property
+    def n(self) -> int:
+        """Number of items."""
+        return int(self.tokens.size)
+
+    @property
+    def ring(self) -> np.ndarray:
+        """Whether each item is split over a ring of ranks."""
+        return self.width > 1
+
+
+def plan_items(lengths, setup: HdpSetup, scheme: str, *, offload: bool = False) -> Items:
+    """Cut one global batch into the items of ``scheme`` (``"static"`` packs of ``d_cp * C``
+    tokens over ``d_cp`` ranks; ``"naive"``/``"balanced"``: HDP items) and time each one.
+
+    ``Items.order`` is the data order in which a naive loader meets the items (by their first
+    sequence). ``offload`` (HDP only) uses :func:`select_ranks`.
+    """
+    x = as_int_array("lengths", lengths, ndim=1, lo=1)
+    _check_setup(setup)
+    scheme = check_choice("scheme", scheme, SCHEMES)
+    offload = check_bool("offload", offload)
+    if x.size == 0:
+        raise ValueError("lengths must hold at least one sequence")
+    if x.size > _MAX_SEQS:
+        raise ValueError(f"lengths must hold at most {_MAX_SEQS:,} sequences; got {x.size:,}")
+    if x.max() > setup.context:
+        raise ValueError(f"every length must be <= context={setup.context}; the longest is "
+                         f"{x.max()}")
+    C = setup.capacity
+    if scheme == "static":
+        if offload:
+            raise ValueError("offload applies to HDP (scheme 'naive' or 'balanced'), not the "
+                             "static mesh")
+        bins = best_fit_pack(x, setup.d_cp * C)
+        n_items = int(bins.max()) + 1
+        width = np.full(n_items, setup.d_cp, dtype=np.int64)
+        ratio = np.zeros(n_items)
+        seq_order = np.argsort(bins, kind="stable")
+        counts = np.bincount(bins, minlength=n_items)
+    else:
+        long_ = x >= C
+        n_long, r_long = select_ranks(x[long_], setup, offload=offload)
+        short_idx = np.flatnonzero(~long_)
+        bins = best_fit_pack(x[short_idx], C) if short_idx.size else np.zeros(0, np.int64)
+        n_packs = int(bins.max()) + 1 if bins.size else 0
+        long_idx = np.flatnonzero(long_)
+        # items: the long sequences first (one each), then the packs
+        item_of = np.empty(x.size, dtype=np.int64)
+        item_of[long_idx] = np.arange(long_idx.size)
+        item_of[short_idx] = long_idx.size + bins
+        n_items = long_idx.size + n_packs
+        width = np.concatenate([n_long, np.ones(n_packs, dtype=np.int64)])
+        ratio = np.concatenate([r_long, np.zeros(n_packs)])
+        seq_order = np.argsort(item_of, kind="stable")
+        counts = np.bincount(item_of, minlength=n_items)
+        bins = item_of
+    seq_ptr = np.zeros(n_items + 1, dtype=np.int64)
+    np.cumsum(counts, out=seq_ptr[1:])
+    seq_ids = seq_order.astype(np.int64)
+    xf = x.astype(np.float64)
+    tokens = np.add.reduceat(xf[seq_ids], seq_ptr[:-1]) if n_items else np.zeros(0)
+    attention = np.add.reduceat(setup.cost_model.attention(xf[seq_ids]), seq_ptr[:-1])
+    first = np.minimum.reduceat(seq_ids, seq_ptr[:-1])
+    order = np.argsort(first, kind="stable").astype(np.int64)
+    return _timed_items(scheme, seq_ptr, seq_ids, tokens, width, attention, ratio, order, setup)
+
+
+def _timed_items(scheme, seq_ptr, seq_ids, tokens, width, attention, ratio, order, setup):
+    hops = setup.hops()
+    kvb = setup.model.kv_bytes_per_token
+    cost = setup.cost_model
+    w = width.astype(np.float64)
+    c = tokens / w
+    step_c = attention / (w * w)
+    base = step_c + cost.linear(c) + cost.gamma
+    out = {}
+    for where in ("intra", "inter"):
+        step_t = np.where(w > 1, c * kvb / hops[f"{where}_bw"] + hops[f"{where}_lat"], 0.0)
+        out[f"fwd_{where}"] = base + (w - 1) * np.maximum(step_c, step_t)
+        out[f"exposed_{where}"] = (w - 1) * np.maximum(0.0, step_t - step_c)
+    act = c * setup.model.hidden * setup.model.dtype_bytes
+    arrays = dict(seq_ptr=seq_ptr, seq_ids=seq_ids, tokens=tokens, width=width,
+                  attention=attention, offload_ratio=ratio, act_bytes=act, order=order, **out)
+    for a in arrays.values():
+        a.flags.writeable = False
+    return Items(scheme, **arrays)
+
+
+# --------------------------------------------------------------------------------------------
+# assignment of items to ranks
+# --------------------------------------------------------------------------------------------
+
+SCHEMES = ("static", "naive", "balanced")
+BALANCES = ("dp", "pp")
+
+
+def _static_assign(items: Items, setup: HdpSetup):
+    """Pack ``i`` to DP group ``i mod d_dp`` (all its ``d_cp`` ranks), in pack order."""
+    d_dp, d_cp = setup.d_dp, setup.d_cp
+    group = np.arange(items.n) % d_dp
+    slot = np.arange(items.n) // d_dp
+    ranks = (group[:, None] * d_cp + np.arange(d_cp)[None, :]).ravel()
+    slots = np.repeat(slot, d_cp)
+    return ranks.astype(np.int64), slots.astype(np.int64)
+
+
+@njit
+def _naive_kernel(order, width, R, ranks, slots, item_ptr):  # pragma: no cover - compiled
+    """First fit of items (in ``order``) into rounds of ``R`` ranks, contiguous in a round."""
+    n = order.size
+    fill = np.zeros(n + 1, dtype=np.int64)
+    n_rounds = 0
+    first_open = 0
+    for k in range(n):
+        i = order[k]
+        w = width[i]
+        r = first_open
+        while r < n_rounds and R - fill[r] < w:
+            r += 1
+        if r == n_rounds:
+            n_rounds += 1
+        base = item_ptr[i]
+        for j in range(w):
+            ranks[base + j] = fill[r] + j
+            slots[base + j] = r
+        fill[r] += w
+        while first_open < n_rounds and fill[first_open] >= R:
+            first_open += 1
+    return n_rounds
+
+
+def _reference_naive(order, width, R):
+    """Rounds filled first-fit, plain lists: item -> (ranks, round)."""
+    fill = []
+    out = {}
+    for i in order:
+        w = width[i]
+        r = next((k for k, f in enumerate(fill) if R - f >= w), None)
+        if r is None:
+            r = len(fill)
+            fill.append(0)
+        out[i] = (list(range(fill[r], fill[r] + w)), r)
+        fill[r] += w
+    return out
+
+
+@njit
+def _balance_kernel(order, width, t_intra, t_inter, R, delta, p, pp_mode, align,
+                    ranks_per_node, item_ptr, ranks, slots, load):  # pragma: no cover - compiled
+    """Rounds of the balance scheduler; fills ``ranks``/``slots`` per item, ``load`` per rank.
+
+    ``load`` is the finish estimate of a rank (exact for ``p = 1``: a ring starts when its last
+    member is free); the balance key is ``load`` (DP) or ``(load + (p - 1) max_t) / p`` (PP).
+    """
+    n = order.size
+    count = np.zeros(R, dtype=np.int64)
+    maxt = np.zeros(R)
+    key = np.zeros(R)
+    for r in range(R):
+        load[r] = 0.0
+    pos = 0
+    kmax = 0.0
+    while pos < n:
+        srt = np.argsort(key, kind="mergesort")  # stable: ties go to the lower rank id
+        thr = kmax * (1.0 - delta)
+        n_s = 0
+        while n_s < R and key[srt[n_s]] < thr:
+            n_s += 1
+        if n_s == 0:
+            n_s = R
+        k = 0
+        while k < n_s and pos < n:
+            i = order[pos]
+            w = width[i]
+            if k + w <= n_s:
+                lo = k
+                k += w
+            elif k == 0:
+                lo = 0
+                k = n_s
+            else:
+                break
+            start = 0.0
+            slot = 0
+            node0 = -1
+            intra = ranks_per_node > 1
+            for j in range(w):
+                r = srt[lo + j]
+                if load[r] > start:
+                    start = load[r]
+                if count[r] > slot:
+                    slot = count[r]
+                nd = r // ranks_per_node if ranks_per_node > 0 else r
+                if node0 < 0:
+                    node0 = nd
+                elif nd != node0:
+                    intra = False
+            if w == 1:
+                intra = True
+            t = t_intra[i] if intra else t_inter[i]
+            base = item_ptr[i]
+            for j in range(w):
+                r = srt[lo + j]
+                ranks[base + j] = r
+                if align:
+                    slots[base + j] = slot
+                    count[r] = slot + 1
+                else:
+                    slots[base + j] = count[r]
+                    count[r] += 1
+                load[r] = start + t
+                if t > maxt[r]:
+                    maxt[r] = t
+                if pp_mode:
+                    key[r] = (load[r] + (p - 1) * maxt[r]) / p
+                else:
+                    key[r] = load[r]
+                if key[r] > kmax:
+                    kmax = key[r]
+            pos += 1
+    return pos
+
+
+def _reference_balance(order, width, t_intra, t_inter, R, delta, p, pp_mode, align,
+                       ranks_per_node):
+    """The same rounds with plain lists: item -> (ranks, slots); and the final loads."""
+    load, key, maxt, count = [0.0] * R, [0.0] * R, [0.0] * R, [0] * R
+    out = {}
+    pos, kmax = 0, 0.0
+    order = list(order)
+    while pos < len(order):
+        srt = sorted(range(R), key=lambda r: (key[r], r))
+        thr = kmax * (1.0 - delta)
+        trailing = [r for r in srt if key[r] < thr]
+        n_s = len(trailing) or R
+        k = 0
+        while k < n_s and pos < len(order):
+            i = order[pos]
+            w = width[i]
+            if k + w <= n_s:
+                chosen, k = srt[k:k + w], k + w
+            elif k == 0:
+                chosen, k = srt[:w], n_s
+            else:
+                break
+            nodes = {(r // ranks_per_node) if ranks_per_node > 0 else r for r in chosen}
+            intra = w == 1 or (ranks_per_node > 1 and len(nodes) == 1)
+            t = t_intra[i] if intra else t_inter[i]
+            start = max(load[r] for r in chosen)
+            slot = max(count[r] for r in chosen)
+            slots = []
+            for r in chosen:
+                if align:
+                    slots.append(slot)
+                    count[r] = slot + 1
+                else:
+                    slots.append(count[r])
+                    count[r] += 1
+                load[r] = start + t
+                maxt[r] = max(maxt[r], t)
+                key[r] = (load[r] + (p - 1) * maxt[r]) / p if pp_mode else load[r]
+                kmax = max(kmax, key[r])
+            out[i] = (list(chosen), slots)
+            pos += 1
+    return out, load
+
+
+# --------------------------------------------------------------------------------------------
+# the step: a DAG on the timeline engine
+# --------------------------------------------------------------------------------------------
+
+
+@njit
+def _step_dag(p, R, rank_ptr, rank_items, item_ptr, t_f, act, act_intra_bw, act_inter_bw,
+              act_lat_intra, act_lat_inter, tp, dur, res, kind, item_of, rank_of, slot_of,
+              src, dst, dly, opid):  # pragma: no cover - compiled
+    """Ops (1F1B per stage, or one F+B op per slot when p = 1), ring barriers and edges.
+
+    Compute ops are numbered resource by resource in run order (the engine's default order);
+    ``opid[(rank_ptr[r] + slot) * 2p + 2s + k]`` is the op of kind k (0 F, 1 B) on stage s (for
+    p = 1 only k = 0, kind code 2 = F + B). A ring item gets one zero-length barrier per stage
+    and kind, on a resource of its own: it waits for every member's previous op and stage input,
+    and the members' ops wait for it. Returns (n_ops, n_edges).
+    """
+    n = 0
+    for r in range(R):
+        lo = rank_ptr[r]
+        m = rank_ptr[r + 1] - lo
+        for s in range(p):
+            res_id = r * p + s
+            if p == 1:
+                for j in range(m):
+                    it = rank_items[lo + j]
+                    dur[n] = 3.0 * t_f[it] if it >= 0 else 0.0
+                    res[n] = res_id
+                    kind[n] = 2
+                    item_of[n] = it
+                    rank_of[n] = r
+                    slot_of[n] = j
+                    opid[(lo + j) * 2] = n
+                    n += 1
+                continue
+            w = min(p - s, m)
+            for step in range(2 * m):
+                # Megatron 1F1B: w forwards, then (B k, F w + k) pairs, then the last B's
+                if step < w:
+                    k_op = 0
+                    j = step
+                elif step < w + 2 * (m - w):
+                    q = step - w
+                    if q % 2 == 0:
+                        k_op = 1
+                        j = q // 2
+                    else:
+                        k_op = 0
+                        j = w + q // 2
+                else:
+                    k_op = 1
+                    j = step - w - (m - w)
+                it = rank_items[lo + j]
+                base = t_f[it] if it >= 0 else 0.0
+                dur[n] = base if k_op == 0 else 2.0 * base
+                res[n] = res_id
+                kind[n] = k_op
+                item_of[n] = it
+                rank_of[n] = r
+                slot_of[n] = j
+                opid[(lo + j) * 2 * p + 2 * s + k_op] = n
+                n += 1
+    n_compute = n
+    next_res = R * p
+    e = 0
+    n_items = item_ptr.size - 1
+    barrier = np.full(max(n_items * 2 * p, 1), -1, dtype=np.int64)
+    for o in range(n_compute):
+        r = rank_of[o]
+        it = item_of[o]
+        k_op = kind[o]
+        s = res[o] - r * p
+        j = slot_of[o]
+        lo = rank_ptr[r]
+        dep = -1
+        ddl = 0.0
+        a = act[it] if it >= 0 else 0.0
+        if p > 1:
+            other = -1
+            if k_op == 0 and s > 0:
+                dep = opid[(lo + j) * 2 * p + 2 * (s - 1)]
+                other = s - 1
+            elif k_op == 1 and s < p - 1:
+                dep = opid[(lo + j) * 2 * p + 2 * (s + 1) + 1]
+                other = s + 1
+            elif k_op == 1:
+                dep = opid[(lo + j) * 2 * p + 2 * s]
+            if other >= 0 and a > 0.0:
+                if ((r * p + other) * tp) // 8 == ((r * p + s) * tp) // 8:
+                    ddl = a / act_intra_bw + act_lat_intra
+                else:
+                    ddl = a / act_inter_bw + act_lat_inter
+        ring = it >= 0 and item_ptr[it + 1] - item_ptr[it] > 1
+        if not ring:
+            if dep >= 0:
+                src[e] = dep
+                dst[e] = o
+                dly[e] = ddl
+                e += 1
+            continue
+        key = it * 2 * p + 2 * s + (k_op if p > 1 else 0)
+        b = barrier[key]
+        if b < 0:
+            b = n
+            n += 1
+            dur[b] = 0.0
+            res[b] = next_res
+            next_res += 1
+            kind[b] = -1
+            item_of[b] = it
+            rank_of[b] = -1
+            slot_of[b] = -1
+            barrier[key] = b
+        if o > 0 and res[o - 1] == res[o]:  # the member's previous op on its stream
+            src[e] = o - 1
+            dst[e] = b
+            dly[e] = 0.0
+            e += 1
+        if dep >= 0:
+            src[e] = dep
+            dst[e] = b
+            dly[e] = ddl
+            e += 1
+        src[e] = b
+        dst[e] = o
+        dly[e] = 0.0
+        e += 1
+    return n, e
+
+
+def _reference_step(p, R, rank_lists, widths, t_f, act, bw, lat, tp):
+    """Pure-Python twin of the DAG build + timeline: per op (rank, stage, kind, slot) its
+    (start, finish). ``rank_lists[r]``: item per slot (-1 empty); ``bw``/``lat``: (intra, inter)
+    for activation messages. Fixed-point relaxation in 1F1B order, ring members together."""
+    from ..engines.timeline import _reference_timeline
+
+    ops, deps, durs, res = [], [], [], []
+    index = {}
+    for r in range(R):
+        m = len(rank_lists[r])
+        for s in range(p):
+            if p == 1:
+                seq = [(2, j) for j in range(m)]
+            else:
+                w = min(p - s, m)
+                seq = [(0, j) for j in range(w)]
+                for k in range(m - w):
+                    seq += [(1, k), (0, w + k)]
+                seq += [(1, k) for k in range(m - w, m)]
+            for k_op, j in seq:
+                it = rank_lists[r][j]
+                base = t_f[it] if it >= 0 else 0.0
+                index[r, s, k_op, j] = len(ops)
+                ops.append((r, s, k_op, j, it))
+                durs.append({0: 1.0, 1: 2.0, 2: 3.0}[k_op] * base)
+                res.append(r * p + s)
+                deps.append([])
+    barriers = {}
+    n_compute = len(ops)
+    for o in range(n_compute):
+        r, s, k_op, j, it = ops[o]
+        dep = None
+        if p > 1:
+            a = act[it] if it >= 0 else 0.0
+            other = s - 1 if k_op == 0 else s + 1
+            if (k_op == 0 and s > 0) or (k_op == 1 and s < p - 1):
+                same = ((r * p + other) * tp) // 8 == ((r * p + s) * tp) // 8
+                d = 0.0 if a <= 0 else (a / bw[0] + lat[0] if same else a / bw[1] + lat[1])
+                dep = (index[r, other, k_op, j], d)
+            elif k_op == 1:
+                dep = (index[r, s, 0, j], 0.0)
+        if it < 0 or widths[it] == 1:
+            if dep:
+                deps[o].append(dep)
+            continue
+        key = (it, s, k_op)
+        if key not in barriers:
+            barriers[key] = len(ops)
+            ops.append(None)
+            durs.append(0.0)
+            res.append(R * p + len(barriers))
+            deps.append([])
+        b = barriers[key]
+        prev = [q for q in range(n_compute) if res[q] == res[o] and q < o]
+        if prev:
+            deps[b].append((max(prev), 0.0))
+        if dep:
+            deps[b].append(dep)
+        deps[o].append((b, 0.0))
+    start, finish = _reference_timeline(durs, res, deps)
+    return {ops[o][:4]: (start[o], finish[o]) for o in range(n_compute)}
+
+
+@dataclass(frozen=True)
+class SequenceStep:
+    """One training step of a global batch under one scheme (times in s).
+
+    ``step_time`` = ``compute_time`` (the slowest rank's last op) + ``sync_time`` (gradients).
+    Per rank (pipeline): ``busy`` (s of work, each stage's sum when ``pp > 1``: the busiest
+    stage), ``exposed`` (s of ring transfer not hidden), ``microbatches`` (items run).
+    Per timeline op (for Gantt charts; barriers and empty slots left out): ``resource`` (rank, or
+    ``rank * pp + stage``), ``start``, ``finish``, ``kind`` (0 forward, 1 backward, 2 forward +
+    backward when ``pp = 1``), ``item``. Item placement: ``item_ptr``/``item_ranks`` (CSR),
+    ``intra`` (its ring stays in one node). ``fallback``: the balanced scheduler kept the naive
+    plan. ``lower_bound``: no schedule of these items can be faster (``pp = 1``: the larger of the
+    longest item and the total rank-time over all ranks; with ``pp > 1`` the same, divided by the
+    stages).
+    """
+
+    scheme: str
+    balance: str
+    delta: float
+    offload: bool
+    setup: HdpSetup = field(repr=False)
+    items: Items = field(repr=False)
+    step_time: float
+    compute_time: float
+    sync_time: float
+    lower_bound: float
+    busy: np.ndarray = field(repr=False)
+    exposed: np.ndarray = field(repr=False)
+    microbatches: np.ndarray = field(repr=False)
+    resource: np.ndarray = field(repr=False)
+    start: np.ndarray = field(repr=False)
+    finish: np.ndarray = field(repr=False)
+    kind: np.ndarray = field(repr=False)
+    item: np.ndarray = field(repr=False)
+    item_ptr: np.ndarray = field(repr=False)
+    item_ranks: np.ndarray = field(repr=False)
+    intra: np.ndarray = field(repr=False)
+    fallback: bool = False
+
+    @property
+    def tokens_per_s(self) -> float:
+        """Throughput: tokens of the global batch per second of step."""
+        return float(self.items.tokens.sum()) / self.step_time
+
+    @property
+    def busy_spread(self) -> float:
+        """Busiest over least busy rank."""
+        lo = float(self.busy.min())
+        return float(self.busy.max()) / lo if lo > 0 else math.inf
+
+    @property
+    def comm_share(self) -> float:
+        """Exposed ring transfer as a share of all ranks' busy time."""
+        total = float(self.busy.sum())
+        return float(self.exposed.sum()) / total if total > 0 else 0.0
+
+
+def schedule_step(lengths, setup: HdpSetup, scheme: str = "balanced", *, balance: str = "dp",
+                  delta: float = 0.0, offload: bool = False, items: Items | None = None,
+                  _naive: SequenceStep | None = None) -> SequenceStep:
+    """Schedule and time one step of the global batch ``lengths`` (see the module doc).
+
+    ``scheme``: ``"static"``, ``"naive"`` or ``"balanced"`` (:data:`SCHEMES`); ``balance``:
+    ``"dp"`` or ``"pp"`` (balanced only); ``delta`` in [0, 1): how far below the busiest rank a
+    rank must trail to take more work; ``offload``: HDP's selective offload (see
+    :func:`select_ranks`). Pass ``items`` from :func:`plan_items` to reuse them.
+    """
+    _check_setup(setup)
+    scheme = check_choice("scheme", scheme, SCHEMES)
+    balance = check_choice("balance", balance, BALANCES)
+    delta = check_real("delta", delta, lo=0.0, hi=1.0, hi_open=True)
+    offload = check_bool("offload", offload)
+    if items is None:
+        items = plan_items(lengths, setup, scheme, offload=offload)
+    elif not isinstance(items, Items) or (items.scheme == "static") != (scheme == "static"):
+        raise ValueError("items must come from plan_items with the same kind of scheme")
+    R, p = setup.d_hdp, setup.pp
+    if items.width.max() > R:
+        raise ValueError(f"a sequence needs {items.width.max()} ranks but the pool has {R}")
+    layers = setup.layers_per_stage
+    item_ptr = np.zeros(items.n + 1, dtype=np.int64)
+    np.cumsum(items.width, out=item_ptr[1:])
+    if scheme == "static":
+        ranks, slots = _static_assign(items, setup)
+    elif scheme == "naive":
+        ranks = np.empty(item_ptr[-1], dtype=np.int64)
+        slots = np.empty(item_ptr[-1], dtype=np.int64)
+        _naive_kernel(items.order, items.width, R, ranks, slots, item_ptr)
+    else:
+        t_unit = 3.0 * setup.model.layers  # a rank's whole share of the model, forward + backward
+        t_in = items.fwd_intra * t_unit
+        t_out = items.fwd_inter * t_unit
+        order = np.argsort(-t_out, kind="stable").astype(np.int64)
+        ranks = np.empty(item_ptr[-1], dtype=np.int64)
+        slots = np.empty(item_ptr[-1], dtype=np.int64)
+        load = np.empty(R)
+        _balance_kernel(order, items.width, t_in, t_out, R, delta, p, balance == "pp", p > 1,
+                        setup.ranks_per_node, item_ptr, ranks, slots, load)
+    step = _run(items, setup, scheme, balance, delta, offload, item_ptr, ranks, slots, layers)
+    if scheme == "balanced":
+        naive = _naive if _naive is not None else schedule_step(
+            lengths, setup, "naive", offload=offload, items=items)
+        if naive.step_time < step.step_time:
+            return SequenceStep(**{**naive.__dict__, "scheme": "balanced", "balance": balance,
+                                   "delta": delta, "fallback": True})
+    return step
+
+
+def _run(items, setup, scheme, balance, delta, offload, item_ptr, ranks, slots, layers):
+    R, p = setup.d_hdp, setup.pp
+    node = (ranks * setup.tp * p) // 8
+    same = np.minimum.reduceat(node, item_ptr[:-1]) == np.maximum.reduceat(node, item_ptr[:-1])
+    intra = (items.width == 1) | (same & (setup.ranks_per_node > 1))
+    fwd = np.where(intra, items.fwd_intra, items.fwd_inter)
+    exposed = np.where(intra, items.exposed_intra, items.exposed_inter)
+    t_f = fwd * layers
+    # per rank lists (slots may leave gaps when pp > 1: empty, zero-length micro-batches)
+    count = np.zeros(R, dtype=np.int64)
+    np.maximum.at(count, ranks, slots + 1)
+    if p == 1:  # no alignment needed: compact each rank's slots in order
+        rank_ptr = np.zeros(R + 1, dtype=np.int64)
+        np.cumsum(np.bincount(ranks, minlength=R), out=rank_ptr[1:])
+        key = ranks * (slots.max() + 1 if slots.size else 1) + slots
+        srt = np.argsort(key, kind="stable")
+        item_id = np.repeat(np.arange(items.n), items.width)
+        rank_items = item_id[srt].astype(np.int64)
+        pos_of = np.empty_like(srt)
+        pos_of[srt] = np.arange(srt.size)
+        slots = (pos_of - rank_ptr[ranks]).astype(np.int64)
+    else:
+        rank_ptr = np.zeros(R + 1, dtype=np.int64)
+        np.cumsum(count, out=rank_ptr[1:])
+        rank_items = np.full(rank_ptr[-1], -1, dtype=np.int64)
+        item_id = np.repeat(np.arange(items.n), items.width)
+        rank_items[rank_ptr[ranks] + slots] = item_id
+    n_slots = int(rank_ptr[-1])
+    n_ring = int((items.width > 1).sum())
+    n_max = n_slots * (1 if p == 1 else 2 * p) + n_ring * (1 if p == 1 else 2 * p)
+    if n_max > _MAX_OPS:
+        raise ValueError(f"the step would need {n_max:,} timeline ops (at most {_MAX_OPS:,}); "
+                         "use fewer micro-batches or stages")
+    e_max = n_slots * (1 if p == 1 else 2 * p) * 3 + 8
+    dur = np.empty(n_max)
+    res = np.empty(n_max, dtype=np.int64)
+    kind = np.empty(n_max, dtype=np.int64)
+    item_of = np.empty(n_max, dtype=np.int64)
+    rank_of = np.empty(n_max, dtype=np.int64)
+    slot_of = np.empty(n_max, dtype=np.int64)
+    src = np.empty(e_max, dtype=np.int64)
+    dst = np.empty(e_max, dtype=np.int64)
+    dly = np.empty(e_max)
+    opid = np.full(max(n_slots * 2 * p, 1), -1, dtype=np.int64)
+    hops = setup.hops()
+    act_intra_bw = setup.tp * setup.nvlink_bw
+    act_inter_bw = setup.tp * setup.nic_bw
+    n, e = _step_dag(p, R, rank_ptr, rank_items, item_ptr, t_f,
+                     np.ascontiguousarray(items.act_bytes), act_intra_bw, act_inter_bw,
+                     hops["intra_lat"], hops["inter_lat"], setup.tp, dur, res, kind, item_of,
+                     rank_of, slot_of, src, dst, dly, opid)
+    from ..engines.timeline import edges_to_csr, run_timeline
+
+    ptr, psrc, pdly = edges_to_csr(n, src[:e], dst[:e], dly[:e])
+    tl = run_timeline(dur[:n], res[:n], ptr, psrc, pdly)
+    keep = (kind[:n] >= 0) & (item_of[:n] >= 0)
+    r_of = res[:n][keep]
+    d_of = dur[:n][keep]
+    it_of = item_of[:n][keep]
+    busy_res = np.bincount(r_of, weights=d_of, minlength=R * p)
+    mult = np.where(kind[:n][keep] == 2, 3.0, np.where(kind[:n][keep] == 1, 2.0, 1.0))
+    exp_res = np.bincount(r_of, weights=mult * exposed[it_of] * layers, minlength=R * p)
+    busy = busy_res.reshape(R, p).max(axis=1)
+    exposed_rank = exp_res.reshape(R, p).max(axis=1)
+    mbs = np.bincount(ranks, minlength=R)
+    compute_time = tl.makespan
+    sync = setup.grad_sync_time()
+    unit = 3.0 * t_f  # one item's work on one of its ranks, one stage
+    longest = float(unit.max()) * p if unit.size else 0.0  # one micro-batch through every stage
+    per_stage = float((unit * items.width).sum()) / R  # every stage runs all its micro-batches
+    lower = max(longest, per_stage) + sync
+    for a in (busy, exposed_rank, mbs, ranks, intra):
+        a.flags.writeable = False
+    return SequenceStep(
+        scheme=scheme, balance=balance, delta=delta, offload=offload, setup=setup, items=items,
+        step_time=compute_time + sync, compute_time=compute_time, sync_time=sync,
+        lower_bound=lower, busy=busy, exposed=exposed_rank, microbatches=mbs,
+        resource=tl.resource[keep], start=tl.start[keep], finish=tl.finish[keep],
+        kind=kind[:n][keep], item=it_of, item_ptr=item_ptr, item_ranks=ranks, intra=intra)
+
+
+def compare_schemes(lengths, setup: HdpSetup, *, balance: str = "dp", delta: float = 0.0,
+                    offload: bool = False) -> dict:
+    """The three schemes on one global batch: ``{"static mesh": ..., "naive HDP": ...,
+    "balanced HDP": ...}`` (:class:`SequenceStep` each; HDP items are planned once)."""
+    static = schedule_step(lengths, setup, "static")
+    items = plan_items(lengths, setup, "naive", offload=offload)
+    naive = schedule_step(lengths, setup, "naive", offload=offload, items=items)
+    bal = schedule_step(lengths, setup, "balanced", balance=balance, delta=delta,
+                        offload=offload, items=items, _naive=naive)
+    return {"static mesh": static, "naive HDP": naive, "balanced HDP": bal}
+
+
+# --------------------------------------------------------------------------------------------
+# small instances: the heuristic against an exact optimum
+# --------------------------------------------------------------------------------------------
+
+
+def list_schedule(durations, widths, n_ranks: int, *, delta: float = 0.0) -> float:
+    """Makespan (s) of the balance scheduler's rounds on bare items (``pp = 1``): item ``i``
+    needs ``widths[i]`` ranks at once for ``durations[i]`` seconds; longest first.
+
+    >>> list_schedule([3.0, 2.0, 2.0, 1.0], [1, 1, 1, 1], 2)
+    4.0
+    """
+    d = as_float_array("durations", durations, ndim=1, lo=0.0, unit="s")
+    w = as_int_array("widths", widths, ndim=1, shape=(d.size,), lo=1)
+    R = check_int("n_ranks", n_ranks, lo=1, hi=_MAX_GPUS)
+    delta = check_real("delta", delta, lo=0.0, hi=1.0, hi_open=True)
+    if d.size and w.max() > R:
+        raise ValueError(f"widths must be <= n_ranks={R}; the widest item needs {w.max()}")
+    ptr = np.zeros(d.size + 1, dtype=np.int64)
+    np.cumsum(w, out=ptr[1:])
+    order = np.argsort(-d, kind="stable").astype(np.int64)
+    ranks = np.empty(ptr[-1], dtype=np.int64)
+    slots = np.empty(ptr[-1], dtype=np.int64)
+    load = np.empty(R)
+    _balance_kernel(order, w, d, d, R, delta, 1, False, False, 0, ptr, ranks, slots, load)
+    return float(load.max()) if d.size else 0.0
+
+
+def optimal_makespan(durations, widths, n_ranks: int) -> float:
+    """Exact shortest makespan (s) of items that each need ``widths[i]`` of ``n_ranks`` identical
+    ranks at once for ``durations[i]`` seconds (no pre-emption), by trying every order with a
+    serial schedule that starts each item as early as the free ranks allow. At most 8 items.
+
+    >>> optimal_makespan([3.0, 2.0, 2.0, 1.0], [1, 1, 1, 1], 2)
+    4.0
+    >>> optimal_makespan([2.0, 1.0, 1.0], [2, 1, 1], 2)
+    3.0
+    """
+    d = as_float_array("durations", durations, ndim=1, lo=0.0, unit="s")
+    w = as_int_array("widths", widths, ndim=1, shape=(d.size,), lo=1)
+    R = check_int("n_ranks", n_ranks, lo=1, hi=64)
+    if d.size > 8:
+        raise ValueError(f"durations must hold at most 8 items (an exhaustive search); got "
+                         f"{d.size}")
+    if d.size and w.max() > R:
+        raise ValueError(f"widths must be <= n_ranks={R}; the widest item needs {w.max()}")
+    best = math.inf
+    for perm in permutations(range(d.size)):
+        placed = []  # (start, end, width)
+        end = 0.0
+        for i in perm:
+            cands = sorted({0.0, *(b for _, b, _ in placed)})
+            for t in cands:
+                pts = [t] + [a for a, _, _ in placed if t < a < t + d[i]]
+                if all(sum(ww for a, b, ww in placed if a <= q < b) + w[i] <= R for q in pts):
+                    break
+            placed.append((t, t + d[i], int(w[i])))
+            end = max(end, t + d[i])
+            if end >= best:
+                break
+        best = min(best, end)
+    return float(best) if d.size else 0.0
+
+
+# --------------------------------------------------------------------------------------------
+# exactness of unequal micro-batch counts
+# --------------------------------------------------------------------------------------------
+
+
+def assignment_gradient(lengths, assignment, *, loss: str = "token", seed=0,
+                        dim: int = 4) -> np.ndarray:
+    """Data-parallel gradient of a tiny linear model under one assignment to micro-batches.
+
+    Token ``t`` of the batch has features ``x_t`` and target ``y_t`` (seeded); the model predicts
+    ``w . x_t`` with squared error. ``assignment`` gives, per sequence, ``(rank, micro_batch)``
+    — or, to split a sequence over a ring, a list of such pairs that share its tokens evenly.
+    Each rank sums its micro-batches' gradients and the ranks' sums are averaged (DP all-reduce
+    of the mean); ``loss`` says how each micro-batch normalises:
+
+    * ``"token"``: by the tokens of the *global* batch (ByteScale's token-level loss), times the
+      number of ranks to undo the DP mean — the same gradient for every assignment;
+    * ``"microbatch"``: by its own tokens, and each rank divides by its micro-batch count (the
+      usual gradient accumulation) — the gradient then depends on the assignment;
+    * ``"sequence"``: a per-sequence mean — each sequence (or piece of one) averages over its own
+      tokens, the micro-batch averages over its sequences, each rank over its micro-batches —
+      which depends on the assignment too.
+
+    Returns the gradient at ``w = 0`` (length ``dim``).
+    """
+    from ..workloads import rng_from
+
+    x = as_int_array("lengths", lengths, ndim=1, lo=1, hi=1 << 20)
+    loss = check_choice("loss", loss, ("token", "microbatch", "sequence"))
+    dim = check_int("dim", dim, lo=1, hi=64)
+    if x.size > 10_000 or x.sum() > 1_000_000:
+        raise ValueError("lengths must hold at most 10,000 sequences and 1,000,000 tokens")
+    if len(assignment) != x.size:
+        raise ValueError(f"assignment must have one entry per sequence ({x.size}); got "
+                         f"{len(assignment)}")
+    rng = rng_from(seed)
+    feats = rng.normal(size=(int(x.sum()), dim))
+    target = rng.normal(size=int(x.sum()))
+    per_token = -2.0 * target[:, None] * feats  # d/dw (w.x - y)^2 at w = 0
+    starts = np.concatenate([[0], np.cumsum(x)[:-1]])
+    pieces = {}  # (rank, mb) -> list of token index arrays
+    for i, a in enumerate(assignment):
+        parts = [a] if (len(a) == 2 and np.isscalar(a[0])) else list(a)
+        idx = np.arange(starts[i], starts[i] + x[i])
+        for k, chunk in enumerate(np.array_split(idx, len(parts))):
+            if chunk.size == 0:  # a sequence shorter than its ring: this rank gets no token
+                continue
+            rank, mb = (check_int("rank", parts[k][0], lo=0), check_int("micro_batch",
+                                                                         parts[k][1], lo=0))
+            pieces.setdefault((rank, mb), []).append(chunk)
+    ranks = sorted({r for r, _ in pieces})
+    n_tok = float(x.sum())
+    grad = np.zeros(dim)
+    for r in ranks:
+        mbs = [k for k in pieces if k[0] == r]
+        g_rank = np.zeros(dim)
+        for key in mbs:
+            tok = np.concatenate(pieces[key])
+            g = per_token[tok].sum(axis=0)
+            if loss == "token":
+                g_rank += g / n_tok * len(ranks)
+            elif loss == "microbatch":
+                g_rank += g / tok.size / len(mbs)
+            else:
+                per_seq = [per_token[c].mean(axis=0) for c in pieces[key]]
+                g_rank += np.mean(per_seq, axis=0) / len(mbs)
+        grad += g_rank / len(ranks)
+    return grad

@@ -1,0 +1,82 @@
+"""Notebook 02's exercises (worked solutions pass, neighbouring regimes do not) and its explorer
+driven headless. The generic checks of tests/test_exercises.py (no bisection, hints only for
+recognised slips) run over these exercises too."""
+
+import numpy as np
+import pytest
+
+from uneven.exercises import check, registered
+from uneven.explorers import nb02
+
+#: The worked solutions of the notebook's <details> blocks.
+SOLUTIONS = {"02.1": 3.76, "02.2": 3.69, "02.3": "c", "02.4": (37, 256)}
+
+#: Answers from the neighbouring regime, which must be rejected.
+REGIME_NEIGHBOURS = {
+    "02.1": [4.29, 1.88, 3.5, 7.5],  # N blocks; K or V only; GiB; backward
+    "02.2": [2.34, 1.0, 3.3, 4.0, 7.2],  # 400 Gb/s; no change; paper; too much; + offload
+    "02.3": ["a", "b", "d"],
+    "02.4": [(36, 256), (37, 37), (37, 128), (256, 256)],
+}
+
+
+def test_every_exercise_of_notebook_02_has_a_solution():
+    keys = [k for k in registered() if k.startswith("02.")]
+    assert sorted(keys) == sorted(SOLUTIONS)
+    assert len(keys) >= 3
+
+
+@pytest.mark.parametrize("key", sorted(SOLUTIONS))
+def test_worked_solution_passes(key):
+    fb = check(key, SOLUTIONS[key])
+    assert fb.ok, f"{key}: {fb.message}"
+
+
+@pytest.mark.parametrize("key, wrong", [(k, v) for k, vs in REGIME_NEIGHBOURS.items() for v in vs])
+def test_neighbouring_regimes_are_rejected(key, wrong):
+    assert not check(key, wrong).ok
+
+
+def test_explorer_recomputes_headless():
+    ex = nb02.bytescale_explorer(show=False)
+    assert ex.error is None and ex.png[:4] == b"\x89PNG"
+    base = ex.state
+    assert base.speedups["balanced HDP"] > base.speedups["naive HDP"] > 1.0
+    ex.controls["nic_gbps"].value = 100.0
+    assert ex.error is None
+    assert ex.state.steps["static mesh"] > 2 * base.steps["static mesh"]
+    ex.controls["delta"].value = 0.3
+    assert ex.error is None and ex.state.steps["balanced HDP"] <= ex.state.steps["naive HDP"]
+    ex.controls["d_pp"].value = 2
+    assert ex.error is None and ex.state.pp == 2 and ex.state.d_hdp == 256
+    ex.controls["kv_heads"].value = 32
+    ex.controls["offload"].value = True
+    assert ex.error is None and ex.state.offloaded > 0
+    ex.preset_menu.value = "GitHub-like, 2M"
+    assert ex.controls["mix"].value == "github" and ex.state.pp == 1
+    assert ex.state.speedups["balanced HDP"] > 2.0
+
+
+def test_explorer_shows_errors_instead_of_raising():
+    ex = nb02.bytescale_explorer(show=False)
+    good = ex.state
+    ex.compute = lambda **kw: nb02.hdp_explore_state(**{**kw, "context": "3M"})
+    ex.controls["delta"].value = 0.1
+    assert ex.error and "context" in ex.error
+    assert ex.state is good
+
+
+def test_explorer_state_validation():
+    with pytest.raises(ValueError, match="capacity_k"):
+        nb02.hdp_explore_state(capacity_k=6)
+    with pytest.raises(ValueError, match="kv_heads"):
+        nb02.hdp_explore_state(kv_heads=16)
+    with pytest.raises(ValueError, match="d_pp"):
+        nb02.hdp_explore_state(d_pp=3)
+
+
+def test_busy_profiles_are_sorted_and_bounded_by_the_step():
+    s = nb02.hdp_explore_state()
+    for name, busy in s.busy.items():
+        assert np.all(np.diff(busy) <= 0)
+        assert busy[0] <= s.steps[name]
