@@ -7,6 +7,7 @@ import statistics
 
 from uneven.explorers import (
     balancing_explorer,
+    bytescale_explorer,
     deepseek_explorer,
     megascale_explorer,
     pipeline_explorer,
@@ -16,6 +17,7 @@ from uneven.explorers import (
 CASES = (
     ("start page (00)", start_page_explorer, "mb_per_pair", [0.5, 1.0, 2.0, 4.0, 8.0]),
     ("pipeline (01)", pipeline_explorer, "delay_ms", [0.0, 5.0, 10.0, 20.0, 30.0]),
+    ("ByteScale (02)", bytescale_explorer, "nic_gbps", [200.0, 300.0, 400.0, 500.0, 600.0]),
     ("DeepSeek-V3 EP (03)", deepseek_explorer, "ib_gbps", [200.0, 300.0, 400.0, 500.0, 600.0]),
     ("MegaScale-MoE layer (04)", megascale_explorer, "h_ffn", [2048, 4096, 8192, 12288, 14336]),
     ("balancing (05)", balancing_explorer, "skew", [2.0, 4.0, 6.0, 8.0, 12.0]),

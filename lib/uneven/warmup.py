@@ -90,6 +90,19 @@ def _placement_and_decode():
                         n_steps=2, mode=mode, swaps=True)
 
 
+@_step
+def _sequences():
+    from .explorers.nb02 import hdp_explore_state
+    from .schedulers.sequences import HdpSetup, compare_schemes, list_schedule
+
+    lengths = [131072, 70000, 9000, 5000, 3000, 1000]
+    compare_schemes(lengths, HdpSetup(n_gpus=64, context=131072, capacity=8192))
+    compare_schemes(lengths, HdpSetup(n_gpus=64, pp=2, context=131072, capacity=16384),
+                    balance="pp", offload=True)
+    list_schedule([1.0, 2.0], [1, 1], 2)
+    hdp_explore_state()
+
+
 def main() -> None:
     """Run every warm-up step and print how long each took."""
     for fn in _STEPS:

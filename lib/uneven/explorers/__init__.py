@@ -7,6 +7,7 @@ is what CI checks.
 
 * :mod:`uneven.explorers.nb00` — the start page (an all-to-all on an H800-like cluster)
 * :mod:`uneven.explorers.nb01` — Attack of the Bubbles (a pipeline under a slow link)
+* :mod:`uneven.explorers.nb02` — ByteScale (a pooled DP×CP and its balance scheduler)
 * :mod:`uneven.explorers.nb03` — Insights into DeepSeek-V3 (EP dispatch and combine)
 * :mod:`uneven.explorers.nb04` — MegaScale-MoE (one MoE layer inside a node, fused overlap)
 * :mod:`uneven.explorers.nb05` — Balancing and Beyond (placement, relay, a decode layer)
@@ -14,12 +15,14 @@ is what CI checks.
 
 from .nb00 import A2AState, a2a_state, draw_a2a, start_page_explorer
 from .nb01 import OP_RATIOS, PipelineState, draw_pipeline, pipeline_explorer, pipeline_state
+from .nb02 import HdpExploreState, bytescale_explorer, draw_hdp, hdp_explore_state
 from .nb03 import EpExploreState, deepseek_explorer, draw_ep, ep_explore_state
 from .nb04 import MegaScaleState, draw_megascale, megascale_explorer, megascale_state
 from .nb05 import BalanceState, balance_state, balancing_explorer, draw_balance
 
 __all__ = [
     "A2AState", "a2a_state", "draw_a2a", "start_page_explorer",
+    "HdpExploreState", "hdp_explore_state", "draw_hdp", "bytescale_explorer",
     "EpExploreState", "ep_explore_state", "draw_ep", "deepseek_explorer",
     "OP_RATIOS", "PipelineState", "pipeline_state", "draw_pipeline", "pipeline_explorer",
     "MegaScaleState", "megascale_state", "draw_megascale", "megascale_explorer",
