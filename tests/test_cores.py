@@ -315,7 +315,7 @@ def test_ep320_on_160_npus_is_expressible():
     assert t.copies.sum() == 320 * 16 * 8
     assert t.copies_by_hop(0).tolist()[0] <= t.copies[0, 0]
     p = phase_plan(t, CoreCosts(), scheme("ubep"))
-    assert p.send_time.shape == (320, 46)
+    assert p.send_time.shape == (320, 47)
     s = latency_samples(p, 20, 2e-6, seed=0)
     assert np.all(s >= phase_latency(p))
 
@@ -390,3 +390,75 @@ def test_scheme_and_function_validation(ep32):
                                  scheme("ubep")))
     with pytest.raises(ValueError, match="hop"):
         CoreCosts().write_time(3, 512)
+
+
+def test_breakdown_adds_up_to_each_cores_span(ep32):
+    p = phase_plan(ep32, CoreCosts(cores=8), scheme("baseline"))
+    tl = core_timeline(p, jitter=3e-6, seed=2)
+    b = tl.breakdown(0)
+    ops = tl.of_rank(0)
+    span = np.zeros(8)
+    np.maximum.at(span, ops["core"], ops["finish"])
+    assert math.isclose(sum(b.values()), span.mean(), rel_tol=1e-12)
+    assert math.isclose(b["barrier"], 2 * p.costs.barrier_cost, rel_tol=1e-12)
+    assert b["flag"] == 0.0
+
+
+# --------------------------------------------------------------------------- explorer
+
+
+def test_explorer_recomputes_and_shows_errors_without_raising():
+    from uneven.explorers import nb06
+
+    ex = nb06.ubep_explorer(show=False)
+    assert ex.error is None and ex.png[:4] == b"\x89PNG"
+    before = ex.state.base.latency
+    ex.controls["barrier_us"].value = 40.0
+    assert ex.error is None and ex.state.base.latency > before
+    ubep = ex.state.ubep.latency
+    ex.controls["barrier_us"].value = 0.0
+    assert ex.state.ubep.latency == ubep  # UBEP has no barrier
+    ex.controls["jitter_us"].value = 10.0
+    assert ex.state.base_samples.mean() > ex.state.ubep_samples.mean()
+    ex.controls["count_cores"].value = 24
+    ex.controls["cores"].value = 8  # fewer cores than counting cores: capped, with a note
+    assert ex.error is None and ex.state.count_cores == 7 and ex.state.notes
+    ex.preset_menu.value = "flat fabric (every hop = local)"
+    assert ex.error is None and any("one-hop" in n for n in ex.state.notes)
+    ex.preset_menu.value = "128-B blocks"
+    assert ex.state.ubep.plan.blocks == 60
+    n = len(ex.timings)
+    ex.controls["hop_ratio"].value = 0.5  # below the slider's range: refused, shown, kept
+    assert ex.error is None or "hop_ratio" in ex.error
+    assert len(ex.timings) >= n
+
+
+def test_explorer_state_validation():
+    from uneven.explorers.nb06 import ubep_state
+
+    with pytest.raises(ValueError, match="ep"):
+        ubep_state(ep=12)
+    with pytest.raises(ValueError, match="block"):
+        ubep_state(block=300)
+    with pytest.raises(ValueError, match="hop_ratio"):
+        ubep_state(hop_ratio=0.5)
+
+
+def test_blitted_explorer_draws_the_same_picture_as_a_fresh_one():
+    import io
+
+    from PIL import Image
+
+    from uneven.explorers import nb06
+
+    def pixels(png):
+        return np.asarray(Image.open(io.BytesIO(png)).convert("RGB"), dtype=np.int16)
+
+    moved = nb06.ubep_explorer(show=False)
+    for v in (5.0, 1.0, 3.0):  # updates over one cached background (axis limits stick)
+        moved.controls["jitter_us"].value = v
+    blitted = moved.png
+    moved._background = None  # the same figure, drawn in full
+    moved.update()
+    a, b = pixels(blitted), pixels(moved.png)
+    assert a.shape == b.shape and (np.abs(a - b) > 8).mean() < 1e-3

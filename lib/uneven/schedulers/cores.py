@@ -84,6 +84,7 @@ __all__ = [
     "die_superpod",
     "EpTraffic",
     "ep_traffic",
+    "uniform_traffic",
     "core_loads",
     "PhasePlan",
     "phase_plan",
@@ -226,8 +227,9 @@ def scheme(kind: str = "ubep", **changes) -> Scheme:
     """A named scheme, optionally changed.
 
     ``"baseline"``: serialised, two barriers, contiguous assignment (a CANN-like EP operator
-    [model]). ``"ubep"``: concurrent core groups (2 counting cores [model]), the flag inside each
-    512-B block, equal hop mix.
+    [model]). ``"ubep"``: concurrent core groups (one counting core, which is enough at every
+    batch up to 512 tokens per rank with the default costs [model]), the flag inside each 512-B
+    block, equal hop mix.
 
     >>> scheme("ubep").sync, scheme("baseline", block_bytes=128).block_bytes
     ('block', 128)
@@ -236,7 +238,7 @@ def scheme(kind: str = "ubep", **changes) -> Scheme:
     if kind == "baseline":
         base = Scheme("serialised baseline", False, 2, "barrier", "contiguous")
     else:
-        base = Scheme("UBEP", True, 2, "block", "hop_mix")
+        base = Scheme("UBEP", True, 1, "block", "hop_mix")
     return replace(base, **changes) if changes else base
 
 
@@ -284,7 +286,8 @@ class EpTraffic:
     ``topo``).
 
     ``copies[s, d]`` (int64): copies rank ``s`` sends to rank ``d`` in dispatch (one per token and
-    chosen expert on ``d``); combine sends ``copies.T`` back. ``dispatch_bytes`` and
+    chosen expert on ``d``); combine sends ``copies.T`` back. ``hops[s, d]``: hop class of the
+    pair (computed from ``topo`` when not given). ``dispatch_bytes`` and
     ``combine_bytes``: bytes of one copy (INT8 hidden + a 4-byte scale; BF16 hidden).
     """
 
@@ -296,6 +299,14 @@ class EpTraffic:
     dispatch_bytes: int
     combine_bytes: int
     copies: np.ndarray = field(repr=False)
+    hops: np.ndarray = field(default=None, repr=False, compare=False)
+
+    def __post_init__(self):
+        if self.hops is None:
+            out = np.empty((self.n_ranks, self.n_ranks), dtype=np.int64)
+            _hop_matrix(self.topo.iparams, out)
+            out.flags.writeable = False
+            object.__setattr__(self, "hops", out)
 
     @property
     def ranks_per_node(self) -> int:
@@ -303,10 +314,8 @@ class EpTraffic:
         return self.topo.gpus_per_node
 
     def hop_matrix(self) -> np.ndarray:
-        """Hop class (int64 0/1/2) of every (source, destination) pair of the group."""
-        out = np.empty((self.n_ranks, self.n_ranks), dtype=np.int64)
-        _hop_matrix(self.topo.iparams, out)
-        return out
+        """Hop class (int64 0/1/2, read-only) of every (source, destination) pair."""
+        return self.hops
 
     def copies_by_hop(self, rank: int = 0) -> np.ndarray:
         """Copies rank ``rank`` sends in dispatch, per hop class (int64, length 3)."""
@@ -379,6 +388,30 @@ def ep_traffic(n_ranks: int, *, tokens_per_rank: int = 128, k: int = 8,
     copies.flags.writeable = False
     return EpTraffic(topo, n_ranks, tokens_per_rank, k, n_experts, hidden + 4, 2 * hidden,
                      copies)
+
+
+def uniform_traffic(n_ranks: int, copies_per_pair: int, *, hidden: int = 7168,
+                    topo: Topology | None = None) -> EpTraffic:
+    """Every rank sends ``copies_per_pair`` copies to every rank (itself included): the evenly
+    spread traffic of the closed forms (``tokens_per_rank`` is then ``n_ranks *
+    copies_per_pair``, ``k`` = 1, one expert per rank).
+
+    >>> t = uniform_traffic(32, 8)
+    >>> t.copies_by_hop(0).tolist()   # own die, 15 on its node, 16 on the other node
+    [8, 120, 128]
+    """
+    n_ranks = check_int("n_ranks", n_ranks, lo=1, hi=MAX_RANKS)
+    copies_per_pair = check_int("copies_per_pair", copies_per_pair, lo=0, hi=1 << 16)
+    hidden = check_int("hidden", hidden, lo=1, hi=1 << 20)
+    if topo is None:
+        topo = die_superpod(max(1, -(-n_ranks // 16)))
+    if not isinstance(topo, Topology) or topo.kind != "superpod" or topo.n_gpus < n_ranks:
+        raise ValueError(f"topo must be a superpod Topology with at least {n_ranks} devices; "
+                         f"got {topo!r}")
+    copies = np.full((n_ranks, n_ranks), copies_per_pair, dtype=np.int64)
+    copies.flags.writeable = False
+    return EpTraffic(topo, n_ranks, n_ranks * copies_per_pair, 1, n_ranks, hidden + 4,
+                     2 * hidden, copies)
 
 
 # --------------------------------------------------------------------------- per-core loads
@@ -1041,6 +1074,19 @@ class CoreTimeline:
         gap = (c[1:] == c[:-1]) & (s[1:] > f[:-1] + 1e-12)
         return {"core": c[1:][gap], "start": f[:-1][gap], "finish": s[1:][gap]}
 
+    def breakdown(self, rank: int = 0) -> dict:
+        """Where the cores of ``rank`` spend the phase: mean seconds per core in each op kind
+        of :data:`CORE_OP_KINDS` and ``"wait"`` (idle between ops), from the phase start to
+        the core's last op."""
+        ops = self.of_rank(rank)
+        w = self.waits(rank)
+        out = {}
+        for code, name in enumerate(CORE_OP_KINDS):
+            sel = ops["kind"] == code
+            out[name] = float((ops["finish"][sel] - ops["start"][sel]).sum() / self.cores)
+        out["wait"] = float((w["finish"] - w["start"]).sum() / self.cores)
+        return out
+
 
 def core_timeline(plan: PhasePlan, jitter: float = 0.0, seed: int = 0, start=None, *,
                   straggler_prob: float = 0.0, straggler_delay: float = 0.0) -> CoreTimeline:
@@ -1096,7 +1142,7 @@ def core_timeline(plan: PhasePlan, jitter: float = 0.0, seed: int = 0, start=Non
     if plan.has_count:
         sel = cores < plan.n_count
         add(sel, K_COUNT, plan.count_time[ranks[sel], cores[sel]] + jit[0][ranks[sel]])
-        count_done = np.array([ops.join() for _ in range(n)])
+        count_done = ops.join(n)
         ops.edges(last[ranks[sel], cores[sel]], count_done[ranks[sel]])
     if plan.barrier1:
         barrier()
@@ -1104,7 +1150,7 @@ def core_timeline(plan: PhasePlan, jitter: float = 0.0, seed: int = 0, start=Non
     sr, sc = ranks[sel], cores[sel]
     add(sel, K_SEND, plan.send_time[sr, sc - plan.send_offset] + jit[1][sr])
     if plan.scheme.sync == "flag":
-        local = np.array([ops.join() for _ in range(n)])
+        local = ops.join(n)
         ops.edges(last[sr, sc], local[sr])
         ids = add(sel, K_FLAG, plan.flag_time[sr, sc - plan.send_offset])
         ops.edges(local[sr], ids)
@@ -1112,9 +1158,9 @@ def core_timeline(plan: PhasePlan, jitter: float = 0.0, seed: int = 0, start=Non
     if plan.scheme.sync == "barrier":
         barrier()
     else:
-        send_done = np.array([ops.join() for _ in range(n)])
+        send_done = ops.join(n)
         ops.edges(last[sr, sc], send_done[sr])
-        gate = np.array([ops.join() for _ in range(n)])  # everything this rank waits for
+        gate = ops.join(n)  # everything this rank waits for
         lat = np.array(plan.costs.hop_latency)
         hops = plan.traffic.hop_matrix()
         src, dst = np.meshgrid(np.arange(n), np.arange(n), indexing="ij")
@@ -1156,11 +1202,13 @@ class _OpList:
         self.n += m
         return ids
 
-    def join(self):
-        self.parts.append((np.array([-1]), np.array([-1]), np.array([K_JOIN]), np.zeros(1),
-                           np.zeros(1)))
-        self.n += 1
-        return self.n - 1
+    def join(self, m=None):
+        """One zero-length join op (or ``m`` of them, as an array of ids)."""
+        k = 1 if m is None else m
+        self.parts.append((np.full(k, -1), np.full(k, -1), np.full(k, K_JOIN), np.zeros(k),
+                           np.zeros(k)))
+        self.n += k
+        return self.n - 1 if m is None else np.arange(self.n - k, self.n)
 
     def edges(self, src, dst, delay=None):
         src = np.asarray(src)
