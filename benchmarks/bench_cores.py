@@ -44,7 +44,7 @@ def _dispatch_steps(n_steps=10_000, ep=320):
         jit = M._Draws(1, 2e-6)((k, 3, ep))
         cnt, snd, ser, flg, poll = (np.asarray(x).tolist() if not isinstance(x, float) else x
                                     for x in M._plan_args(plan))
-        sends, _ = M._sends(plan)
+        sends = M._sends(plan)[0]
         sends = sends.tolist()
         lat = costs.hop_latency
 

@@ -166,7 +166,7 @@ def test_concurrent_groups_are_never_slower_than_the_same_groups_serialised(ep32
             cnt, snd, _, flg, poll = M._plan_args(p)
             a = np.zeros(p.n_ranks)
             z = np.zeros(p.n_ranks)
-            sends, _ = M._sends(p)
+            sends = M._sends(p)[0]
             lat = c.hop_latency
             g = p.traffic.ranks_per_node
             serial = max(M._reference_phase(a, cnt, snd, cnt + snd, flg, poll, z, z, z,
@@ -199,7 +199,7 @@ def test_rank_kernel_matches_the_core_timeline(seed, jitter, which, phase, token
     tl = core_timeline(p, jitter=jitter, seed=seed, start=start, straggler_prob=0.05,
                        straggler_delay=40e-6)
     cnt, snd, ser, flg, poll = M._plan_args(p)
-    sends, _ = M._sends(p)
+    sends = M._sends(p)[0]
     j = tl.jitter
     want = M._reference_phase(start, cnt, snd, ser, flg, poll, j[0], j[1], j[2], p.barrier1,
                               p.scheme.concurrent, p.has_count, p.scheme.sync == "barrier",
@@ -232,7 +232,8 @@ def test_phase_kernel_matches_its_reference_including_sparse_senders(data):
         got = np.empty(n)
         nn = -(-n // g)
         M._phase(a, cnt, snd, ser, flg, poll, j1, j2, j3, b1, conc, has, sb, sends,
-                 bool(sends.all()), 2e-5, *lat, np.int64(g), got, np.empty(n), np.empty(n),
+                 bool(sends.all()), M._full_own(sends, g), 2e-5, *lat, np.int64(g), got,
+                 np.empty(n), np.empty(n),
                  np.empty(n), np.empty(nn), np.empty(nn, dtype=np.int64), np.empty(nn),
                  np.empty(n, dtype=np.int64))
         assert np.allclose(got, want, rtol=0, atol=1e-15)

@@ -736,14 +736,20 @@ def _node_top2(v, g, max1, arg1, max2):  # pragma: no cover - compiled
     return node1, best2, best1
 
 
+_TOP = 16  # latest sources kept for the sparse arrival walk
+
+
 @njit
-def _arrival(cnt_end, snd_end, sends, dense, g, l0, l1, l2, out, max1, arg1, max2,
+def _arrival(cnt_end, snd_end, recv, dense, full_own, g, l0, l1, l2, out, max1, arg1, max2,
              order):  # pragma: no cover - compiled
-    """out[r] = max(max_s cnt_end[s] + l(s, r), max_{s: sends[s, r]} snd_end[s] + l(s, r)),
+    """out[r] = max(max_s cnt_end[s] + l(s, r), max_{s: recv[r, s]} snd_end[s] + l(s, r)),
     l = l0 for s == r, l1 on one node (s // g == r // g), l2 across nodes; -inf if nothing
-    arrives. The count part and a dense data part cost O(n) (two largest values per node);
-    a sparse data part walks the sources from the latest, which stops early unless few sources
-    send to r."""
+    arrives; ``recv[r, s]`` (int8) says whether s sends r data, ``full_own[r]`` whether every
+    rank of r's node does. The count part and a dense data part cost O(n) (two largest values
+    per node).
+    A sparse data part scans the receiver's own node, then the latest sources (kept in
+    ``order[:_TOP]``, latest first) for the first remote one that sends to r; only when none of
+    them does, all sources."""
     n = snd_end.size
     node1, other1, best1 = _node_top2(cnt_end, g, max1, arg1, max2)
     for r in range(n):
@@ -756,8 +762,8 @@ def _arrival(cnt_end, snd_end, sends, dense, g, l0, l1, l2, out, max1, arg1, max
         if far + l2 > t:
             t = far + l2
         out[r] = t
+    node1, other1, best1 = _node_top2(snd_end, g, max1, arg1, max2)
     if dense:
-        node1, other1, best1 = _node_top2(snd_end, g, max1, arg1, max2)
         for r in range(n):
             nd = r // g
             t = snd_end[r] + l0
@@ -770,32 +776,59 @@ def _arrival(cnt_end, snd_end, sends, dense, g, l0, l1, l2, out, max1, arg1, max
             if t > out[r]:
                 out[r] = t
         return
-    srt = np.argsort(snd_end)
-    for i in range(n):
-        order[i] = srt[n - 1 - i]
+    # the k latest sources, latest first (insertion into a short sorted list)
+    k = 0
+    top = min(n, _TOP)
+    for s in range(n):
+        v = snd_end[s]
+        if k == top and v <= snd_end[order[k - 1]]:
+            continue
+        j = k if k < top else top - 1
+        while j > 0 and snd_end[order[j - 1]] < v:
+            order[j] = order[j - 1]
+            j -= 1
+        order[j] = s
+        if k < top:
+            k += 1
     for r in range(n):
         nd = r // g
         t = out[r]
-        lo = nd * g
-        hi = min(n, lo + g)
-        for s in range(lo, hi):  # own node, self included
-            if sends[s, r]:
-                v = snd_end[s] + (l0 if s == r else l1)
-                if v > t:
-                    t = v
-        for i in range(n):  # latest first: the first remote sender is the answer
+        if full_own[r]:  # every rank of the node sends to r: the node's two latest decide
+            if snd_end[r] + l0 > t:
+                t = snd_end[r] + l0
+            same = max2[nd] if arg1[nd] == r else max1[nd]
+            if same + l1 > t:
+                t = same + l1
+        else:
+            lo = nd * g
+            hi = min(n, lo + g)
+            for s in range(lo, hi):  # own node, self included
+                if recv[r, s]:
+                    v = snd_end[s] + (l0 if s == r else l1)
+                    if v > t:
+                        t = v
+        found = False
+        for i in range(k):  # latest first: the first remote sender is the answer
             s = order[i]
-            if s // g != nd and sends[s, r]:
+            if s // g != nd and recv[r, s]:
                 if snd_end[s] + l2 > t:
                     t = snd_end[s] + l2
+                found = True
                 break
+        if not found and k == _TOP:
+            far = -np.inf
+            for s in range(n):
+                if s // g != nd and recv[r, s] and snd_end[s] > far:
+                    far = snd_end[s]
+            if far + l2 > t:
+                t = far + l2
         out[r] = t
 
 
 @njit
 def _phase(a, cnt, snd, ser, flg, poll, j1, j2, j3, barrier1, concurrent, has_count,
-           sync_barrier, sends, dense, tbar, l0, l1, l2, g, out, c_end, s_end, arr, max1, arg1,
-           max2, order):  # pragma: no cover - compiled
+           sync_barrier, sends, dense, full_own, tbar, l0, l1, l2, g, out, c_end, s_end, arr,
+           max1, arg1, max2, order):  # pragma: no cover - compiled
     """One phase on every rank: start times ``a`` -> end times ``out`` (see above)."""
     n = a.size
     for r in range(n):
@@ -822,14 +855,15 @@ def _phase(a, cnt, snd, ser, flg, poll, j1, j2, j3, barrier1, concurrent, has_co
         for r in range(n):
             out[r] = g2 + tbar + poll + j3[r]
         return
-    _arrival(c_end, s_end, sends, dense, g, l0, l1, l2, arr, max1, arg1, max2, order)
+    _arrival(c_end, s_end, sends, dense, full_own, g, l0, l1, l2, arr, max1, arg1, max2, order)
     for r in range(n):
         out[r] = max(c_end[r], s_end[r], arr[r]) + poll + j3[r]
 
 
 @njit
 def _samples_kernel(jit, cnt, snd, ser, flg, poll, barrier1, concurrent, has_count,
-                    sync_barrier, sends, dense, tbar, l0, l1, l2, g, out):  # pragma: no cover
+                    sync_barrier, sends, dense, full_own, tbar, l0, l1, l2, g,
+                    out):  # pragma: no cover - compiled
     """Latency of ``jit.shape[0]`` independent phases, every rank starting at 0."""
     n = cnt.size
     nn = (n + g - 1) // g
@@ -844,8 +878,8 @@ def _samples_kernel(jit, cnt, snd, ser, flg, poll, barrier1, concurrent, has_cou
     arg1 = np.empty(nn, dtype=np.int64)
     for s in range(jit.shape[0]):
         _phase(a, cnt, snd, ser, flg, poll, jit[s, 0], jit[s, 1], jit[s, 2], barrier1,
-               concurrent, has_count, sync_barrier, sends, dense, tbar, l0, l1, l2, g, end,
-               c_end, s_end, arr, max1, arg1, max2, order)
+               concurrent, has_count, sync_barrier, sends, dense, full_own, tbar, l0, l1, l2, g,
+               end, c_end, s_end, arr, max1, arg1, max2, order)
         m = -np.inf
         for r in range(n):
             if end[r] > m:
@@ -855,12 +889,14 @@ def _samples_kernel(jit, cnt, snd, ser, flg, poll, barrier1, concurrent, has_cou
 
 @njit
 def _decode_kernel(jit, n_layers, other, expert, d_cnt, d_snd, d_ser, d_flg, d_poll, d_b1,
-                   d_sends, d_dense, c_snd, c_flg, c_poll, c_sends, c_dense, concurrent,
-                   sync_barrier, tbar, l0, l1, l2, g, out):  # pragma: no cover - compiled
+                   d_sends, d_dense, d_full, c_snd, c_flg, c_poll, c_sends, c_dense, c_full,
+                   concurrent, sync_barrier, tbar, l0, l1, l2, g, yes, no,
+                   out):  # pragma: no cover - compiled
     """Decode steps: per layer other work, dispatch, expert, combine; out[s] = step time.
 
     ``jit[s, layer]`` rows: 0 other, 1-3 dispatch (count, send, poll), 4 expert, 5-6 combine
-    (send, poll)."""
+    (send, poll). ``yes``/``no`` are True/False passed in, so that :func:`_phase` is compiled
+    once for plain bools rather than again for each literal."""
     n = d_cnt.size
     nn = (n + g - 1) // g
     t = np.empty(n)
@@ -882,13 +918,13 @@ def _decode_kernel(jit, n_layers, other, expert, d_cnt, d_snd, d_ser, d_flg, d_p
             for r in range(n):
                 a[r] = t[r] + other + j[0, r]
             _phase(a, d_cnt, d_snd, d_ser, d_flg, d_poll, j[1], j[2], j[3], d_b1, concurrent,
-                   True, sync_barrier, d_sends, d_dense, tbar, l0, l1, l2, g, x, c_end, s_end,
-                   arr, max1, arg1, max2, order)
+                   yes, sync_barrier, d_sends, d_dense, d_full, tbar, l0, l1, l2, g, x, c_end,
+                   s_end, arr, max1, arg1, max2, order)
             for r in range(n):
                 x[r] = x[r] + expert + j[4, r]
-            _phase(x, zero, c_snd, c_snd, c_flg, c_poll, zero, j[5], j[6], False, concurrent,
-                   False, sync_barrier, c_sends, c_dense, tbar, l0, l1, l2, g, t, c_end, s_end,
-                   arr, max1, arg1, max2, order)
+            _phase(x, zero, c_snd, c_snd, c_flg, c_poll, zero, j[5], j[6], no, concurrent,
+                   no, sync_barrier, c_sends, c_dense, c_full, tbar, l0, l1, l2, g, t, c_end,
+                   s_end, arr, max1, arg1, max2, order)
         m = -np.inf
         for r in range(n):
             if t[r] > m:
@@ -898,7 +934,8 @@ def _decode_kernel(jit, n_layers, other, expert, d_cnt, d_snd, d_ser, d_flg, d_p
 
 def _reference_phase(a, cnt, snd, ser, flg, poll, j1, j2, j3, barrier1, concurrent, has_count,
                      sync_barrier, sends, tbar, lat, g):
-    """Plain-Python reference of :func:`_phase`, with the arrival as a double loop."""
+    """Plain-Python reference of :func:`_phase`, with the arrival as a double loop;
+    ``sends[r][s]`` says whether r receives data from s."""
     n = len(a)
     inf = float("inf")
     c_end = [a[r] + cnt[r] + j1[r] if has_count else -inf for r in range(n)]
@@ -921,7 +958,7 @@ def _reference_phase(a, cnt, snd, ser, flg, poll, j1, j2, j3, barrier1, concurre
         t = e[r]
         for s in range(n):
             t = max(t, c_end[s] + lat[hop(s, r)])
-            if sends[s][r]:
+            if sends[r][s]:
                 t = max(t, s_end[s] + lat[hop(s, r)])
         out.append(t + poll + j3[r])
     return out
@@ -936,10 +973,19 @@ def _plan_args(plan: PhasePlan):
 
 
 def _sends(plan: PhasePlan):
-    """``sends[s, r]`` (int8): source s sends data to r in this phase; and whether all do."""
+    """``recv[r, s]`` (int8): rank r receives data from source s in this phase (receiver-major,
+    so a receiver's row is contiguous); whether every pair does; and per receiver (int8) whether
+    every rank of its own node does."""
     copies = plan.traffic.copies if plan.phase == "dispatch" else plan.traffic.copies.T
-    sends = np.ascontiguousarray(copies > 0, dtype=np.int8)
-    return sends, bool(sends.all())
+    recv = np.ascontiguousarray(copies.T > 0, dtype=np.int8)
+    return recv, bool(recv.all()), _full_own(recv, plan.traffic.ranks_per_node)
+
+
+def _full_own(recv, g):
+    n = recv.shape[0]
+    node = np.arange(n) // g
+    same = node[:, None] == node[None, :]
+    return np.ascontiguousarray(np.all(recv.astype(bool) | ~same, axis=1), dtype=np.int8)
 
 
 def _check_plan(plan) -> PhasePlan:
@@ -1007,14 +1053,14 @@ def latency_samples(plan: PhasePlan, n_steps: int = 1000, jitter: float = 0.0, s
     draw = _Draws(seed, *jit3)
     args = _plan_args(plan)
     flags = _flags(plan)
-    sends, dense = _sends(plan)
+    sends, dense, full_own = _sends(plan)
     consts = _consts(plan)
     out = np.empty(n_steps)
     per = max(1, _CHUNK_DRAWS // (3 * n))
     for lo in range(0, n_steps, per):
         hi = min(n_steps, lo + per)
         jit = draw((hi - lo, 3, n))
-        _samples_kernel(jit, *args, *flags, sends, dense, *consts, out[lo:hi])
+        _samples_kernel(jit, *args, *flags, sends, dense, full_own, *consts, out[lo:hi])
     return out
 
 
@@ -1167,8 +1213,8 @@ def core_timeline(plan: PhasePlan, jitter: float = 0.0, seed: int = 0, start=Non
         src, dst = src.ravel(), dst.ravel()
         if count_done is not None:
             ops.edges(count_done[src], gate[dst], lat[hops.ravel()])
-        sends, _ = _sends(plan)
-        keep = sends.ravel() > 0
+        recv = _sends(plan)[0]
+        keep = recv.T.ravel() > 0  # in (source, destination) order, as src and dst
         ops.edges(send_done[src[keep]], gate[dst[keep]], lat[hops.ravel()[keep]])
     ids = add(np.ones(n * C, dtype=bool), K_POLL, plan.poll_time + jit[2][ranks])
     if gate is not None:
@@ -1292,8 +1338,8 @@ def decode_steps(traffic: EpTraffic, costs: CoreCosts, scheme: Scheme, *, n_step
     c = phase_plan(traffic, costs, scheme, "combine")
     d_cnt, d_snd, d_ser, d_flg, d_poll = _plan_args(d)
     _, c_snd, _, c_flg, c_poll = _plan_args(c)
-    d_sends, d_dense = _sends(d)
-    c_sends, c_dense = _sends(c)
+    d_sends, d_dense, d_full = _sends(d)
+    c_sends, c_dense, c_full = _sends(c)
     consts = _consts(d)
     draw = _Draws(seed, *jit3)
     out = np.empty(n_steps)
@@ -1302,9 +1348,9 @@ def decode_steps(traffic: EpTraffic, costs: CoreCosts, scheme: Scheme, *, n_step
         hi = min(n_steps, lo + per)
         jit = draw((hi - lo, n_layers, 7, n))
         _decode_kernel(jit, np.int64(n_layers), other_time, expert_time, d_cnt, d_snd, d_ser,
-                       d_flg, d_poll, d.barrier1, d_sends, d_dense, c_snd, c_flg, c_poll,
-                       c_sends, c_dense, bool(scheme.concurrent), scheme.sync == "barrier",
-                       *consts, out[lo:hi])
+                       d_flg, d_poll, d.barrier1, d_sends, d_dense, d_full, c_snd, c_flg, c_poll,
+                       c_sends, c_dense, c_full, bool(scheme.concurrent), scheme.sync == "barrier",
+                       *consts, True, False, out[lo:hi])
     out.flags.writeable = False
     return DecodeSteps(out, n_layers, jit3[0])
 
