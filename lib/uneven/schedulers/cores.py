@@ -34,8 +34,8 @@ expert) are ordered and split over the sending cores:
   for its writes to land (a fence, one two-hop latency) and writes a separate flag to every
   destination; ``"block"``, the flag travels inside every atomic block (an epoch number, so no
   buffer is ever cleared), which costs ``flag_bytes`` of every block and nothing else. Without a
-  barrier a receiver waits only for its sources: rank ``r`` is complete at
-  ``max_s(E_s + ℓ(s, r))``, where ``E_s`` is when source ``s`` finished;
+  barrier a receiver waits only for what it needs: the counts of every source and the data of
+  the sources that send it something, each landing ``ℓ(s, r)`` after its source wrote it;
 * finally every core *polls* (reads the counts or the last flags), ``poll_cost``.
 
 Barriers cost ``barrier_cost`` after the last rank arrives, so per-rank jitter turns into waiting
@@ -109,6 +109,7 @@ MAX_RANKS = 1024
 _MAX_CORES = 256
 
 _CM = cloudmatrix384(1)
+_L0 = float(_CM.hop_latency[0])
 
 
 def check_int(name, value, *, lo=None, hi=None):
@@ -116,7 +117,6 @@ def check_int(name, value, *, lo=None, hi=None):
     if isinstance(value, (bool, np.bool_)):
         raise ValueError(f"{name} must be an integer, not a bool; got {value!r}")
     return _check_int(name, value, lo=lo, hi=hi)
-_L0 = float(_CM.hop_latency[0])
 
 
 # --------------------------------------------------------------------------- costs and schemes
@@ -550,8 +550,7 @@ class PhasePlan:
     ``send_time``, ``flag_time``, ``writes`` (block and flag writes), ``bytes_sent``
     ``[n_ranks, n_send]``: the sending cores (core ids ``send_offset ..``). ``hop_copies``
     ``[n_ranks, n_send, 3]``: copies per hop class. ``poll_time``: per core. ``blocks``: blocks
-    per copy. ``hop_latency``: (s) per class. The per-rank maxima the rank-level kernel uses are
-    properties.
+    per copy. The per-rank maxima the rank-level kernel uses are properties.
     """
 
     phase: str
@@ -607,11 +606,6 @@ class PhasePlan:
         """Per rank: the slowest core's fence and flag writes (s; 0 unless ``sync='flag'``)."""
         return self.flag_time.max(axis=1)
 
-    def core_send_finish(self) -> np.ndarray:
-        """Per rank and sending core, without jitter or waits: when its sends end, counted from
-        the start of its sending (s)."""
-        return self.send_time.copy()
-
 
 def phase_plan(traffic: EpTraffic, costs: CoreCosts, scheme: Scheme,
                phase: str = "dispatch") -> PhasePlan:
@@ -659,9 +653,9 @@ def phase_plan(traffic: EpTraffic, costs: CoreCosts, scheme: Scheme,
     writes = hop_copies.sum(axis=2) * nb
     nbytes = (writes * scheme.block_bytes).astype(np.float64)
     hops = traffic.hop_matrix()
-    # Round-robin by destination id: word d goes to core d % cores (counts and separate flags).
-    by_core = _words_by_core(hops, n_send)
     if scheme.sync == "flag":
+        # Round-robin by destination id: flag d goes to core d % cores (so do the counts).
+        by_core = _words_by_core(hops, n_send)
         flag_time = lat[2] + by_core @ w_small
         writes = writes + by_core.sum(axis=2)
         nbytes = nbytes + by_core.sum(axis=2) * scheme.flag_bytes
@@ -675,12 +669,12 @@ def phase_plan(traffic: EpTraffic, costs: CoreCosts, scheme: Scheme,
         count_time = share * costs.count_cost + _words_by_core(hops, n_count) @ w_small
     else:
         count_time = np.zeros((n, 0))
-    arrays = [count_time, send_time, flag_time, writes, nbytes, hop_copies]
-    for a in arrays:
+    writes = writes.astype(np.int64)
+    for a in (count_time, send_time, flag_time, writes, nbytes, hop_copies):
         a.flags.writeable = False
     return PhasePlan(phase, scheme, costs, traffic, n_count, send_offset, n_send, nb,
-                     count_time, send_time, flag_time, writes.astype(np.int64), nbytes,
-                     hop_copies, float(costs.poll_cost))
+                     count_time, send_time, flag_time, writes, nbytes, hop_copies,
+                     float(costs.poll_cost))
 
 
 def _words_by_core(hops, cores):
