@@ -522,7 +522,10 @@ def core_loads(traffic: EpTraffic, cores: int, assignment: str = "hop_mix",
     cores = check_int("cores", cores, lo=1, hi=_MAX_CORES)
     assignment = check_choice("assignment", assignment, ASSIGNMENTS)
     phase = check_choice("phase", phase, ("dispatch", "combine"))
-    copies = traffic.copies if phase == "dispatch" else np.ascontiguousarray(traffic.copies.T)
+    copies = traffic.copies  # read-only, and so is its transpose below: one compiled version
+    if phase == "combine":
+        copies = np.ascontiguousarray(copies.T)
+        copies.flags.writeable = False
     n = traffic.n_ranks
     hc = np.zeros((n, cores, 3), dtype=np.int64)
     hd = np.zeros((n, cores, 3), dtype=np.int64)
