@@ -123,6 +123,18 @@ def _traffic(ep, batch):
     return ep_traffic(ep, tokens_per_rank=batch, seed=0)
 
 
+@lru_cache(maxsize=32)
+def _plans(ep, batch, cores, one, ratio, barrier, count_cores, block):
+    # The per-core work does not depend on the jitter: moving that slider reuses it.
+    from ..schedulers.cores import CoreCosts, phase_plan, scheme
+
+    costs = CoreCosts(cores=cores, one_hop_factor=one, two_hop_factor=ratio,
+                      barrier_cost=barrier)
+    t = _traffic(ep, batch)
+    return (phase_plan(t, costs, scheme("baseline", block_bytes=block)),
+            phase_plan(t, costs, scheme("ubep", block_bytes=block, count_cores=count_cores)))
+
+
 def ubep_state(ep: int = 64, hop_ratio: float = 11.5, barrier_us: float = 20.0,
                cores: int = 48, count_cores: int = 1, batch: int = 128, block: int = 512,
                jitter_us: float = 2.0) -> UbepState:
@@ -133,13 +145,7 @@ def ubep_state(ep: int = 64, hop_ratio: float = 11.5, barrier_us: float = 20.0,
     smaller); ``barrier_us``: a barrier's cost after the last rank (µs); ``block``: atomic block
     bytes (512 or 128); ``jitter_us``: mean extra delay per rank and op (µs).
     """
-    from ..schedulers.cores import (
-        CoreCosts,
-        core_timeline,
-        latency_samples,
-        phase_plan,
-        scheme,
-    )
+    from ..schedulers.cores import core_timeline, latency_samples
 
     ep = check_choice("ep", ep, EP_SIZES)
     ratio = check_real("hop_ratio", hop_ratio, lo=1.0, hi=100.0)
@@ -156,11 +162,7 @@ def ubep_state(ep: int = 64, hop_ratio: float = 11.5, barrier_us: float = 20.0,
     one = min(5.0, ratio)
     if one < 5.0:
         notes.append(f"one-hop factor lowered to {one:g} (it cannot exceed two hops)")
-    costs = CoreCosts(cores=cores, one_hop_factor=one, two_hop_factor=ratio,
-                      barrier_cost=barrier)
-    t = _traffic(ep, batch)
-    pb = phase_plan(t, costs, scheme("baseline", block_bytes=block))
-    pu = phase_plan(t, costs, scheme("ubep", block_bytes=block, count_cores=count_cores))
+    pb, pu = _plans(ep, batch, cores, one, ratio, barrier, count_cores, block)
     tb = core_timeline(pb, jitter=jitter, seed=0)
     tu = core_timeline(pu, jitter=jitter, seed=0)
     sb = latency_samples(pb, _SAMPLES, jitter, seed=1)
