@@ -1,0 +1,62 @@
+"""Notebook 06 (UBEP): inside a superpod, barriers and hop distance set the time."""
+
+from __future__ import annotations
+
+from . import register
+
+
+def _hop_ratio():
+    # EP32 (two nodes of 16 dies), 8 copies from every die to every die, 8 sending cores:
+    # the slowest core's send time, contiguous over hop mix.
+    from ..schedulers.cores import CoreCosts, phase_plan, scheme, uniform_traffic
+
+    t = uniform_traffic(32, 8)
+    c = CoreCosts(cores=8)
+    naive = phase_plan(t, c, scheme("baseline")).send_time[0].max()
+    mix = phase_plan(t, c, scheme("baseline", assignment="hop_mix")).send_time[0].max()
+    return naive / mix
+
+
+def _hop_ratio_latency_only(expected):
+    # The same ratio when a write costs only its latency (no bytes term).
+    from ..schedulers.cores import CoreCosts
+
+    lat = CoreCosts().hop_latency
+    return 32 * lat[2] / (lat[0] + 15 * lat[1] + 16 * lat[2])
+
+
+def _flat_fabric_ubep_us():
+    # The explorer at EP64 with every hop as cheap as a local access and no jitter.
+    from ..explorers.nb06 import ubep_state
+
+    return ubep_state(hop_ratio=1.0, jitter_us=0.0).ubep.latency * 1e6
+
+
+def _default_ubep_us(expected):
+    from ..explorers.nb06 import ubep_state
+
+    return ubep_state(jitter_us=0.0).ubep.latency * 1e6
+
+
+def _combine_blocks():
+    from ..schedulers.cores import blocks_per_copy
+
+    return blocks_per_copy(2 * 7168, 512, 8, True)
+
+
+register("06.1", _hop_ratio, rtol=0.01,
+         mistakes=[(_hop_ratio_latency_only, "Each write also pushes its 512 bytes through the "
+                                             "core: add that time to every write.")],
+         hint="the contiguous cores that get only far copies hold n / C of them; with the hop "
+              "mix every core holds n_h / C of each class.")
+register("06.2", _flat_fabric_ubep_us, unit="µs", rtol=0.02,
+         mistakes=[(_default_ubep_us, "That is UBEP at the default hop costs: set the two-hop / "
+                                      "local latency slider to 1.")],
+         hint="set the jitter to 0 and the two-hop / local latency to 1, keep the rest at the "
+              "defaults, and read UBEP's latency in its panel title.")
+register("06.3", lambda: "b", kind="choice", options=("a", "b", "c", "d"),
+         mistakes=[("a", "Try larger jitter in decode_steps: the two gains still move together.")])
+register("06.4", _combine_blocks, kind="exact",
+         mistakes=[(lambda e: e - 1, "14,336 bytes fill 28 blocks exactly: where do the 8-byte "
+                                     "flags of those blocks go?")],
+         hint="each block carries 512 − 8 bytes of payload.")

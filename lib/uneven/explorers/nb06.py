@@ -1,0 +1,439 @@
+"""Notebook 06 (UBEP): EP dispatch inside a superpod, where barriers and hop distance set the time.
+
+The explorer (:func:`ubep_explorer`) and the notebook's figure recipes (:func:`hop_cost_figure`,
+:func:`gantt_figure`, :func:`ablation_figure`, :func:`ep_sweep_figure`, :func:`tpot_figure`),
+which draw values the notebook computed with :mod:`uneven.schedulers.cores`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+
+import numpy as np
+
+from .. import plots
+from .._validate import check_choice, check_int, check_real
+from ..widgets import Explorer, dropdown, explore, int_slider, reuse, slider
+
+__all__ = ["GANTT_KINDS", "GANTT_COLORS", "SCHEME_COLORS", "UbepState", "ubep_state",
+           "draw_ubep", "ubep_explorer", "hop_cost_figure", "gantt_figure", "ablation_figure",
+           "ep_sweep_figure", "tpot_figure"]
+
+#: Bar kinds of the core Gantt: the op kinds of :data:`uneven.schedulers.cores.CORE_OP_KINDS`
+#: plus the idle gaps (a core waiting for a barrier or for data).
+GANTT_KINDS = ("count", "barrier", "send", "flag", "poll", "wait")
+GANTT_COLORS = {
+    "count": plots.COLORS["purple"],
+    "barrier": plots.color("barrier"),
+    "send": plots.COLORS["blue"],
+    "flag": plots.COLORS["orange"],
+    "poll": plots.COLORS["green"],
+    "wait": "#D4D4D4",
+}
+#: The two schemes and the two assignments (to be moved into ``plots.PALETTE``).
+SCHEME_COLORS = {
+    "serialised baseline": plots.COLORS["grey"],
+    "UBEP": plots.COLORS["green"],
+    "contiguous": plots.color("contiguous"),
+    "hop mix": plots.COLORS["green"],
+}
+EP_SIZES = (8, 16, 32, 64, 128, 256, 320)
+_SAMPLES = 300
+
+
+# --------------------------------------------------------------------------- Gantt helpers
+
+
+def _live_gantt(ax, legend=True):
+    """A :class:`uneven.plots.LiveGantt` of core ops with this notebook's kind colours."""
+    live = plots.LiveGantt(ax, GANTT_KINDS, time_unit="us", legend=False)
+    for name, coll in zip(GANTT_KINDS, live.collections, strict=True):
+        coll.set_facecolor(GANTT_COLORS[name])
+        coll.set_edgecolor("none")
+    if legend:
+        plots.legend(ax, "right", handles=live.collections, labels=list(GANTT_KINDS))
+    return live
+
+
+def _gantt_arrays(tl, rank):
+    """Core, start, finish and kind code (into :data:`GANTT_KINDS`) of one rank's ops and
+    idle gaps."""
+    ops = tl.of_rank(rank)
+    w = tl.waits(rank)
+    core = np.concatenate([ops["core"], w["core"]])
+    start = np.concatenate([ops["start"], w["start"]])
+    finish = np.concatenate([ops["finish"], w["finish"]])
+    kind = np.concatenate([ops["kind"], np.full(w["core"].size, len(GANTT_KINDS) - 1)])
+    return core, start, finish, kind
+
+
+def _row_names(cores):
+    step = 8 if cores > 16 else (4 if cores > 8 else 1)
+    return [f"core {c}" if c % step == 0 else "" for c in range(cores)]
+
+
+def _sticky_limit(value, old):
+    """An axis limit for ``value`` that stays at ``old`` while ``value`` fits in [0.25, 1] of it,
+    so small moves keep the explorer's cached background."""
+    if old is not None and 0.25 * old <= value <= old:
+        return old
+    return plots.nice_ceiling(value)
+
+
+def _update_gantt(live, tl, rank, xmax=None):
+    """Replace the bars of ``live`` with rank ``rank``'s ops; label every few cores only (a tick
+    per core would cost more to draw than all the bars). Returns the layout key."""
+    before = getattr(live, "_layout", None)
+    names = _row_names(tl.cores)
+    layout = live.update(*_gantt_arrays(tl, rank), row_names=names,
+                         xmax=xmax if xmax is not None else plots.nice_ceiling(tl.latency))
+    if layout != before:
+        rows = [i for i, name in enumerate(names) if name]
+        live.ax.set_yticks(rows, [names[i] for i in rows])
+    return layout
+
+
+# --------------------------------------------------------------------------- explorer
+
+
+@dataclass(frozen=True)
+class UbepState:
+    """One EP dispatch under the serialised baseline and under UBEP (model; times in s).
+
+    ``base``, ``ubep``: :class:`uneven.schedulers.cores.CoreTimeline` of one jittered run.
+    ``base_samples``, ``ubep_samples``: latency of 300 jittered runs (same draws for both).
+    ``notes``: settings that were adjusted.
+    """
+
+    ep: int
+    cores: int
+    count_cores: int
+    base: object
+    ubep: object
+    base_samples: np.ndarray
+    ubep_samples: np.ndarray
+    notes: tuple = ()
+
+
+@lru_cache(maxsize=16)
+def _traffic(ep, batch):
+    from ..schedulers.cores import ep_traffic
+
+    return ep_traffic(ep, tokens_per_rank=batch, seed=0)
+
+
+@lru_cache(maxsize=32)
+def _plans(ep, batch, cores, one, ratio, barrier, count_cores, block):
+    # The per-core work does not depend on the jitter: moving that slider reuses it.
+    from ..schedulers.cores import CoreCosts, phase_plan, scheme
+
+    costs = CoreCosts(cores=cores, one_hop_factor=one, two_hop_factor=ratio,
+                      barrier_cost=barrier)
+    t = _traffic(ep, batch)
+    return (phase_plan(t, costs, scheme("baseline", block_bytes=block)),
+            phase_plan(t, costs, scheme("ubep", block_bytes=block, count_cores=count_cores)))
+
+
+def ubep_state(ep: int = 64, hop_ratio: float = 11.5, barrier_us: float = 20.0,
+               cores: int = 48, count_cores: int = 1, batch: int = 128, block: int = 512,
+               jitter_us: float = 2.0) -> UbepState:
+    """Dispatch on ``ep`` ranks (one per die, 16 per node) with ``batch`` tokens per rank and
+    top-8: the serialised baseline against UBEP with ``count_cores`` of ``cores`` counting.
+
+    ``hop_ratio``: two-hop over local latency (one hop stays at 5×, or ``hop_ratio`` if that is
+    smaller); ``barrier_us``: a barrier's cost after the last rank (µs); ``block``: atomic block
+    bytes (512 or 128); ``jitter_us``: mean extra delay per rank and op (µs).
+    """
+    from ..schedulers.cores import core_timeline, latency_samples
+
+    ep = check_choice("ep", ep, EP_SIZES)
+    ratio = check_real("hop_ratio", hop_ratio, lo=1.0, hi=100.0)
+    barrier = check_real("barrier_us", barrier_us, lo=0.0, hi=1e4, unit="µs") * 1e-6
+    cores = check_int("cores", cores, lo=2, hi=128)
+    count_cores = check_int("count_cores", count_cores, lo=1)
+    batch = check_int("batch", batch, lo=1, hi=1024)
+    block = check_choice("block", block, (128, 256, 512, 1024))
+    jitter = check_real("jitter_us", jitter_us, lo=0.0, hi=1e4, unit="µs") * 1e-6
+    notes = []
+    if count_cores >= cores:
+        count_cores = cores - 1
+        notes.append(f"counting cores capped at {count_cores} (one core must send)")
+    one = min(5.0, ratio)
+    if one < 5.0:
+        notes.append(f"one-hop factor lowered to {one:g} (it cannot exceed two hops)")
+    pb, pu = _plans(ep, batch, cores, one, ratio, barrier, count_cores, block)
+    tb = core_timeline(pb, jitter=jitter, seed=0)
+    tu = core_timeline(pu, jitter=jitter, seed=0)
+    sb = latency_samples(pb, _SAMPLES, jitter, seed=1)
+    su = latency_samples(pu, _SAMPLES, jitter, seed=1)
+    return UbepState(ep, cores, count_cores, tb, tu, sb, su, tuple(notes))
+
+
+def draw_ubep(fig, state: UbepState, **_):
+    """Rank 0's cores under both schemes (Gantt, one row per core) and the latency CDF of 300
+    jittered runs. Returns the layout key for :class:`uneven.widgets.Explorer`."""
+
+    def build(fig):
+        grid = fig.add_gridspec(2, 2, width_ratios=(2.25, 1.0), hspace=0.55, wspace=0.42,
+                                left=0.075, right=0.975, bottom=0.12, top=0.8)
+        ax_b = fig.add_subplot(grid[0, 0])
+        ax_u = fig.add_subplot(grid[1, 0], sharex=ax_b)
+        ax_c = fig.add_subplot(grid[:, 1])
+        live_b = _live_gantt(ax_b, legend=False)
+        live_u = _live_gantt(ax_u, legend=False)
+        ax_b.set_xlabel("")
+        ax_b.legend(handles=live_b.collections, labels=list(GANTT_KINDS), ncol=6,
+                    loc="lower left", bbox_to_anchor=(0.0, 1.18), fontsize=7.5,
+                    handlelength=1.2, columnspacing=0.9)
+        ax_b.set_title("serialised baseline", loc="left", fontsize=9)
+        ax_u.set_title("UBEP: flag in block, hop mix", loc="left", fontsize=9)
+        t_b = ax_b.set_title("", loc="right", fontsize=9)
+        t_u = ax_u.set_title("", loc="right", fontsize=9)
+        lines = {}
+        for key, label in (("base", "serialised baseline"), ("ubep", "UBEP")):
+            (lines[key],) = ax_c.plot([], [], drawstyle="steps-post",
+                                      color=SCHEME_COLORS[label], lw=1.6, label=label)
+            (lines[key + "99"],) = ax_c.plot([], [], "o", ms=4.5, color=SCHEME_COLORS[label])
+        ax_c.set_ylim(0, 1.02)
+        ax_c.set_xlabel("dispatch latency (µs, model)")
+        ax_c.set_ylabel("fraction of runs ≤ x")
+        ax_c.set_title(f"{_SAMPLES} jittered runs; dots: P99", loc="left", fontsize=9)
+        ax_c.legend(loc="lower left", bbox_to_anchor=(-0.02, 1.1), ncol=2, fontsize=7.5,
+                    handlelength=1.2, columnspacing=0.9)
+        title = fig.suptitle("", fontsize=9, x=0.01, ha="left")
+        dynamic = [*live_b.collections, *live_u.collections, t_b, t_u, title,
+                   *lines.values()]
+        return {"ax_b": ax_b, "ax_u": ax_u, "ax_c": ax_c, "live_b": live_b, "live_u": live_u,
+                "t_b": t_b, "t_u": t_u, "lines": lines, "title": title, "dynamic": dynamic}
+
+    art = reuse(fig, "ubep", build)
+    longest = max(state.base.latency, state.ubep.latency) * 1e6
+    art["xmax"] = xmax = _sticky_limit(longest, art.get("xmax"))
+    lay_b = _update_gantt(art["live_b"], state.base, 0, xmax * 1e-6)
+    lay_u = _update_gantt(art["live_u"], state.ubep, 0, xmax * 1e-6)
+    art["t_b"].set_text(f"all {state.cores} cores count, then send: "
+                        f"{state.base.latency * 1e6:,.0f} µs")
+    art["t_u"].set_text(f"{state.count_cores} count ∥ {state.cores - state.count_cores} send: "
+                        f"{state.ubep.latency * 1e6:,.0f} µs")
+    hi = 0.0
+    stats = {}
+    for key, s in (("base", state.base_samples), ("ubep", state.ubep_samples)):
+        x = np.sort(s) * 1e6
+        y = np.arange(1, x.size + 1) / x.size
+        art["lines"][key].set_data(x, y)
+        p50, p99 = np.percentile(x, [50, 99])
+        art["lines"][key + "99"].set_data([p99], [0.99])
+        stats[key] = (p50, p99)
+        hi = max(hi, x[-1])
+    art["cdf_max"] = top = _sticky_limit(hi, art.get("cdf_max"))
+    xlim = (0.0, top)
+    art["ax_c"].set_xlim(*xlim)
+    (b50, b99), (u50, u99) = stats["base"], stats["ubep"]
+    note = f" · note: {'; '.join(state.notes)}" if state.notes else ""
+    art["title"].set_text(
+        f"EP{state.ep} dispatch (model) · P50 {b50:,.0f} → {u50:,.0f} µs "
+        f"(−{100 * (1 - u50 / b50):.0f}%) · P99 {b99:,.0f} → {u99:,.0f} µs "
+        f"(−{100 * (1 - u99 / b99):.0f}%){note}")
+    return (lay_b, lay_u, xlim)
+
+
+def ubep_explorer(show: bool = True) -> Explorer:
+    """Notebook 06's widget: EP size, hop cost ratio, barrier cost, cores and their split,
+    batch, block size, jitter."""
+    controls = {
+        "ep": dropdown(list(EP_SIZES), 64, "EP size (dies)"),
+        "hop_ratio": slider(1.0, 20.0, 0.5, 11.5, "two-hop / local latency"),
+        "barrier_us": slider(0.0, 60.0, 2.0, 20.0, "barrier cost (µs)"),
+        "cores": int_slider(4, 64, 4, 48, "cores per die"),
+        "count_cores": int_slider(1, 24, 1, 1, "UBEP counting cores"),
+        "batch": int_slider(16, 512, 16, 128, "tokens per rank"),
+        "block": dropdown([("512 B", 512), ("128 B", 128)], 512, "atomic block"),
+        "jitter_us": slider(0.0, 20.0, 0.5, 2.0, "jitter per op (µs)"),
+    }
+    presets = {
+        "CloudMatrix-like, EP64": {"ep": 64, "hop_ratio": 11.5, "barrier_us": 20.0,
+                                   "cores": 48, "count_cores": 1, "batch": 128, "block": 512,
+                                   "jitter_us": 2.0},
+        "flat fabric (every hop = local)": {"hop_ratio": 1.0},
+        "free barriers, no jitter": {"barrier_us": 0.0, "jitter_us": 0.0},
+        "noisy ranks (jitter 10 µs)": {"jitter_us": 10.0},
+        "128-B blocks": {"block": 128},
+        "half the cores count": {"count_cores": 24},
+        "8 cores per die": {"cores": 8, "count_cores": 1},
+        "EP320 decode": {"ep": 320},
+    }
+    return explore(ubep_state, draw_ubep, controls, presets=presets, show=show,
+                   figsize=(9.0, 4.1), columns=3)
+
+
+# --------------------------------------------------------------------------- figure recipes
+
+
+def hop_cost_figure(costs, plans: dict, *, block_bytes: int = 512, ep: int = 32):
+    """Left: what one ``block_bytes`` write costs a core by hop class (latency share and bytes
+    share) with the access latency of each class. Right: histogram of every sending core's send
+    time over all ranks (``plans``: ``{"contiguous": PhasePlan, "hop mix": PhasePlan}``), the
+    slowest core of each marked."""
+    fig, (ax_w, ax_h) = plots.figure(11, 3.9, ncols=2, width_ratios=(1.0, 1.35))
+    names = ("local (own die)", "one hop (same node)", "two hops (another node)")
+    labels = ("[model]", "(5× local) [model]", "(11.5× local) [chapter]")
+    lat = np.array(costs.hop_latency)
+    per_lat = lat / costs.writes_in_flight * 1e9
+    per_byte = block_bytes / costs.core_bandwidth * 1e9
+    with plots.style():
+        y = np.arange(3)
+        ax_w.barh(y, per_lat, color=plots.COLORS["orange"],
+                  label=f"latency ℓ / {costs.writes_in_flight} writes in flight")
+        ax_w.barh(y, np.full(3, per_byte), left=per_lat, color=plots.COLORS["sky"],
+                  label=f"{block_bytes} B at {costs.core_bandwidth / 1e9:.2f} GB/s per core")
+        for yy, lv, pl, lab in zip(y, lat, per_lat, labels, strict=True):
+            ax_w.text(pl + per_byte + 8, yy, f"ℓ = {lv * 1e6:.2f} µs {lab}", va="center",
+                      fontsize=7.5)
+        ax_w.set_yticks(y, names)
+        ax_w.invert_yaxis()
+        ax_w.set_xlim(0, (per_lat[-1] + per_byte) * 1.9)
+        ax_w.set_xlabel(f"core time per {block_bytes}-B write (ns)")
+        ax_w.set_title("one write, by distance", loc="left")
+        ax_w.grid(axis="y", visible=False)
+        plots.legend(ax_w, "below", ncol=1)
+        hi = max(p.send_time.max() for p in plans.values()) * 1e6
+        bins = np.linspace(0, plots.nice_ceiling(hi), 60)
+        for label, p in plans.items():
+            x = p.send_time.ravel() * 1e6
+            col = SCHEME_COLORS[label]
+            ax_h.hist(x, bins=bins, histtype="stepfilled", alpha=0.35, color=col)
+            ax_h.hist(x, bins=bins, histtype="step", lw=1.4, color=col,
+                      label=f"{label}: slowest core {x.max():.0f} µs")
+            ax_h.axvline(x.max(), color=col, ls="--", lw=1.0)
+        ax_h.set_xlabel("send time of one core (µs, model)")
+        ax_h.set_ylabel("cores (all ranks)")
+        n = next(iter(plans.values()))
+        ax_h.set_title(f"EP{ep}: {n.n_send} sending cores on each of {n.n_ranks} dies",
+                       loc="left")
+        plots.legend(ax_h, "below", ncol=2)
+    return fig
+
+
+def gantt_figure(timelines: dict, *, rank: int = 0):
+    """One panel per scheme (``timelines``: ``{label: CoreTimeline}``): rank ``rank``'s cores as
+    rows, ops and idle gaps as bars (µs), latency in the panel title (model)."""
+    n = len(timelines)
+    tls = list(timelines.values())
+    cores = max(t.cores for t in tls)
+    fig, axes = plots.figure(10.5, 0.062 * cores * n + 1.0 + 0.5 * n, nrows=n, sharex=True)
+    axes = np.atleast_1d(axes)
+    xmax = plots.nice_ceiling(max(t.latency for t in tls))
+    with plots.style():
+        for k, (ax, (label, tl)) in enumerate(zip(axes, timelines.items(), strict=True)):
+            live = _live_gantt(ax, legend=(k == 0))
+            _update_gantt(live, tl, rank)
+            ax.set_xlim(0, xmax * 1e6)
+            ax.set_title(f"{label}: die {rank}'s cores; the dispatch ends at "
+                         f"{tl.latency * 1e6:,.0f} µs (model)", loc="left")
+            if k < n - 1:
+                ax.set_xlabel("")
+    return fig
+
+
+def ablation_figure(rows: list, *, ep: int = 64):
+    """Dispatch latency (µs) as UBEP's pieces are added one at a time (``rows``:
+    ``[(label, seconds), ...]``, the first is the baseline), with the cut against it."""
+    fig, ax = plots.figure(8.5, 0.42 * len(rows) + 1.0)
+    base = rows[0][1]
+    with plots.style():
+        y = np.arange(len(rows))
+        vals = np.array([v for _, v in rows]) * 1e6
+        cols = [SCHEME_COLORS["serialised baseline"]] + [plots.COLORS["sky"]] * (len(rows) - 2)
+        cols += [SCHEME_COLORS["UBEP"]]
+        ax.barh(y, vals, color=cols[:len(rows)])
+        for yy, (_, v) in zip(y, rows, strict=True):
+            cut = "" if v == base else f"  (−{100 * (1 - v / base):.0f}%)"
+            ax.text(v * 1e6, yy, f" {v * 1e6:,.0f} µs{cut}", va="center", fontsize=8)
+        ax.set_yticks(y, [lab for lab, _ in rows])
+        ax.invert_yaxis()
+        ax.set_xlim(0, vals.max() * 1.35)
+        ax.set_xlabel(f"EP{ep} dispatch latency, no jitter (µs, model)")
+        ax.set_title("adding UBEP's pieces one at a time (% below the baseline)", loc="left")
+        ax.grid(axis="y", visible=False)
+    return fig
+
+
+def ep_sweep_figure(eps, median: dict, p99: dict, *, paper: dict, chapter_cut: float,
+                    chapter_ep: int = 64):
+    """Left: dispatch latency (µs) against EP size, median and P99 of jittered runs per scheme
+    (``median``, ``p99``: ``{label: seconds per EP size}``), with published points (``paper``:
+    ``{label: {ep: µs}}``, labels carrying their own tags). Right: how much lower UBEP's latency
+    is (%), with the chapter's figure (``chapter_cut`` %, at ``chapter_ep``)."""
+    eps = np.asarray(eps)
+    fig, (ax, ax_r) = plots.figure(11.5, 4.0, ncols=2, width_ratios=(1.5, 1.0))
+    markers = ("s", "D", "^", "v")
+    with plots.style():
+        for label in median:
+            col = SCHEME_COLORS[label]
+            ax.plot(eps, np.asarray(median[label]) * 1e6, "o-", color=col, lw=1.8,
+                    label=f"{label}, median (model)")
+            ax.plot(eps, np.asarray(p99[label]) * 1e6, ":", color=col, lw=1.3,
+                    label=f"{label}, P99 (model)")
+        for m, (label, pts) in zip(markers, paper.items(), strict=False):
+            ax.plot(list(pts), list(pts.values()), m, ms=6, mfc="white", mew=1.4,
+                    color=plots.color("paper"), label=label)
+        for a, crowded in ((ax, False), (ax_r, True)):
+            a.set_xscale("log", base=2)
+            # on the narrow panel, neighbours closer than 1.5x share a label slot: keep the last
+            names = [("" if crowded and i + 1 < len(eps) and eps[i + 1] < 1.5 * e else str(e))
+                     for i, e in enumerate(eps)]
+            a.set_xticks(eps, names)
+            a.minorticks_off()
+            a.set_xlabel("EP size (ranks = dies, 16 per node)")
+        ax.set_ylim(0, None)
+        ax.set_ylabel("dispatch latency (µs)")
+        ax.set_title("128 tokens per rank, top-8, INT8 (model)", loc="left")
+        plots.legend(ax, "below", ncol=2)
+        labels = list(median)
+        b, u = labels[0], labels[-1]
+        cut50 = 100 * (1 - np.asarray(median[u]) / np.asarray(median[b]))
+        cut99 = 100 * (1 - np.asarray(p99[u]) / np.asarray(p99[b]))
+        ax_r.plot(eps, cut50, "o-", color=SCHEME_COLORS[u], label="median (model)")
+        ax_r.plot(eps, cut99, "o:", color=SCHEME_COLORS[u], label="P99 (model)")
+        ax_r.plot([chapter_ep], [chapter_cut], "*", ms=12, color=plots.color("paper"),
+                  label=f"up to {chapter_cut:g}% at 64 NPUs [chapter]")
+        ax_r.set_ylim(0, 60)
+        ax_r.set_ylabel(f"{u} below {b} (%)")
+        ax_r.set_title("how much lower", loc="left")
+        plots.legend(ax_r, "below", ncol=1)
+    return fig
+
+
+def tpot_figure(steps: dict, sigmas, extra: dict, *, ep: int = 64):
+    """Left: CDF of the time per output token (ms) over many decode steps per scheme
+    (``steps``: ``{label: DecodeSteps}``), P50 and P99 marked. Right: how much jitter adds to
+    the median dispatch latency (µs) against the mean jitter per op (``sigmas`` in µs;
+    ``extra``: ``{label: µs per sigma}``)."""
+    fig, (ax, ax_j) = plots.figure(11.5, 3.8, ncols=2, width_ratios=(1.3, 1.0))
+    with plots.style():
+        for label, r in steps.items():
+            col = SCHEME_COLORS[label]
+            x = np.sort(r.tpot) * 1e3
+            y = np.arange(1, x.size + 1) / x.size
+            ax.step(x, y, where="post", color=col, lw=1.6, label=label)
+            ax.plot([r.p50 * 1e3, r.p99 * 1e3], [0.5, 0.99], "o", color=col, ms=5)
+            ax.annotate(f"P50 {r.p50 * 1e3:.1f}", (r.p50 * 1e3, 0.5), xytext=(6, -10),
+                        textcoords="offset points", fontsize=7.5, color=col)
+            ax.annotate(f"P99 {r.p99 * 1e3:.1f}", (r.p99 * 1e3, 0.99), xytext=(6, -10),
+                        textcoords="offset points", fontsize=7.5, color=col)
+        ax.set_ylim(0, 1.05)
+        ax.set_xlabel("time per output token (ms, model)")
+        ax.set_ylabel("fraction of steps ≤ x")
+        n = next(iter(steps.values()))
+        ax.set_title(f"EP{ep}, {n.n_layers} MoE layers, {n.tpot.size:,} steps, jitter "
+                     f"{n.jitter * 1e6:g} µs per op", loc="left")
+        plots.legend(ax, "below", ncol=2)
+        for label, v in extra.items():
+            ax_j.plot(sigmas, v, "o-", color=SCHEME_COLORS[label], label=label)
+        ax_j.set_xlabel("mean jitter per rank and op (µs)")
+        ax_j.set_ylabel("added median dispatch latency (µs)")
+        ax_j.set_title(f"EP{ep}: what waiting for the slowest rank costs", loc="left")
+        ax_j.set_ylim(0, None)
+        plots.legend(ax_j, "below", ncol=2)
+    return fig
