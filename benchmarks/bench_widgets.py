@@ -12,6 +12,7 @@ from uneven.explorers import (
     megascale_explorer,
     pipeline_explorer,
     start_page_explorer,
+    ubep_explorer,
 )
 
 CASES = (
@@ -21,6 +22,7 @@ CASES = (
     ("DeepSeek-V3 EP (03)", deepseek_explorer, "ib_gbps", [200.0, 300.0, 400.0, 500.0, 600.0]),
     ("MegaScale-MoE layer (04)", megascale_explorer, "h_ffn", [2048, 4096, 8192, 12288, 14336]),
     ("balancing (05)", balancing_explorer, "skew", [2.0, 4.0, 6.0, 8.0, 12.0]),
+    ("UBEP (06)", ubep_explorer, "barrier_us", [0.0, 10.0, 20.0, 30.0, 40.0]),
 )
 
 

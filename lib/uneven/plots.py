@@ -126,6 +126,10 @@ PALETTE = {
     "order: artifact's plan": COLORS["ink"],
     "order: W's at the tail": COLORS["grey"],
     "order: memory budget": COLORS["orange"],
+    # EP inside a superpod (notebook 06)
+    "serialised baseline": COLORS["grey"],
+    "UBEP": COLORS["green"],
+    "hop mix": COLORS["green"],
     # what a number is
     "paper": COLORS["ink"],
     "model": COLORS["blue"],

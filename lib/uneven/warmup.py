@@ -103,6 +103,27 @@ def _sequences():
     hdp_explore_state()
 
 
+@_step
+def _cores():
+    from .schedulers.cores import (
+        CoreCosts,
+        core_timeline,
+        decode_steps,
+        ep_traffic,
+        latency_samples,
+        phase_plan,
+        scheme,
+    )
+
+    t = ep_traffic(16, tokens_per_rank=4)
+    c = CoreCosts(cores=4)
+    for kind in ("baseline", "ubep"):
+        p = phase_plan(t, c, scheme(kind))
+        latency_samples(p, 2, 1e-6)
+        core_timeline(p)
+    decode_steps(t, c, scheme("ubep"), n_steps=1, n_layers=1)
+
+
 def main() -> None:
     """Run every warm-up step and print how long each took."""
     for fn in _STEPS:

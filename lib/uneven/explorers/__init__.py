@@ -11,6 +11,7 @@ is what CI checks.
 * :mod:`uneven.explorers.nb03` — Insights into DeepSeek-V3 (EP dispatch and combine)
 * :mod:`uneven.explorers.nb04` — MegaScale-MoE (one MoE layer inside a node, fused overlap)
 * :mod:`uneven.explorers.nb05` — Balancing and Beyond (placement, relay, a decode layer)
+* :mod:`uneven.explorers.nb06` — UBEP (core groups, barriers, hop mix inside a superpod)
 """
 
 from .nb00 import A2AState, a2a_state, draw_a2a, start_page_explorer
@@ -19,6 +20,7 @@ from .nb02 import HdpExploreState, bytescale_explorer, draw_hdp, hdp_explore_sta
 from .nb03 import EpExploreState, deepseek_explorer, draw_ep, ep_explore_state
 from .nb04 import MegaScaleState, draw_megascale, megascale_explorer, megascale_state
 from .nb05 import BalanceState, balance_state, balancing_explorer, draw_balance
+from .nb06 import UbepState, draw_ubep, ubep_explorer, ubep_state
 
 __all__ = [
     "A2AState", "a2a_state", "draw_a2a", "start_page_explorer",
@@ -27,4 +29,5 @@ __all__ = [
     "OP_RATIOS", "PipelineState", "pipeline_state", "draw_pipeline", "pipeline_explorer",
     "MegaScaleState", "megascale_state", "draw_megascale", "megascale_explorer",
     "BalanceState", "balance_state", "draw_balance", "balancing_explorer",
+    "UbepState", "ubep_state", "draw_ubep", "ubep_explorer",
 ]

@@ -31,13 +31,9 @@ GANTT_COLORS = {
     "poll": plots.COLORS["green"],
     "wait": "#D4D4D4",
 }
-#: The two schemes and the two assignments (to be moved into ``plots.PALETTE``).
-SCHEME_COLORS = {
-    "serialised baseline": plots.COLORS["grey"],
-    "UBEP": plots.COLORS["green"],
-    "contiguous": plots.color("contiguous"),
-    "hop mix": plots.COLORS["green"],
-}
+#: The two schemes and the two assignments, from the house palette.
+SCHEME_COLORS = {name: plots.color(name)
+                 for name in ("serialised baseline", "UBEP", "contiguous", "hop mix")}
 EP_SIZES = (8, 16, 32, 64, 128, 256, 320)
 _SAMPLES = 300
 
