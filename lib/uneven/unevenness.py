@@ -1,0 +1,339 @@
+"""Six slow pieces on one shared scale: a step's time against its own balanced ideal.
+
+Each of the chapter's six papers finds one piece that is slower than the rest. This module gives
+each paper one *knob* for how uneven that piece is, on a shared scale ``s`` from 0 to 1:
+``s = 0`` is balanced, ``s = 0.5`` is the setting the paper's notebook studies, ``s = 1`` twice
+as uneven (each knob is linear in ``s``; :data:`KNOBS` says what it moves). For every paper,
+:func:`slow_piece` runs the library's model of two systems at that setting — the paper's
+baseline and the paper's system — and of each system's **balanced ideal**: the same system, the
+same total work or delay, with the uneven per-rank quantity replaced by its mean, so that no
+rank is slower than another. A synchronous step follows the *maximum* over its ranks; the ideal
+is what it would take if it followed the *mean*.
+
+=========== ====================== =========================================================
+paper       per-rank quantity      knob (s = 0 → 1) and model
+=========== ====================== =========================================================
+pipemorph   one-way delay per link delay on link 0↔1 of a 4-stage pipeline, 0 → 60 ms (10-ms
+                                   ops, 12 micro-batches); ZB-H2 replayed vs PipeMorph's
+                                   re-plan with CPU sends; ideal: the delay spread evenly over
+                                   the 3 links
+bytescale   busy time per rank     tail weight of the Byted-like length mix, 0 → 2 (4M tokens,
+                                   256K context, 64 ranks of 2 GPUs); naive HDP vs balanced
+                                   HDP; ideal: the mean busy time plus the gradient sync
+deepseek    NIC receive time       expert skew 0 → 2 (EP64 on 8 H800 nodes, 32 tokens per
+                                   GPU); free top-8 with one copy per expert GPU vs node-limited
+                                   (M = 4) with one copy per node; ideal: every link of a kind
+                                   carrying the mean of that kind
+megascale   expert tokens per GPU  busiest / median expert 1 → 2 (one 8-GPU node, the 352B
+                                   layer, SP + EP with both overlaps); as is vs tokens above
+                                   1.1× the mean dropped (a capacity cap); ideal: equal loads
+balancing   NIC receive time       busiest / median expert 1 → 15 (EP32 on H20, 64 tokens per
+                                   GPU); contiguous placement with one copy per expert vs
+                                   NIC-aware placement, relay and overlap; ideal: uniform
+                                   popularity (the same tokens)
+ubep        lateness per die       mean jitter per op 0 → 4 µs (EP64 dies, 128 tokens each);
+                                   serialised baseline vs UBEP, median of 300 runs; ideal:
+                                   every die late by exactly the mean on each op
+=========== ====================== =========================================================
+
+Settings are small so that one paper's point costs a few to a few tens of milliseconds; results
+are cached per ``(paper, s)``. Times in seconds.
+
+>>> r = slow_piece("pipemorph", 0.5)
+>>> round(r.value), round(r.baseline_step * 1e3), round(r.system_step * 1e3)   # ms
+(30, 480, 420)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import lru_cache
+
+import numpy as np
+
+from ._validate import check_choice, check_real
+
+__all__ = ["PAPER_KEYS", "Knob", "KNOBS", "SlowPiece", "slow_piece", "unevenness_curves",
+           "GRID"]
+
+#: The six papers, in the chapter's order (keys of :mod:`uneven.papers`).
+PAPER_KEYS = ("pipemorph", "bytescale", "deepseek", "megascale", "balancing", "ubep")
+#: The shared-scale values the notebook's curves and explorer use.
+GRID = tuple(round(0.1 * i, 1) for i in range(11))
+
+
+@dataclass(frozen=True)
+class Knob:
+    """One paper's unevenness knob: its value is ``lo + s (hi - lo)`` in ``unit``.
+
+    ``piece``: the slow piece in words; ``name``: what the knob moves; ``reference``: the setting
+    at ``s = 0.5``; ``baseline`` / ``system``: the two systems timed; ``rank``: what one entry
+    of :attr:`SlowPiece.per_rank` is, in ``rank_unit``; ``ideal``: how the balanced ideal is
+    built.
+    """
+
+    key: str
+    piece: str
+    name: str
+    unit: str
+    lo: float
+    hi: float
+    reference: str
+    baseline: str
+    system: str
+    rank: str
+    rank_unit: str
+    ideal: str
+
+    def value(self, s: float) -> float:
+        """The knob's value at shared-scale ``s`` (0 … 1)."""
+        s = check_real("s", s, lo=0.0, hi=1.0)
+        return self.lo + s * (self.hi - self.lo)
+
+
+KNOBS = {
+    "pipemorph": Knob("pipemorph", "a slow pipeline link", "one-way delay on link 0↔1", "ms",
+                      0.0, 60.0, "30 ms, notebook 01's cascade (ops of 10 ms)",
+                      "ZB-H2, replayed", "PipeMorph: re-plan + CPU sends", "link", "ms",
+                      "the same total delay spread evenly over the 3 links"),
+    "bytescale": Knob("bytescale", "a long sequence", "tail weight of the length mix", "×",
+                      0.0, 2.0, "1, the Byted-like mix of notebook 02",
+                      "naive HDP (no balance)", "balanced HDP", "rank", "s",
+                      "every rank busy for the mean busy time"),
+    "deepseek": Knob("deepseek", "the NIC that EP must cross", "expert skew", "",
+                     0.0, 2.0, "skew 1: some experts several times as popular",
+                     "free top-8, one copy per expert GPU",
+                     "node-limited (M = 4), one copy per node", "NIC", "µs",
+                     "every NIC (and NVLink port) carrying the mean of its kind"),
+    "megascale": Knob("megascale", "a hot expert (training)", "busiest / median expert", "×",
+                      1.0, 2.0, "1.5, as in notebook 04", "SP + EP with both overlaps",
+                      "… + capacity 1.1× (tokens above it dropped)", "GPU",
+                      "× mean tokens", "every GPU with the mean number of expert tokens"),
+    "balancing": Knob("balancing", "a hot expert and its NIC", "busiest / median expert", "×",
+                      1.0, 15.0, "8, the chapter's sampled production layer",
+                      "contiguous, one copy per expert", "NIC-aware + relay + overlap", "NIC",
+                      "µs", "uniform expert popularity (the same tokens)"),
+    "ubep": Knob("ubep", "a barrier", "mean jitter per rank and op", "µs", 0.0, 4.0,
+                 "2 µs, as in notebook 06", "serialised baseline (two barriers)", "UBEP",
+                 "die", "µs", "every die late by exactly the mean on each op"),
+}
+
+
+@dataclass(frozen=True, eq=False)
+class SlowPiece:
+    """One paper's slow piece at shared-scale ``s`` (knob ``value`` in the knob's unit).
+
+    ``per_rank``: the uneven quantity per rank under the baseline (see :data:`KNOBS`);
+    ``baseline_step`` / ``system_step``: step (or phase) time (s); ``baseline_ideal`` /
+    ``system_ideal``: each system's balanced ideal (s).
+    """
+
+    key: str
+    s: float
+    value: float
+    per_rank: np.ndarray = field(repr=False)
+    baseline_step: float
+    baseline_ideal: float
+    system_step: float
+    system_ideal: float
+
+    @property
+    def baseline_ratio(self) -> float:
+        """Baseline step over its balanced ideal."""
+        return self.baseline_step / self.baseline_ideal
+
+    @property
+    def system_ratio(self) -> float:
+        """The paper's system's step over its balanced ideal."""
+        return self.system_step / self.system_ideal
+
+    @property
+    def knob(self) -> Knob:
+        """The paper's :class:`Knob`."""
+        return KNOBS[self.key]
+
+
+def slow_piece(key: str, s: float = 0.5) -> SlowPiece:
+    """Run paper ``key``'s model at shared-scale ``s`` (0 … 1; rounded to 3 decimals, cached).
+
+    >>> r = slow_piece("ubep", 0.0)
+    >>> r.baseline_step == r.baseline_ideal and r.system_step < r.baseline_step
+    True
+    """
+    key = check_choice("key", key, PAPER_KEYS)
+    s = round(check_real("s", s, lo=0.0, hi=1.0), 3)
+    return _slow_piece(key, s)
+
+
+@lru_cache(maxsize=256)
+def _slow_piece(key, s):
+    value = KNOBS[key].value(s)
+    per_rank, bs, bi, ss, si = _MODELS[key](value)
+    per_rank = np.asarray(per_rank, dtype=np.float64)
+    per_rank.flags.writeable = False
+    return SlowPiece(key, s, value, per_rank, float(bs), float(bi), float(ss), float(si))
+
+
+def unevenness_curves(s_values=GRID, keys=PAPER_KEYS) -> dict:
+    """``{key: {"s": array, "baseline": array, "system": array}}``: each system's step over its
+    balanced ideal at every ``s`` in ``s_values``."""
+    out = {}
+    s_arr = np.array([check_real("s_values", v, lo=0.0, hi=1.0) for v in s_values])
+    for key in keys:
+        rows = [slow_piece(key, float(v)) for v in s_arr]
+        out[check_choice("keys", key, PAPER_KEYS)] = {
+            "s": s_arr,
+            "baseline": np.array([r.baseline_ratio for r in rows]),
+            "system": np.array([r.system_ratio for r in rows]),
+        }
+    return out
+
+
+# --------------------------------------------------------------------------- the six models
+
+_MS, _US = 1e-3, 1e-6
+
+
+def _pipemorph(c_ms):
+    from .schedulers.pipeline import pipeline_schedule, simulate_pipeline
+
+    t = 10 * _MS
+    zb = pipeline_schedule("zb-h2", 4, 12)
+    c = c_ms * _MS
+    uneven = np.array([c, 0.0, 0.0])
+    even = np.full(3, c / 3)
+    out = []
+    for mode in ("replay", "replan"):
+        for d in (uneven, even):
+            out.append(simulate_pipeline(zb, t, t, t, delays=d, mode=mode).iteration_time)
+    return uneven / _MS, *out
+
+
+@lru_cache(maxsize=1)
+def _hdp_setup():
+    from .schedulers.sequences import HdpSetup
+
+    return HdpSetup(n_gpus=128, tp=2, capacity=8 * 1024, context=256 * 1024)
+
+
+def _bytescale(weight):
+    from .schedulers.sequences import global_batch, plan_items, schedule_step
+
+    setup = _hdp_setup()
+    x = global_batch(4 * 2**20, context=setup.context, tail_weight=weight, seed=0)
+    items = plan_items(x, setup, "naive")
+    naive = schedule_step(x, setup, "naive", items=items)
+    bal = schedule_step(x, setup, "balanced", items=items, _naive=naive)
+    return (naive.busy, naive.step_time, naive.busy.mean() + naive.sync_time,
+            bal.step_time, bal.busy.mean() + bal.sync_time)
+
+
+@lru_cache(maxsize=1)
+def _h800_group():
+    from .topology import LINK_KINDS, h800_cluster
+
+    topo = h800_cluster(8)
+    kinds = {k: topo.link_kind == LINK_KINDS.index(k)
+             for k in ("nic_up", "nic_down", "nvl_out", "nvl_in")}
+    return topo, kinds
+
+
+def _ideal_phase(phase, kinds):
+    # Every link of a kind carrying the mean of that kind, plus the path latency.
+    sec = phase.loads.seconds_per_link()
+    return max(float(sec[sel].mean()) for sel in kinds.values()) + phase.loads.max_latency
+
+
+def _deepseek(skew):
+    from .ep_model import ep_round, route_ep_group
+
+    topo, kinds = _h800_group()
+    free = ep_round(topo, route_ep_group(8, 32, max_nodes=8, skew=skew, seed=0), mode="direct")
+    capped = ep_round(topo, route_ep_group(8, 32, max_nodes=4, skew=skew, seed=0), mode="dedup")
+    per_nic = free.dispatch.loads.seconds_per_link()[kinds["nic_down"]] / _US
+    return (per_nic, free.dispatch.time, _ideal_phase(free.dispatch, kinds),
+            capped.dispatch.time, _ideal_phase(capped.dispatch, kinds))
+
+
+@lru_cache(maxsize=1)
+def _megascale_balanced():
+    from .schedulers.moe_layer import cluster_layer_timeline
+
+    return cluster_layer_timeline(1).makespan
+
+
+def _megascale(ratio):
+    from .parallel_volumes import INTERNAL_352B
+    from .schedulers.moe_layer import cluster_layer_timeline
+    from .workloads import expert_loads
+
+    per_expert = expert_loads(32, INTERNAL_352B.tokens * INTERNAL_352B.top_k, ratio, seed=0)
+    per_gpu = per_expert.reshape(8, 4).sum(axis=1).astype(np.float64)
+    loads = per_gpu / per_gpu.mean()
+    ideal = _megascale_balanced()
+    as_is = cluster_layer_timeline(1, loads=loads).makespan
+    capped = cluster_layer_timeline(1, loads=np.minimum(loads, 1.1)).makespan
+    return loads, as_is, ideal, capped, ideal
+
+
+def _decode_layer(ratio, placement, mode, overlap):
+    from .ep_decode import (
+        DecodeSetup,
+        decode_layer,
+        drifting_popularity,
+        make_placement,
+        sample_routing,
+    )
+    from .ep_transport import decode_traffic
+    from .schedulers.placement import route_to_slots
+
+    setup = DecodeSetup()
+    n_tok = setup.n_gpus * setup.tokens_per_gpu
+    pop = drifting_popularity(setup.n_experts, 1, ratio, drift=0.0, seed=0)[0]
+    ids = sample_routing(pop, n_tok, setup.k, seed=1)
+    plc = make_placement(placement, setup, pop * n_tok * setup.k)
+    src = np.repeat(np.arange(setup.n_gpus, dtype=np.int64), setup.tokens_per_gpu)
+    tr = decode_traffic(plc, route_to_slots(plc, ids, src), src, mode)
+    return decode_layer(plc, tr, hw=setup.hw, overlap=overlap)
+
+
+@lru_cache(maxsize=2)
+def _balancing_ideal(placement, mode, overlap):
+    return _decode_layer(1.0, placement, mode, overlap).layer_time
+
+
+def _balancing(ratio):
+    base = ("contiguous", "direct", False)
+    system = ("NIC-aware", "relay", True)
+    b = _decode_layer(ratio, *base)
+    s = _decode_layer(ratio, *system)
+    return (b.nic_in / _US, b.layer_time, _balancing_ideal(*base), s.layer_time,
+            _balancing_ideal(*system))
+
+
+@lru_cache(maxsize=1)
+def _ubep_plans():
+    from .schedulers.cores import CoreCosts, ep_traffic, phase_plan, scheme
+
+    traffic = ep_traffic(64, seed=0)
+    return tuple(phase_plan(traffic, CoreCosts(), scheme(k)) for k in ("baseline", "ubep"))
+
+
+def _ubep(sigma_us):
+    from .schedulers.cores import core_timeline, latency_samples, phase_latency
+
+    sigma = sigma_us * _US
+    out = []
+    for plan in _ubep_plans():
+        step = float(np.median(latency_samples(plan, 300, sigma, seed=1)))
+        # With every die late by exactly sigma on each jittered op, all dies shift alike: the
+        # serialised scheme runs count, send and poll one after another (3 sigma); UBEP counts
+        # beside its sends, then polls (2 sigma).
+        serial_ops = 2 if plan.scheme.concurrent else 3
+        out += [step, phase_latency(plan) + serial_ops * sigma]
+    late = core_timeline(_ubep_plans()[0], jitter=sigma, seed=1).jitter.sum(axis=0) / _US
+    return late, *out
+
+
+_MODELS = {"pipemorph": _pipemorph, "bytescale": _bytescale, "deepseek": _deepseek,
+           "megascale": _megascale, "balancing": _balancing, "ubep": _ubep}
