@@ -1,0 +1,534 @@
+"""Notebook 07 (what the six papers agree on, and where they differ): explorer and figures.
+
+The explorer (:func:`unevenness_explorer`) sets one unevenness knob per paper on the shared scale
+of :mod:`uneven.unevenness` and shows each system's step time over its own balanced ideal. The
+figure recipes draw values the notebook computed with :mod:`uneven.policies`,
+:mod:`uneven.order_stats`, :mod:`uneven.counterfactuals`, :mod:`uneven.ep_fabrics`,
+:mod:`uneven.expert_roofline` and :mod:`uneven.papers`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .. import plots
+from ..widgets import Explorer, explore, reuse, slider
+
+__all__ = [
+    "SYSTEM_COLORS",
+    "UnevenState",
+    "uneven_state",
+    "draw_uneven",
+    "unevenness_explorer",
+    "unevenness_figure",
+    "policy_figure",
+    "order_stats_figure",
+    "slow_pieces_figure",
+    "network_fixes_figure",
+    "compute_tax_figure",
+    "fabrics_figure",
+    "regimes_figure",
+    "evidence_figure",
+    "evidence_markdown",
+    "KIND_COLORS",
+]
+
+#: The palette name of each paper's system (its baseline is drawn grey and dashed).
+SYSTEM_COLORS = {"pipemorph": "PipeMorph", "bytescale": "balanced HDP",
+                 "deepseek": "one copy per node", "megascale": "SP+EP", "balancing": "NIC-aware",
+                 "ubep": "UBEP"}
+#: Colours of the kinds of evidence (not named things of the palette; see the notebook's report).
+KIND_COLORS = {"testbed": plots.COLORS["blue"], "production": plots.COLORS["green"],
+               "simulation": plots.COLORS["purple"], "analysis": plots.COLORS["grey"],
+               "chapter-only": plots.COLORS["red"]}
+_KIND_MARKERS = {"testbed": "o", "production": "s", "simulation": "^", "analysis": "D",
+                 "chapter-only": "X"}
+_BASE_COLOR = plots.COLORS["grey"]
+#: Colour of a UB (load/store fabric) port, until the palette has a name for it.
+_UB_COLOR = plots.COLORS["purple"]
+
+
+# --------------------------------------------------------------------------- explorer
+
+
+@dataclass(frozen=True)
+class UnevenState:
+    """The six slow pieces at the explorer's settings (``pieces``: key →
+    :class:`uneven.unevenness.SlowPiece`) and the curves over the shared scale (``curves``,
+    as :func:`uneven.unevenness.unevenness_curves`)."""
+
+    pieces: dict
+    curves: dict
+
+
+def uneven_state(pipemorph: float = 0.5, bytescale: float = 0.5, deepseek: float = 0.5,
+                 megascale: float = 0.5, balancing: float = 0.5, ubep: float = 0.5
+                 ) -> UnevenState:
+    """Each paper's slow piece at its own shared-scale value (0 balanced … 1 twice the paper's
+    setting); results are cached per value, the curves once."""
+    from ..unevenness import PAPER_KEYS, slow_piece, unevenness_curves
+
+    values = dict(zip(PAPER_KEYS, (pipemorph, bytescale, deepseek, megascale, balancing, ubep),
+                      strict=True))
+    pieces = {k: slow_piece(k, v) for k, v in values.items()}
+    return UnevenState(pieces, unevenness_curves())
+
+
+def _panel_text(piece) -> str:
+    k = piece.knob
+    unit = "" if not k.unit else (k.unit if k.unit == "×" else f" {k.unit}")
+    return f"{piece.value:.3g}{unit}: {piece.baseline_ratio:.2f}× · {piece.system_ratio:.2f}×"
+
+
+def draw_uneven(fig, state: UnevenState, **_):
+    """Six panels, one per paper: step time over the balanced ideal against the shared scale,
+    the baseline (grey, dashed) and the paper's system, with the current settings marked and
+    written as "knob value: baseline × · system ×". Returns the layout key for
+    :class:`uneven.widgets.Explorer`."""
+    from ..papers import paper
+    from ..unevenness import KNOBS, PAPER_KEYS
+
+    def build(fig):
+        axes = fig.subplots(2, 3)
+        if fig.get_layout_engine() is None:
+            fig.subplots_adjust(left=0.06, right=0.99, bottom=0.1, top=0.88, wspace=0.24,
+                                hspace=0.5)
+        dyn, marks, texts = [], {}, {}
+        for ax, key in zip(axes.ravel(), PAPER_KEYS, strict=True):
+            c = state.curves[key]
+            k = KNOBS[key]
+            col = plots.color(SYSTEM_COLORS[key])
+            ax.plot(c["s"], c["baseline"], ls="--", color=_BASE_COLOR, lw=1.4, label=k.baseline)
+            ax.plot(c["s"], c["system"], color=col, lw=1.8, label=k.system)
+            ax.axhline(1.0, color=plots.color("healthy"), lw=0.7, ls=":")
+            top = max(float(c["baseline"].max()), float(c["system"].max()))
+            ax.set_ylim(0.95, 1.0 + (top - 1.0) * 2.7 + 0.08)
+            ax.set_xlim(-0.03, 1.03)
+            (mb,) = ax.plot([], [], "o", ms=6, mfc="white", mec=_BASE_COLOR, mew=1.6)
+            (ms,) = ax.plot([], [], "o", ms=6, color=col)
+            txt = ax.text(0.03, 0.66, "", transform=ax.transAxes, va="top", ha="left",
+                          fontsize=8)
+            ax.set_title(f"{paper(key).notebook[:2]} · {k.piece}", loc="left", fontsize=8.8)
+            ax.legend(loc="upper left", fontsize=6.6, handlelength=1.8, borderaxespad=0.3)
+            ax.tick_params(labelsize=7.5)
+            marks[key] = (mb, ms)
+            texts[key] = txt
+            dyn += [mb, ms, txt]
+        for ax in axes[1]:
+            ax.set_xlabel("shared unevenness s", fontsize=8)
+        for ax in axes[:, 0]:
+            ax.set_ylabel("step / balanced ideal", fontsize=8)
+        fig.suptitle("each system against its own balanced ideal (model) · s = 0.5: the setting "
+                     "each notebook studies · corner: knob, baseline ×, system ×", x=0.01,
+                     ha="left", fontsize=9)
+        return {"marks": marks, "texts": texts, "dynamic": dyn}
+
+    art = reuse(fig, "uneven", build)
+    for key, piece in state.pieces.items():
+        mb, ms = art["marks"][key]
+        mb.set_data([piece.s], [piece.baseline_ratio])
+        ms.set_data([piece.s], [piece.system_ratio])
+        art["texts"][key].set_text(_panel_text(piece))
+    return "uneven"
+
+
+def unevenness_explorer(show: bool = True) -> Explorer:
+    """Notebook 07's widget: one unevenness knob per paper on one shared scale."""
+    from ..unevenness import GRID
+
+    names = {"pipemorph": "01 slow link", "bytescale": "02 long sequence",
+             "deepseek": "03 NIC", "megascale": "04 hot expert (training)",
+             "balancing": "05 hot expert + NIC", "ubep": "06 barrier"}
+    step = round(GRID[1] - GRID[0], 6)
+    controls = {k: slider(0.0, 1.0, step, 0.5, v) for k, v in names.items()}
+    presets = {
+        "each paper's setting (s = 0.5)": dict.fromkeys(names, 0.5),
+        "all balanced (s = 0)": dict.fromkeys(names, 0.0),
+        "twice each setting (s = 1)": dict.fromkeys(names, 1.0),
+        "only the NIC uneven": {**dict.fromkeys(names, 0.0), "deepseek": 1.0},
+    }
+    return explore(uneven_state, draw_uneven, controls, presets=presets, show=show,
+                   figsize=(9.6, 4.9), columns=3)
+
+
+def unevenness_figure(state: UnevenState):
+    """The explorer's picture as a standalone figure (for ``figures/``)."""
+    fig = plots.blank_figure(9.6, 4.9)
+    with plots.style():
+        draw_uneven(fig, state)
+    return fig
+
+
+# --------------------------------------------------------------------------- section 1
+
+
+def policy_figure(tables: dict, *, defaults: dict | None = None):
+    """One heatmap per :class:`uneven.policies.PolicyTable` (``tables``: ``{title: table}``):
+    each policy's time over each workload's best (1 = the best for that workload, boxed), the
+    best fixed policy marked, and optionally a ``defaults`` policy per title (what a system fixes
+    by default) marked too."""
+    import matplotlib
+
+    defaults = defaults or {}
+    heights = [len(t.policies) for t in tables.values()]
+    fig, axes = plots.figure(11.5, 0.33 * sum(heights) + 1.15 * len(tables) + 0.6,
+                             nrows=len(tables), height_ratios=heights)
+    axes = np.atleast_1d(axes)
+    cmap = matplotlib.colormaps["YlOrRd"]
+    with plots.style():
+        for ax, (title, t) in zip(axes, tables.items(), strict=True):
+            r = t.ratio
+            im = ax.imshow(np.minimum(r, 2.0), cmap=cmap, vmin=1.0, vmax=2.0, aspect="auto",
+                           interpolation="nearest")
+            for i in range(r.shape[0]):
+                for j in range(r.shape[1]):
+                    v = r[i, j]
+                    text = "best" if v < 1 + 1e-9 else f"{v:.2f}"
+                    ax.text(j, i, text, ha="center", va="center", fontsize=6.8,
+                            color="white" if v > 1.6 else plots.COLORS["ink"])
+            for j, i in enumerate(t.best):
+                ax.add_patch(matplotlib.patches.Rectangle((j - 0.5, i - 0.5), 1, 1, fill=False,
+                                                          ec=plots.COLORS["ink"], lw=1.4))
+            labels = list(t.policies)
+            labels[t.fixed] = labels[t.fixed] + "  ◀ best fixed"
+            if title in defaults:
+                d = t.policies.index(defaults[title])
+                labels[d] = labels[d] + ("" if d == t.fixed else "  ◀ default")
+            ax.set_yticks(range(len(labels)), labels, fontsize=7.5)
+            ax.get_yticklabels()[t.fixed].set_fontweight("bold")
+            ax.set_xticks(range(len(t.workloads)), t.workloads, fontsize=7.5, rotation=18,
+                          ha="right")
+            ax.grid(False)
+            worst = float(t.loss.max())
+            ax.set_title(f"{title}: best fixed loses up to {worst:.0%} (model)", loc="left",
+                         fontsize=9.5)
+            fig.colorbar(im, ax=ax, label="time ÷ this workload's best", shrink=0.9,
+                         ticks=[1.0, 1.25, 1.5, 1.75, 2.0], pad=0.01)
+    return fig
+
+
+# --------------------------------------------------------------------------- section 2
+
+
+def order_stats_figure(ns, closed: dict, simulated: dict, *, asymptote=None):
+    """Expected wait of the slowest of N ranks beyond the mean rank, in standard deviations of
+    one rank's time, against N. ``closed``: ``{label: values over ns}``; ``simulated``:
+    ``{label: (ns, means, standard errors)}`` drawn as points with error bars; ``asymptote``:
+    optional ``(ns, values)`` for the Gaussian's large-N form."""
+    fig, ax = plots.figure(6.4, 3.9)
+    cols = [plots.COLORS[c] for c in ("blue", "orange", "red", "purple")]
+    with plots.style():
+        for (label, vals), col in zip(closed.items(), cols, strict=False):
+            ax.plot(ns, vals, color=col, lw=1.8, label=f"{label}: closed form")
+            if label in simulated:
+                xs, m, se = simulated[label]
+                ax.errorbar(xs, m, yerr=2 * np.asarray(se), fmt="o", ms=4, color=col, mfc="white",
+                            capsize=2, lw=0.9)
+        if asymptote is not None:
+            ax.plot(*asymptote, color=cols[0], lw=0.9, ls=":",
+                    label="Gaussian: √(2 ln N) − … (large N)")
+        ax.plot([], [], "o", color=plots.COLORS["ink"], mfc="white", ms=4,
+                label="simulated, ± 2 standard errors")
+        ax.set_xscale("log")
+        ax.set_xlabel("ranks N in the synchronous step")
+        ax.set_ylabel("(E[max] − mean) / standard deviation")
+        ax.set_title("the slowest of N ranks, by tail of the per-rank time", loc="left")
+        plots.legend(ax, "below", ncol=2)
+    return fig
+
+
+def slow_pieces_figure(pieces: dict):
+    """Six slow pieces in one panel: each rank's uneven quantity over its mean (dots; the
+    maximum marked), and what the baseline's step then takes over its balanced ideal (text)."""
+    from ..papers import paper
+
+    fig, ax = plots.figure(11.0, 4.0)
+    rng = np.random.default_rng(0)
+    with plots.style():
+        ax.axhline(1.0, color=plots.color("healthy"), lw=0.8, ls=":", zorder=1)
+        top = 0.0
+        for i, pc in enumerate(pieces.values()):
+            v = np.asarray(pc.per_rank, dtype=float)
+            rel = v / v.mean() if v.mean() > 0 else np.ones_like(v)
+            x = i + rng.uniform(-0.28, 0.28, rel.size)
+            ax.scatter(x, rel, s=40 if rel.size < 10 else 10, color=plots.COLORS["blue"],
+                       alpha=0.6, lw=0, zorder=3)
+            ax.plot([i - 0.34, i + 0.34], [rel.max()] * 2, color=plots.COLORS["ink"], lw=1.6)
+            ax.text(i, rel.max() + 0.1, f"max {rel.max():.2f}× mean\nstep {pc.baseline_ratio:.2f}×"
+                    " ideal", ha="center", va="bottom", fontsize=7.5)
+            top = max(top, rel.max())
+        ticks = [f"{paper(k).notebook[:2]} · {pc.knob.piece}\n({len(pc.per_rank)} "
+                 f"{pc.knob.rank}s, {pc.knob.rank_unit})" for k, pc in pieces.items()]
+        ax.set_xticks(range(len(pieces)), ticks, fontsize=7.5)
+        ax.set_ylim(0, top + 0.8)
+        ax.set_ylabel("per-rank quantity ÷ its mean")
+        ax.grid(axis="x", visible=False)
+        ax.set_title("each paper's slow piece at its notebook's setting: the step follows the "
+                     "maximum (baselines, model)", loc="left")
+    return fig
+
+
+# --------------------------------------------------------------------------- section 3
+
+
+def network_fixes_figure(sweep: dict, before_after: dict, bandwidth: dict):
+    """Three counterfactuals (model): a network fix removing part of a pipeline link's delay
+    (``sweep`` from :func:`uneven.counterfactuals.network_fix_sweep`), a better transport before
+    and after balancing (``before_after``), more fabric bandwidth against a barrier-bound
+    dispatch (``bandwidth``)."""
+    fig, (ax_p, ax_t, ax_b) = plots.figure(13.0, 4.0, ncols=3, width_ratios=(1.15, 1.0, 1.0))
+    with plots.style():
+        x = sweep["shares"] * 100
+        ax_p.plot(x, sweep["zb_cpu"] * 1e3, color=plots.color("ZB-H2"), lw=1.8,
+                  label="ZB-H2 replayed, CPU sends")
+        ax_p.plot(x, sweep["zb_hol"] * 1e3, color=plots.color("ZB-H2"), lw=1.8, ls="--",
+                  label="ZB-H2 replayed, sends on the GPU stream")
+        ax_p.axhline(sweep["pipemorph"] * 1e3, color=plots.color("PipeMorph"), lw=1.8,
+                     label="PipeMorph, whole delay (no network fix)")
+        ax_p.axhline(sweep["healthy"] * 1e3, color=plots.color("healthy"), lw=0.8, ls=":",
+                     label="healthy network")
+        ax_p.set_xlabel("share of the link's delay a network fix removes (%)")
+        ax_p.set_ylabel("iteration time (ms, log scale)")
+        ax_p.set_yscale("log")
+        lo = sweep["healthy"] * 1e3 * 0.9
+        ax_p.set_ylim(lo, max(sweep["zb_hol"].max(), sweep["zb_cpu"].max()) * 1e3 * 1.15)
+        ticks = [t for t in (800, 1000, 1500, 2000, 3000, 5000) if t <= ax_p.get_ylim()[1]]
+        ax_p.set_yticks(ticks, [f"{t:,}" for t in ticks])
+        ax_p.minorticks_off()
+        ax_p.set_title("pipeline: the stall is in the schedule", loc="left", fontsize=9.5)
+        plots.legend(ax_p, "below", ncol=1)
+        states = ["skewed", "balanced"]
+        trs = list(dict.fromkeys(t for _, t in before_after))
+        w = 0.36
+        for j, (tr, col) in enumerate(zip(trs, (_BASE_COLOR, plots.COLORS["green"]),
+                                          strict=False)):
+            vals = [before_after[s, tr] * 1e6 for s in states]
+            ax_t.bar(np.arange(2) + (j - 0.5) * w, vals, w, color=col, label=tr)
+        for i, s in enumerate(states):
+            a, c = (before_after[s, t] * 1e6 for t in trs[:2])
+            ax_t.annotate(f"−{a - c:.0f} µs ({(a - c) / a:.0%})", (i, a), xytext=(0, 5),
+                          textcoords="offset points", ha="center", fontsize=8)
+        ax_t.set_xticks([0, 1], ["skewed\n(contiguous, direct)", "balanced\n(NIC-aware, relay)"])
+        ax_t.set_ylabel("exposed communication (µs)")
+        ax_t.set_ylim(0, max(before_after.values()) * 1e6 * 1.3)
+        ax_t.grid(axis="x", visible=False)
+        ax_t.set_title("decode: transport pays after balancing", loc="left", fontsize=9.5)
+        plots.legend(ax_t, "below", ncol=2)
+        f = np.asarray(bandwidth["factors"], dtype=float)
+        finite = np.isfinite(f)
+        for kind, label in (("baseline", "serialised baseline"), ("ubep", "UBEP")):
+            y = np.asarray(bandwidth[kind]) * 1e6
+            ax_b.plot(f[finite], y[finite], "o-", color=plots.color(label), label=label)
+            if not finite.all():
+                ax_b.axhline(y[~finite][0], color=plots.color(label), lw=0.9, ls=":")
+        if not finite.all():
+            ax_b.plot([], [], color=plots.COLORS["ink"], lw=0.9, ls=":",
+                      label="same, bytes free (∞ bandwidth)")
+        ax_b.set_xscale("log", base=2)
+        ax_b.set_xticks(f[finite], [f"{v:g}×" for v in f[finite]])
+        ax_b.minorticks_off()
+        ax_b.set_xlabel("UB bandwidth per core (× the CloudMatrix-like default)")
+        ax_b.set_ylabel("EP64 dispatch latency (µs)")
+        ax_b.set_ylim(0, None)
+        ax_b.set_title("superpod: barriers are not bytes", loc="left", fontsize=9.5)
+        plots.legend(ax_b, "below", ncol=1)
+    return fig
+
+
+# --------------------------------------------------------------------------- section 4
+
+
+def compute_tax_figure(rows: list, *, bound: tuple | None = None):
+    """Share of the step that communication costs when it runs on the compute units, one bar
+    per :class:`uneven.counterfactuals.TaxRow` (model); ``bound``: ``(label, share)`` drawn as an
+    extra hatched bar (e.g. 20 of 132 SMs held for the whole step [derived])."""
+    labels = [f"{r.system}\n{r.setting}" for r in rows]
+    shares = [100 * r.share for r in rows]
+    hatches = [""] * len(rows)
+    cols = [plots.color("compute")] * len(rows)
+    if bound is not None:
+        labels.append(bound[0])
+        shares.append(100 * bound[1])
+        hatches.append("//")
+        cols.append("white")
+    fig, ax = plots.figure(9.0, 0.55 * len(labels) + 1.0)
+    with plots.style():
+        y = np.arange(len(labels))
+        ax.barh(y, shares, color=cols, hatch=hatches, edgecolor=plots.color("compute"))
+        for yy, v in zip(y, shares, strict=True):
+            ax.text(v, yy, f" {v:.1f}%", va="center", fontsize=8)
+        ax.set_yticks(y, labels, fontsize=8)
+        ax.invert_yaxis()
+        ax.set_xlim(0, max(shares) * 1.2)
+        ax.set_xlabel("share of the step lost to communication on the compute units (%)")
+        ax.grid(axis="y", visible=False)
+        ax.set_title("communication on the compute units (model unless marked)", loc="left")
+    return fig
+
+
+# --------------------------------------------------------------------------- section 5
+
+
+def fabrics_figure(rows: list):
+    """One EP dispatch per topology family at equal bytes (``rows`` from
+    :func:`uneven.ep_fabrics.dispatch_on_fabrics`): bytes on the busiest link plus path latency
+    (link-load engine), coloured by the binding resource, and for the superpod the core-level
+    model's latency with barriers and per-write hop latency."""
+    bound_colors = {"NIC": plots.color("NIC"), "NVLink": plots.color("NVLink"),
+                    "UB port": _UB_COLOR, "UB node uplink": _UB_COLOR,
+                    "spine": plots.COLORS["sky"]}
+    labels, drains, lats, cols, kinds = [], [], [], [], []
+    for r in rows:
+        labels.append(f"{r.name} ({r.notebook})")
+        drains.append(r.drain * 1e6)
+        lats.append(r.latency * 1e6)
+        cols.append(bound_colors.get(r.bound, _BASE_COLOR))
+        kinds.append(r.family)
+        for name, t in r.core_model.items():
+            labels.append(f"superpod, core model: {name}, INT8 copies (06)")
+            drains.append(t * 1e6)
+            lats.append(0.0)
+            cols.append(plots.color(name))
+            kinds.append("core")
+    fig, ax = plots.figure(10.5, 0.42 * len(labels) + 1.3)
+    with plots.style():
+        y = np.arange(len(labels))
+        ax.barh(y, drains, color=cols, edgecolor="white")
+        has = np.asarray(lats) > 0
+        ax.barh(y[has], np.asarray(lats)[has], left=np.asarray(drains)[has], color="white",
+                edgecolor=plots.COLORS["ink"], hatch="///", lw=0.5)
+        for yy, d, lat in zip(y, drains, lats, strict=True):
+            ax.text(d + lat, yy, f" {d + lat:.0f} µs", va="center", fontsize=8)
+        ax.set_yticks(y, labels, fontsize=8)
+        ax.invert_yaxis()
+        split = next(i for i, k in enumerate(kinds) if k != "scale-out")
+        ax.axhline(split - 0.5, color=plots.COLORS["grey"], lw=0.8)
+        ax.text(0.99, split - 0.62, "scale-out ↑   scale-up ↓", transform=ax.get_yaxis_transform(),
+                ha="right", va="bottom", fontsize=8, color=plots.COLORS["grey"])
+        ax.set_xlim(0, max(d + lat for d, lat in zip(drains, lats, strict=True)) * 1.18)
+        ax.set_xlabel("one dispatch, 128 tokens per rank, top-8, FP8 (µs, model)")
+        ax.grid(axis="y", visible=False)
+        from matplotlib.patches import Patch
+
+        handles = [Patch(color=c, label=f"bytes on the busiest {n}") for n, c in
+                   (("NIC", bound_colors["NIC"]), ("NVLink port", bound_colors["NVLink"]),
+                    ("UB port", _UB_COLOR))]
+        handles += [Patch(fc="white", ec=plots.COLORS["ink"], hatch="///", label="path latency"),
+                    Patch(color=plots.color("serialised baseline"),
+                          label="core model: serialised baseline"),
+                    Patch(color=plots.color("UBEP"), label="core model: UBEP")]
+        ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8)
+        ax.set_title("the same EP dispatch on every topology family (equal bytes per rank)",
+                     loc="left")
+    return fig
+
+
+def regimes_figure(costs: dict, tokens, *, decode_tokens: tuple, training_tokens: tuple,
+                   decode_gain: tuple, training_gain: float):
+    """Left: the hiding ratio R (expert time over its tokens' communication time) against tokens
+    per expert for each :class:`uneven.expert_roofline.ExpertCost` in ``costs``, with the decode
+    and training ranges shaded. Right: what per-expert overlap saves in a decode layer against
+    tokens per GPU (``decode_gain``: ``(batches, share)``, notebook 05's model) beside what both
+    overlaps save in a training layer (``training_gain``, notebook 04's model)."""
+    from ..expert_roofline import crossover_tokens, roofline_hiding_ratio
+
+    fig, (ax, ax_g) = plots.figure(12.0, 4.2, ncols=2, width_ratios=(1.3, 1.0))
+    cols = [plots.COLORS[c] for c in ("red", "sky", "blue", "orange")]
+    n = np.asarray(tokens, dtype=float)
+    with plots.style():
+        ax.axvspan(*decode_tokens, color=plots.COLORS["red"], alpha=0.07, lw=0)
+        ax.axvspan(*training_tokens, color=plots.COLORS["blue"], alpha=0.07, lw=0)
+        ax.text(np.sqrt(decode_tokens[0] * decode_tokens[1]), 0.97, "decode batches",
+                transform=ax.get_xaxis_transform(), ha="center", va="top", fontsize=8,
+                color=plots.COLORS["red"])
+        ax.text(np.sqrt(training_tokens[0] * training_tokens[1]), 0.97,
+                "training\nmicro-batches", transform=ax.get_xaxis_transform(), ha="center",
+                va="top", fontsize=8, color=plots.COLORS["blue"])
+        for (name, c), col in zip(costs.items(), cols, strict=False):
+            ax.plot(n, roofline_hiding_ratio(c, n), color=col, lw=1.8, label=name)
+            nx = crossover_tokens(c)
+            ax.plot([nx], [roofline_hiding_ratio(c, nx)], "o", color=col, ms=4)
+        ax.axhline(1.0, color=plots.COLORS["ink"], lw=0.9, ls="--")
+        ax.text(n[-1], 1.05, "R = 1: compute as long as communication ", ha="right",
+                va="bottom", fontsize=7.5)
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel("tokens per expert")
+        ax.set_ylabel("R = expert time / its tokens' all-to-all time")
+        ax.set_title("memory-bound experts (left of the dots) vs compute-bound (model)",
+                     loc="left", fontsize=9.5)
+        plots.legend(ax, "below", ncol=2)
+        b, g = decode_gain
+        ax_g.plot(b, 100 * np.asarray(g), "o-", color=plots.color("relay"),
+                  label="decode layer: per-expert overlap, relay (05)")
+        ax_g.axhline(100 * training_gain, color=plots.COLORS["blue"], lw=1.6, ls="--",
+                     label="training layer: both overlaps, SP + EP (04)")
+        ax_g.axhline(0.0, color=plots.COLORS["ink"], lw=0.8)
+        ax_g.set_xscale("log", base=2)
+        ax_g.set_xticks(b, [str(x) for x in b])
+        ax_g.minorticks_off()
+        ax_g.set_xlabel("decode tokens per GPU (EP32 on H20)")
+        ax_g.set_ylabel("layer time saved by overlap (%)")
+        ax_g.set_title("overlap's verdict depends on the batch (model)", loc="left", fontsize=9.5)
+        plots.legend(ax_g, "below", ncol=1)
+    return fig
+
+
+def evidence_figure(rows: list):
+    """Where each headline number was measured: the accelerators of its run (log scale) per
+    paper, marker and colour by kind of evidence, hollow for a public anchor that is not the
+    paper's own number; numbers without a stated size are counted in the tick label (``rows``
+    from :func:`uneven.papers.evidence_rows`)."""
+    papers = list(dict.fromkeys(r["paper"] for r in rows))
+    fig, ax = plots.figure(10.0, 4.1)
+    with plots.style():
+        seen = set()
+        counts = dict.fromkeys(papers, 0)
+        offsets = dict.fromkeys(papers, 0)
+        for r in rows:
+            i = papers.index(r["paper"])
+            if r["gpus"] is None:
+                counts[r["paper"]] += 1
+                continue
+            lo, hi = r["gpus"]
+            yy = i + 0.14 * (offsets[r["paper"]] - 1.0)
+            offsets[r["paper"]] += 1
+            col = KIND_COLORS[r["kind"]]
+            anchor = bool(r.get("source"))
+            xs = [lo, hi] if hi > lo else [lo]
+            ax.plot(xs, [yy] * len(xs), color=col, lw=1.2, ls=":" if anchor else "-",
+                    marker=_KIND_MARKERS[r["kind"]], ms=6.5, mfc="white" if anchor else col,
+                    mec=col, mew=1.2)
+            if r["kind"] not in seen:
+                seen.add(r["kind"])
+                ax.plot([], [], _KIND_MARKERS[r["kind"]], color=col, ms=6.5, label=r["kind"])
+        ax.plot([], [], "o", mfc="white", mec=plots.COLORS["ink"], ms=6.5,
+                label="hollow: a public anchor,\nnot the paper's own number")
+        ticks = [f"{p}" + (f"\n(+{counts[p]} without a size)" if counts[p] else "")
+                 for p in papers]
+        ax.set_yticks(range(len(papers)), ticks, fontsize=8)
+        ax.set_ylim(len(papers) - 0.5, -0.6)
+        ax.set_xscale("log")
+        ax.set_xlim(5, 3e4)
+        ax.set_xlabel("accelerators in the run (GPUs or NPUs; a line spans a range)")
+        ax.grid(axis="y", visible=False)
+        ax.set_title("the evidence behind each headline number, by where it was measured",
+                     loc="left")
+        plots.legend(ax, "right", title="measured on")
+    return fig
+
+
+def evidence_markdown(rows: list) -> str:
+    """The evidence table as Markdown (one row per headline number; a public anchor's source
+    is named in its note)."""
+    head = ("| nb | paper | headline number | read in | measured on | hardware | scale | note |\n"
+            "|---|---|---|---|---|---|---|---|\n")
+    body = ""
+    for r in rows:
+        note = "; ".join(x for x in (f"from {r['source']}" if r.get("source") else "",
+                                     r["note"]) if x) or "—"
+        body += (f"| {r['notebook']} | {r['paper']} | {r['claim']} | {r['label']} | "
+                 f"{r['kind']} | {r['hardware']} | {r['scale']} | {note} |\n")
+    return head + body
