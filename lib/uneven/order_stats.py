@@ -55,6 +55,14 @@ _EULER_GAMMA = 0.5772156649015329
 _GRID = None  # the Gaussian quadrature grid, built on first use
 
 
+def _ranks(name, n, lo):
+    """``n`` as an int64 array (at least 1-d) of rank counts in ``[lo, MAX_N]``; bools refused."""
+    if isinstance(n, (bool, np.bool_)) or np.asarray(n).dtype == bool:
+        raise ValueError(f"{name} must be an integer or an array of integers, not a bool; got "
+                         f"{n!r}")
+    return as_int_array(name, np.atleast_1d(n), lo=lo, hi=MAX_N)
+
+
 def harmonic(n) -> np.ndarray | float:
     """The harmonic number ``H_n = 1 + 1/2 + … + 1/n`` (``H_0 = 0``), for an int or an array.
 
@@ -67,7 +75,7 @@ def harmonic(n) -> np.ndarray | float:
     [1.0, 1.5, 1.8333333333333333]
     """
     scalar = np.ndim(n) == 0
-    arr = as_int_array("n", np.atleast_1d(n), lo=0, hi=MAX_N)
+    arr = _ranks("n", n, 0).ravel()
     out = np.empty(arr.size)
     small = arr <= 1_000_000
     if small.any():
@@ -143,7 +151,7 @@ def expected_max(dist: str, n, *, scale: float = 1.0, alpha: float = 2.0):
     """
     dist, scale, alpha = _params(dist, scale, alpha)
     scalar = np.ndim(n) == 0
-    arr = as_int_array("n", np.atleast_1d(n), lo=1, hi=MAX_N)
+    arr = _ranks("n", n, 1)
     if dist == "exponential":
         out = scale * np.asarray(harmonic(arr), dtype=float).ravel()
     elif dist == "gaussian":

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import plots
+from .._validate import check_real
 from ..widgets import Explorer, explore, reuse, slider
 
 __all__ = [
@@ -70,8 +71,8 @@ def uneven_state(pipemorph: float = 0.5, bytescale: float = 0.5, deepseek: float
     setting); results are cached per value, the curves once."""
     from ..unevenness import PAPER_KEYS, slow_piece, unevenness_curves
 
-    values = dict(zip(PAPER_KEYS, (pipemorph, bytescale, deepseek, megascale, balancing, ubep),
-                      strict=True))
+    values = {k: check_real(k, v, lo=0.0, hi=1.0) for k, v in zip(
+        PAPER_KEYS, (pipemorph, bytescale, deepseek, megascale, balancing, ubep), strict=True)}
     pieces = {k: slow_piece(k, v) for k, v in values.items()}
     return UnevenState(pieces, unevenness_curves())
 

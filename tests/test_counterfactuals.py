@@ -1,0 +1,56 @@
+"""Counterfactuals: a network fix on a pipeline link, a transport before and after balancing,
+bandwidth against barriers, and communication on the compute units."""
+
+import numpy as np
+import pytest
+
+from uneven.counterfactuals import (
+    bandwidth_sweep,
+    compute_unit_tax,
+    network_fix_sweep,
+    transport_before_after,
+)
+from uneven.schedulers.pipeline import absorption_bound
+
+
+def test_network_fix_sweep_closed_forms_and_monotonicity():
+    r = network_fix_sweep(0.06, np.linspace(0, 1, 13), p=4, m=12)
+    assert np.all(np.diff(r["zb_cpu"]) <= 1e-12) and np.all(np.diff(r["zb_hol"]) <= 1e-12)
+    assert r["zb_cpu"][-1] == pytest.approx(r["healthy"]) == pytest.approx(r["zb_hol"][-1])
+    assert np.all(r["zb_hol"] >= r["zb_cpu"] - 1e-12)  # a blocked stream is never faster
+    assert r["pipemorph"] == pytest.approx(r["healthy"] + 0.06)  # healthy + c
+    assert r["knee"] == pytest.approx(absorption_bound(2, 0.01, 0.01, t_w=0.01))
+    below = r["shares"] >= 1 - r["knee"] / 0.06 - 1e-9  # residual delay within the knee
+    assert np.all(r["zb_cpu"][below] <= r["healthy"] + 2 * 0.06 * (1 - r["shares"][below]) + 1e-9)
+    with pytest.raises(ValueError, match="shares"):
+        network_fix_sweep(0.01, [0.5, 1.5])
+    with pytest.raises(ValueError, match="link"):
+        network_fix_sweep(0.01, [0.5], p=4, link=3)
+
+
+def test_bandwidth_cannot_buy_back_the_barriers():
+    r = bandwidth_sweep([0.5, 1, 4, np.inf], ep=32, tokens_per_die=32)
+    for kind in ("baseline", "ubep"):
+        assert np.all(np.diff(r[kind]) < 0)
+    assert np.all(r["baseline"] - r["ubep"] > r["barriers"] * 0.5)
+    with pytest.raises(ValueError, match="factors"):
+        bandwidth_sweep([0.0])
+
+
+def test_transport_before_after_shape():
+    r = transport_before_after(n_steps=3)
+    assert set(r) == {(s, t) for s in ("skewed", "balanced") for t in ("DeepEP-LL-like",
+                                                                        "SM-free")}
+    assert all(v >= 0 for v in r.values())
+    assert r["balanced", "SM-free"] < r["balanced", "DeepEP-LL-like"]
+
+
+def test_compute_unit_tax_rows():
+    rows = compute_unit_tax(n_steps=2, comm_sms=(8, 20))
+    assert [r.system.split(":")[0] for r in rows] == ["pipeline"] * 2 + ["decode"] + \
+        ["training layer"] * 2
+    assert all(r.on >= r.off > 0 and 0 <= r.share < 1 for r in rows)
+    assert rows[1].share > rows[0].share  # a delayed link makes a blocked stream far worse
+    assert rows[3].share <= rows[4].share  # more SMs taken, never cheaper
+    with pytest.raises(ValueError, match="comm_sms"):
+        compute_unit_tax(n_steps=1, comm_sms=(200,))
