@@ -228,7 +228,8 @@ def transport_policy_table(batches, *, options: dict | None = None, n_steps: int
     for kw in options.values():
         rows.append([simulate_decode(s, placement=placement, swaps=swaps, n_steps=n_steps,
                                      seed=seed, **kw).median() for s in setups])
-    return policy_table(rows, list(options), [f"{x} tokens/GPU" for x in b],
+    return policy_table(rows, list(options),
+                        [f"{x} token{'' if x == 1 else 's'}/GPU" for x in b],
                         criterion=criterion)
 
 

@@ -68,8 +68,8 @@ class Knob:
 
     ``piece``: the slow piece in words; ``name``: what the knob moves; ``reference``: the setting
     at ``s = 0.5``; ``baseline`` / ``system``: the two systems timed; ``rank``: what one entry
-    of :attr:`SlowPiece.per_rank` is, in ``rank_unit``; ``ideal``: how the balanced ideal is
-    built.
+    of :attr:`SlowPiece.per_rank` belongs to, ``quantity`` what it is, in ``rank_unit``;
+    ``ideal``: how the balanced ideal is built.
     """
 
     key: str
@@ -84,6 +84,7 @@ class Knob:
     rank: str
     rank_unit: str
     ideal: str
+    quantity: str = ""
 
     def value(self, s: float) -> float:
         """The knob's value at shared-scale ``s`` (0 … 1)."""
@@ -95,27 +96,29 @@ KNOBS = {
     "pipemorph": Knob("pipemorph", "a slow pipeline link", "one-way delay on link 0↔1", "ms",
                       0.0, 60.0, "30 ms, notebook 01's cascade (ops of 10 ms)",
                       "ZB-H2, replayed", "PipeMorph: re-plan + CPU sends", "link", "ms",
-                      "the same total delay spread evenly over the 3 links"),
+                      "the same total delay spread evenly over the 3 links", "delay"),
     "bytescale": Knob("bytescale", "a long sequence", "tail weight of the length mix", "×",
                       0.0, 2.0, "1, the Byted-like mix of notebook 02",
                       "naive HDP (no balance)", "balanced HDP", "rank", "s",
-                      "every rank busy for the mean busy time"),
+                      "every rank busy for the mean busy time", "busy time"),
     "deepseek": Knob("deepseek", "the NIC that EP must cross", "expert skew", "",
                      0.0, 2.0, "skew 1: some experts several times as popular",
                      "free top-8, one copy per expert GPU",
                      "node-limited (M = 4), one copy per node", "NIC", "µs",
-                     "every NIC (and NVLink port) carrying the mean of its kind"),
+                     "every NIC (and NVLink port) carrying the mean of its kind",
+                     "receive time"),
     "megascale": Knob("megascale", "a hot expert (training)", "busiest / median expert", "×",
                       1.0, 2.0, "1.5, as in notebook 04", "SP + EP with both overlaps",
                       "… + capacity 1.1× (tokens above it dropped)", "GPU",
-                      "× mean tokens", "every GPU with the mean number of expert tokens"),
+                      "× mean tokens", "every GPU with the mean number of expert tokens",
+                      "expert tokens"),
     "balancing": Knob("balancing", "a hot expert and its NIC", "busiest / median expert", "×",
                       1.0, 15.0, "8, the chapter's sampled production layer",
                       "contiguous, one copy per expert", "NIC-aware + relay + overlap", "NIC",
-                      "µs", "uniform expert popularity (the same tokens)"),
+                      "µs", "uniform expert popularity (the same tokens)", "receive time"),
     "ubep": Knob("ubep", "a barrier", "mean jitter per rank and op", "µs", 0.0, 4.0,
                  "2 µs, as in notebook 06", "serialised baseline (two barriers)", "UBEP",
-                 "die", "µs", "every die late by exactly the mean on each op"),
+                 "die", "µs", "every die late by exactly the mean on each op", "lateness"),
 }
 
 

@@ -186,8 +186,8 @@ def policy_figure(tables: dict, *, defaults: dict | None = None):
             for i in range(r.shape[0]):
                 for j in range(r.shape[1]):
                     v = r[i, j]
-                    text = "best" if v < 1 + 1e-9 else f"{v:.2f}"
-                    ax.text(j, i, text, ha="center", va="center", fontsize=6.8,
+                    cell = "best" if v < 1 + 1e-9 else f"{v:.2f}"
+                    ax.text(j, i, cell, ha="center", va="center", fontsize=6.8,
                             color="white" if v > 1.6 else plots.COLORS["ink"])
             for j, i in enumerate(t.best):
                 ax.add_patch(matplotlib.patches.Rectangle((j - 0.5, i - 0.5), 1, 1, fill=False,
@@ -202,9 +202,10 @@ def policy_figure(tables: dict, *, defaults: dict | None = None):
             ax.set_xticks(range(len(t.workloads)), t.workloads, fontsize=7.5, rotation=18,
                           ha="right")
             ax.grid(False)
-            worst = float(t.loss.max())
-            ax.set_title(f"{title}: best fixed loses up to {worst:.0%} (model)", loc="left",
-                         fontsize=9.5)
+            text = f"{title}: best fixed in hindsight loses up to {t.loss.max():.0%}"
+            if title in defaults and defaults[title] != t.policies[t.fixed]:
+                text += f", the default up to {t.loss_of(defaults[title]).max():.0%}"
+            ax.set_title(text + " (model)", loc="left", fontsize=9.5)
             fig.colorbar(im, ax=ax, label="time ÷ this workload's best", shrink=0.9,
                          ticks=[1.0, 1.25, 1.5, 1.75, 2.0], pad=0.01)
     return fig
@@ -260,8 +261,8 @@ def slow_pieces_figure(pieces: dict):
             ax.text(i, rel.max() + 0.1, f"max {rel.max():.2f}× mean\nstep {pc.baseline_ratio:.2f}×"
                     " ideal", ha="center", va="bottom", fontsize=7.5)
             top = max(top, rel.max())
-        ticks = [f"{paper(k).notebook[:2]} · {pc.knob.piece}\n({len(pc.per_rank)} "
-                 f"{pc.knob.rank}s, {pc.knob.rank_unit})" for k, pc in pieces.items()]
+        ticks = [f"{paper(k).notebook[:2]} · {pc.knob.piece}\n({pc.knob.quantity} of "
+                 f"{len(pc.per_rank)} {pc.knob.rank}s)" for k, pc in pieces.items()]
         ax.set_xticks(range(len(pieces)), ticks, fontsize=7.5)
         ax.set_ylim(0, top + 0.8)
         ax.set_ylabel("per-rank quantity ÷ its mean")
