@@ -112,7 +112,10 @@ def bandwidth_sweep(factors, *, ep: int = 64, tokens_per_die: int = 128, seed: i
     """
     from .schedulers.cores import CoreCosts, ep_traffic, phase_latency, phase_plan, scheme
 
-    f = np.atleast_1d(np.asarray(factors, dtype=np.float64))
+    try:
+        f = np.atleast_1d(np.asarray(factors, dtype=np.float64))
+    except (TypeError, ValueError):
+        raise ValueError(f"factors must be numbers > 0 (inf allowed); got {factors!r}") from None
     if f.ndim != 1 or f.size == 0 or np.any(np.isnan(f)) or f.min() <= 0:
         raise ValueError(f"factors must be numbers > 0 (inf allowed); got {factors!r}")
     traffic = ep_traffic(check_int("ep", ep, lo=2, hi=1024),

@@ -234,8 +234,11 @@ def evidence_rows(papers=None) -> list:
     >>> rows[0]["notebook"], rows[0]["label"]
     ('01', '[chapter]')
     """
+    papers = PAPERS if papers is None else papers
+    if isinstance(papers, str) or not hasattr(papers, "__iter__"):
+        raise ValueError(f"papers must be a list of Paper objects; got {papers!r}")
     out = []
-    for p in papers or PAPERS:
+    for p in papers:
         if not isinstance(p, Paper):
             raise ValueError(f"papers must be Paper objects; got {type(p).__name__}")
         for e in p.evidence:

@@ -52,6 +52,13 @@ __all__ = [
 ]
 
 CRITERIA = ("mean", "worst")
+
+
+def _names(name, value) -> tuple:
+    """``value`` as a tuple, or a ValueError naming ``name`` when it is not a list of things."""
+    if isinstance(value, (str, bytes)) or not hasattr(value, "__iter__"):
+        raise ValueError(f"{name} must be a list; got {value!r}")
+    return tuple(value)
 #: Name of the core-split policy in which every core counts, then every core sends.
 SERIAL_SPLIT = "all cores count, then send"
 
@@ -125,8 +132,8 @@ def policy_table(times, policies, workloads, *, criterion: str = "mean",
                  info: dict | None = None) -> PolicyTable:
     """A :class:`PolicyTable` from a ``[policies, workloads]`` array of times (s, > 0) and the
     names of both axes (unique strings)."""
-    policies = tuple(policies)
-    workloads = tuple(workloads)
+    policies = _names("policies", policies)
+    workloads = _names("workloads", workloads)
     for name, names in (("policies", policies), ("workloads", workloads)):
         if not names or len(set(names)) != len(names) or not all(isinstance(x, str)
                                                                  for x in names):
@@ -252,13 +259,18 @@ def core_split_table(workloads, *, count_cores=(1, 2, 4, 8, 16, 24), costs=None,
     costs = CoreCosts() if costs is None else costs
     if not isinstance(costs, CoreCosts):
         raise ValueError(f"costs must be a CoreCosts; got {type(costs).__name__}")
-    pairs = [(check_int("ep_size", e, lo=2, hi=1024), check_int("tokens_per_die", k, lo=1,
-                                                                 hi=8192))
-             for e, k in workloads]
+    pairs = []
+    for w in _names("workloads", workloads):
+        if not (isinstance(w, (tuple, list)) and len(w) == 2):
+            raise ValueError(f"workloads must be (ep_size, tokens_per_die) pairs; got {w!r}")
+        pairs.append((check_int("ep_size", w[0], lo=2, hi=1024),
+                      check_int("tokens_per_die", w[1], lo=1, hi=8192)))
     if not pairs:
         raise ValueError("workloads must list at least one (ep_size, tokens_per_die) pair")
     splits = sorted({check_int("count_cores", c, lo=1, hi=costs.cores - 1)
-                     for c in count_cores})
+                     for c in _names("count_cores", count_cores)})
+    if not splits:
+        raise ValueError("count_cores must list at least one size of the counting group")
     schemes = {f"count on {c}, send on {costs.cores - c}": scheme("ubep", count_cores=c)
                for c in splits}
     schemes[SERIAL_SPLIT] = scheme("baseline", assignment="hop_mix", sync="block")

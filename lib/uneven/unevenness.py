@@ -181,6 +181,9 @@ def unevenness_curves(s_values=GRID, keys=PAPER_KEYS) -> dict:
     """``{key: {"s": array, "baseline": array, "system": array}}``: each system's step over its
     balanced ideal at every ``s`` in ``s_values``."""
     out = {}
+    for name, value in (("s_values", s_values), ("keys", keys)):
+        if isinstance(value, str) or not hasattr(value, "__iter__"):
+            raise ValueError(f"{name} must be a list; got {value!r}")
     s_arr = np.array([check_real("s_values", v, lo=0.0, hi=1.0) for v in s_values])
     for key in keys:
         rows = [slow_piece(key, float(v)) for v in s_arr]
