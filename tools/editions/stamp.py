@@ -84,7 +84,8 @@ def stamped_text(path: Path) -> str:
     import nbstrip
 
     nb = nbformat.read(path, as_version=4)
-    return nbstrip.strip(nbformat.writes(stamped(nb, path.name)) + "\n")
+    # The filter's own stripping, in-process (the same options as `git add` runs it with).
+    return nbformat.writes(nbstrip.strip_notebook(stamped(nb, path.name))) + "\n"
 
 
 def main(argv: list[str]) -> int:
