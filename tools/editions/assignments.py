@@ -28,6 +28,7 @@ Usage: ``python tools/editions assignments [--out DIR] [--run-tests] [NOTEBOOK .
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 import shutil
@@ -82,10 +83,14 @@ def answer_literal(key: str) -> str:
 
 # ---- tests -------------------------------------------------------------------------------------
 
-def _config(points: int, hidden: bool, failure: str | None = None) -> str:
+#: What a student sees when the public test passes: the format, not the value, is right.
+PUBLIC_OK = "the answer has the right form; its value is checked when your work is graded"
+
+
+def _config(points: int, hidden: bool, success: str | None = None) -> str:
     lines = ['""" # BEGIN TEST CONFIG', f"points: {points}", f"hidden: {str(hidden).lower()}"]
-    if failure:
-        lines.append("failure_message: " + json.dumps(failure))
+    if success:
+        lines.append("success_message: " + json.dumps(success))
     return "\n".join(lines + ['""" # END TEST CONFIG'])
 
 
@@ -118,7 +123,7 @@ def public_test(key: str, var: str) -> str:
         body += [f"    assert isinstance({var}, str), "
                  f"'{var} must be a string of letters such as \"b\" or \"a, c\"'",
                  f"    picked = set({var}.lower().replace(',', ' ').split())",
-                 f"    assert picked and picked <= {set(ex.options)!r}, "
+                 f"    assert picked and picked <= set({tuple(sorted(ex.options))!r}), "
                  f"'{var} must use only the letters {letters}'"]
     elif isinstance(expected, tuple):
         n = len(expected)
@@ -135,7 +140,7 @@ def public_test(key: str, var: str) -> str:
                  f"    assert isinstance({var}, Real) and not isinstance({var}, bool) and "
                  f"float({var}).is_integer(), '{var} must be a whole number{unit}'"]
         body += _sign_check(var, expected)
-    return "\n".join([_config(0, False), *body, f"{fn}({var})"])
+    return "\n".join([_config(0, False, PUBLIC_OK), *body, f"{fn}({var})"])
 
 
 def hidden_test(key: str, var: str) -> str:
@@ -246,6 +251,19 @@ def _restore_placeholders(student: nbformat.NotebookNode, source: Notebook) -> N
         cell.source = "\n".join(lines)
 
 
+def _stable_ids(nb: nbformat.NotebookNode, source: Notebook) -> None:
+    """Cells otter adds get random ids; give them ids from their content, so two builds of the
+    same notebook are the same files."""
+    keep = {c.get("id") for c in source.nb.cells}
+    seen: set[str] = set()
+    for cell in nb.cells:
+        if cell.get("id") not in keep or cell.get("id") in seen:
+            digest = hashlib.sha1(cell.source.encode()).hexdigest()[:8]
+            cell.id = next(f"otter-{digest}{'-' + str(n) if n else ''}" for n in range(1000)
+                           if f"otter-{digest}{'-' + str(n) if n else ''}" not in seen)
+        seen.add(cell.id)
+
+
 def _clean_solutions(solutions: nbformat.NotebookNode) -> None:
     for cell in solutions.cells:
         if cell.cell_type == "code":
@@ -274,8 +292,10 @@ def build_one(nb: Notebook, out: Path, run_tests: bool = False) -> dict:
 
     student = nbformat.read(work / "result" / "student" / nb.name, as_version=4)
     _restore_placeholders(student, nb)
+    _stable_ids(student, nb)
     solutions = nbformat.read(work / "result" / "autograder" / nb.name, as_version=4)
     _clean_solutions(solutions)
+    _stable_ids(solutions, nb)
     for sub in ("student", "solutions", "autograder"):
         (out / sub).mkdir(parents=True, exist_ok=True)
     nbformat.write(student, out / "student" / nb.name)
