@@ -8,20 +8,21 @@ LAB_ARGS ?=
 # Jupyter refuses to run as root unless told; CI and containers run as root.
 ROOT_ARG := $(if $(filter 0,$(shell id -u)),--allow-root,)
 
-.PHONY: install lab test figures bench lint clean
+.PHONY: install lab test figures bench lint clean stamp assignments site
 
 # The venv's own kernel must win over a user-level "python3" kernelspec (ipython kernel install).
 export JUPYTER_PATH := $(abspath $(VENV))/share/jupyter
 
-# Installs the test and browser extras, then nbstripout as a git filter (`nbstripout --install`,
-# local git config; nothing outside a git work tree), so that running a notebook never dirties
-# `git status`; the filter's options live in tools/nbstrip.py.
+# Installs the test, browser, classroom (otter-grader) and site (Sphinx, MyST-NB) extras, then
+# nbstripout as a git filter (`nbstripout --install`, local git config; nothing outside a git work
+# tree), so that running a notebook never dirties `git status`; the filter's options live in
+# tools/nbstrip.py.
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 10))' || \
 		{ echo "uneven needs Python >= 3.10; try: make PYTHON=python3.11 $(MAKECMDGOALS)"; exit 1; }
 	$(BIN)/python -c 'import pip' 2>/dev/null || { rm -rf $(VENV); $(PYTHON) -m venv $(VENV); }
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[test,browser]'
+	$(BIN)/python -m pip install --quiet -e '.[test,browser,classroom,site]'
 	$(BIN)/python tools/nbstrip.py install
 	touch $(STAMP)
 
@@ -48,9 +49,21 @@ bench: install
 lint: install
 	$(BIN)/ruff check .
 
+# Binder/Colab badges and the Colab install cell in every notebook, from lib/uneven/links.py.
+stamp: install
+	$(BIN)/python tools/editions stamp
+
+# The classroom edition under dist/assignments/: student notebooks, autograder bundles, solutions.
+assignments: install
+	$(BIN)/python tools/editions assignments
+
+# The self-study site under _build/html/ (notebooks executed into _build/executed/, a cache).
+site: install
+	$(BIN)/python tools/editions site
+
 # Also drops the notebook filter from the local git config: it runs the venv's python, and a
 # required filter that cannot run would make git fail on notebooks.
 clean:
-	rm -rf $(VENV) .pytest_cache .hypothesis .ruff_cache browser-screenshots
+	rm -rf $(VENV) .pytest_cache .hypothesis .ruff_cache browser-screenshots dist _build
 	git config --local --remove-section filter.nbstripout 2>/dev/null || true
 	git config --local --remove-section diff.ipynb 2>/dev/null || true

@@ -278,6 +278,29 @@ def test_simulate_decode_is_deterministic_and_reports_tails():
     assert a.copy_bytes == pytest.approx(2 * H20_DECODE.expert_bytes * a.swaps.sum())
 
 
+def test_start_times_later_steps_of_the_same_run():
+    s = DecodeSetup(tokens_per_gpu=16)
+    full = simulate_decode(s, n_steps=9, seed=3, placement="EPLB")
+    late = simulate_decode(s, n_steps=4, seed=3, placement="EPLB", start=5)
+    # without swaps the untimed steps change nothing: the same steps, timed the same
+    np.testing.assert_array_equal(late.layer_time, full.layer_time[5:])
+    np.testing.assert_array_equal(late.nic_ratio, full.nic_ratio[5:])
+    # with swaps the untimed steps still move experts; only the timed steps' swaps are counted
+    sw_full = simulate_decode(s, n_steps=30, seed=3, swaps=True, placement="EPLB")
+    sw_late = simulate_decode(s, n_steps=10, seed=3, swaps=True, placement="EPLB", start=20)
+    np.testing.assert_array_equal(sw_late.layer_time, sw_full.layer_time[20:])
+    np.testing.assert_array_equal(sw_late.swaps, sw_full.swaps[20:])
+    assert sw_late.copy_bytes == pytest.approx(2 * H20_DECODE.expert_bytes * sw_late.swaps.sum())
+    np.testing.assert_array_equal(sw_late.placement.phy2log, sw_full.placement.phy2log)
+    pop = drifting_popularity(256, 7, seed=2)
+    r = simulate_decode(s, n_steps=3, start=4, popularity=pop)
+    assert r.layer_time.shape == (3,)
+    with pytest.raises(ValueError, match="popularity"):
+        simulate_decode(s, n_steps=3, start=4, popularity=pop[:3])
+    with pytest.raises(ValueError, match="start"):
+        simulate_decode(s, n_steps=3, start=-1)
+
+
 def test_swaps_help_a_stale_placement():
     s = DecodeSetup(tokens_per_gpu=64, drift=0.02)
     no = simulate_decode(s, n_steps=40, seed=1, placement="EPLB")

@@ -10,8 +10,8 @@ from uneven.exercises import check, exercise, register, registered
 
 #: The worked solutions of the notebooks' <details> blocks (what a student who follows them gets).
 SOLUTIONS = {
-    "00.1": 2240.0, "00.2": 3360.0, "00.3": "b",
-    "01.1": 30.0, "01.2": 30.0, "01.3a": 340.0, "01.3b": 348.0, "01.4": "b", "01.5": 4,
+    "00.1": 2240.0, "00.2": 3360.0, "00.3": "c",
+    "01.1": 30.0, "01.2": 30.0, "01.3a": 340.0, "01.3b": 348.0, "01.4": "c", "01.5": 4,
     "03.1a": 22176, "03.1b": 14784, "03.2": 3.6, "03.3": "c", "03.4": 1.33,
 }
 

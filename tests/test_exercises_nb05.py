@@ -6,17 +6,22 @@ import math
 
 import pytest
 
+from uneven.ep_decode import DecodeSetup, simulate_decode
 from uneven.exercises import check, exercise, registered
+from uneven.explorers.nb05 import balance_state
 
 #: The worked solutions of notebook 05's <details> blocks.
-SOLUTIONS = {"05.1": 4.59, "05.2": 1.38, "05.3": "b", "05.4": 98.0}
+SOLUTIONS = {"05.1": 4.59, "05.2": 1.71, "05.3": "b", "05.4": 370.0}
 
 #: Answers from the neighbouring regime, which must be rejected.
 REGIME_NEIGHBOURS = {
     "05.1": [7.0, 5.25, 2.70, 4.0],  # one copy per remote expert; own host counted; EP32's value
-    "05.2": [1.0, 2.22, 1.2, 1.6],  # no change; the byte ratio alone; too little; too much
+    # no change; the byte ratio alone; the 400 Gb/s ratio (on screen in Section 5 and the
+    # explorer's default); too much
+    "05.2": [1.0, 2.22, 1.38, 1.9],
     "05.3": ["a", "c", "d", "a, b"],
-    "05.4": [196.0, 783.0, 49.0],  # both copies in one direction; Gb/s; half
+    # copies serialised; 900 GB/s per direction; one layer only; Gb/s; 98 (the copy time in µs)
+    "05.4": [185.0, 741.0, 6.4, 46.0, 98.0],
 }
 
 
@@ -38,8 +43,20 @@ def test_neighbouring_regimes_are_rejected(key, wrong):
 
 def test_expected_values_come_from_the_library():
     assert exercise("05.1").expected() == pytest.approx(7 * (1 - (7 / 8) ** 8))
-    assert exercise("05.4").expected() == pytest.approx(3 * 7168 * 2048 / 450e9 * 1e6)
-    assert 1.2 < exercise("05.2").expected() < 1.6
+    copy = 3 * 7168 * 2048 / 450e9
+    layer = simulate_decode(DecodeSetup(), placement="NIC-aware", swaps=True, n_steps=120,
+                            seed=0).median()
+    assert exercise("05.4").expected() == pytest.approx(58 * layer / copy)
+    slow = [balance_state(mode=m, nic_gbps=200.0).layer_time for m in ("direct", "relay")]
+    assert exercise("05.2").expected() == pytest.approx(slow[0] / slow[1])
+
+
+def test_the_predict_exercise_answer_is_not_the_default_ratio():
+    # the explorer's default ratio (400 Gb/s) is on screen; the exercise's must be clearly apart
+    default = [balance_state(mode=m).layer_time for m in ("direct", "relay")]
+    e = exercise("05.2").expected()
+    assert e > 1.15 * default[0] / default[1]
+    assert not check("05.2", default[0] / default[1]).ok
 
 
 @pytest.mark.parametrize("key", ["05.1", "05.2", "05.4"])

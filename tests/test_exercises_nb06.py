@@ -2,18 +2,20 @@
 generic checks (no bisection, each mistake triggers only its own hint) run over every registered
 exercise in tests/test_exercises.py."""
 
+import numpy as np
 import pytest
 
 from uneven.exercises import check, registered
 
 #: The worked solutions of notebook 06's <details> blocks.
-SOLUTIONS = {"06.1": 1.27, "06.2": 52.4, "06.3": "b", "06.4": 29}
+SOLUTIONS = {"06.1": 1.27, "06.2": 52.4, "06.3": "b", "06.4": 58}
 
 #: Answers from the neighbouring regime, which must be rejected.
 REGIME_NEIGHBOURS = {
     "06.1": [1.0, 1.42, 1.17, 2.0],  # no difference; latency only; EP64's far share; all far
-    "06.2": [92.8, 143.0, 26.2, 104.8],  # the baseline; UBEP at default hops; per core x2 slips
-    "06.4": [28, 30, 15],  # payload only; off by one; the dispatch copy
+    "06.2": [92.8, 143.0, 26.2, 104.8, 51.3],  # the baseline; UBEP at default hops; x2 slips;
+    # the slowest core's writes without the last flight and the poll
+    "06.4": [56, 57, 59, 29, 15],  # payload only; one flag block; off by one; 512-B blocks; INT8
 }
 
 
@@ -35,5 +37,38 @@ def test_neighbouring_regimes_are_rejected(key, wrong):
 
 def test_recognised_slips_get_their_hint():
     assert "512 bytes" in check("06.1", 1.415).message
-    assert "28 blocks" in check("06.4", 28).message
+    assert "flight and the poll" in check("06.2", 51.28).message
+    assert "56 blocks" in check("06.4", 56).message
+    assert "at 512 bytes" in check("06.4", 57).message
     assert not check("06.3", "a").ok and "larger jitter" in check("06.3", "a").message
+
+
+def test_exercise_06_3_distractors_are_wrong():
+    """Solution 06.3's reasons against (a) and (d): more jitter or more steps leave the P50 and
+    P99 gains together; (c): one seed gives both schemes the same delays."""
+    from uneven.schedulers.cores import CoreCosts, decode_steps, ep_traffic, scheme
+
+    t, c = ep_traffic(64, seed=0), CoreCosts()
+    for jitter, n in ((10e-6, 1000), (2e-6, 5000)):
+        b, u = (decode_steps(t, c, scheme(k), n_steps=n, jitter=jitter, seed=7)
+                for k in ("baseline", "ubep"))
+        g50, g99 = 1 - u.p50 / b.p50, 1 - u.p99 / b.p99
+        assert abs(g99 - g50) < 0.001
+        if jitter == 10e-6:
+            assert 0.10 < g50 < 0.11  # "about 10.6%"
+    # one seed: the two schemes' step times move together; another seed: they do not
+    b, u, u8 = (decode_steps(t, c, scheme(k), n_steps=200, jitter=2e-6, seed=s)
+                for k, s in (("baseline", 7), ("ubep", 7), ("ubep", 8)))
+    assert np.corrcoef(b.tpot, u.tpot)[0, 1] > 0.3 > abs(np.corrcoef(b.tpot, u8.tpot)[0, 1])
+
+
+def test_exercise_06_2_writes_alone_is_the_flat_core_send():
+    """The recognised slip of 06.2: 22 copies of 15 local writes (330 × 155.4 ns = 51.3 µs),
+    within 2.2% of the answer but outside its tolerance."""
+    from uneven.exercises import exercise
+
+    ex = exercise("06.2")
+    e = ex.expected()
+    slip = ex.mistakes[1][0](e)
+    assert round(slip, 1) == 51.3 and round(e, 1) == 52.4
+    assert abs(slip - e) > ex.rtol * e

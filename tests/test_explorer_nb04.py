@@ -83,6 +83,9 @@ def test_figure_recipes_draw():
                           "fused": tile_overlap(1e-3, 5e-4, direction="a2a_gemm")}),
         nb04.hiding_figure(np.array([1024.0, 2048.0]),
                            {("NVLink", "BF16"): np.array([0.2, 0.5])}, {"x": 2048}),
+        nb04.hiding_figure(np.array([1024.0, 2048.0]),
+                           {("NIC", "BF16"): np.array([0.1, 0.16])}, {"x": 2048},
+                           {"plain": (1024, 0.3), "lifted": (2048, 0.47, 0.16, "a NIC point")}),
         nb04.volume_figure([1, 2], {"TP": [1, 1]}, {"EP all-to-all": [0.5, 1.0]}, [1, 2],
                            {"TP": [1, 1]}, n=2, crossover=1.5),
     ]

@@ -65,8 +65,16 @@ def test_figure_recipes_draw():
     r = simulate_decode(DecodeSetup(tokens_per_gpu=16), n_steps=3)
     assert nb05.swaps_figure({"EPLB": r}, drift=0.005).axes
     assert nb05.waterfall_figure(["a", "b"], [2.0, 1.0], [2.5, 1.2], paper=(190.21, 134.0)).axes
+    # a step that adds time, with the layer times beside
+    fig = nb05.waterfall_figure(["a", "b", "c"], [2.0, 2.5, 1.0], [2.5, 2.6, 1.2],
+                                layer_us=[4.0, 3.5, 2.0])
+    labels = fig.axes[0].get_legend_handles_labels()[1]
+    assert any("layer time" in t for t in labels)
     t = {("skewed", "x"): 2e-4, ("skewed", "y"): 1e-4, ("balanced", "x"): 1e-4,
          ("balanced", "y"): 5e-5}
     assert nb05.transport_figure(t).axes
     times = {"one copy per expert": [2e-4, 4e-4], "relay, overlap": [1e-4, 2e-4]}
-    assert nb05.batch_figure([16, 32], times, ["relay, overlap"] * 2).axes
+    fig = nb05.batch_figure([16, 32], times, ["relay, overlap"] * 2)
+    # the rings that mark the best choice have a legend entry beside the lines'
+    assert any("best" in t.get_text() for ax in fig.axes if ax.get_legend()
+               for t in ax.get_legend().get_texts())

@@ -13,6 +13,8 @@ from uneven.schedulers.moe_layer import (
     iteration_model,
     layer_timeline,
     memory_per_gpu,
+    mfu,
+    training_flops_per_token,
 )
 
 FREE = H800_NODE.with_(comm_sms=0)  # no SM tax: overlap can only help
@@ -144,6 +146,36 @@ def test_iteration_model_is_1f1b():
     assert eff == pytest.approx((60 / 74) / (360 / 374))
     with pytest.raises(ValueError, match="n_gpus"):
         iteration_model(1e-3, 2e-3, n_gpus=100)
+
+
+@pytest.mark.parametrize("strategy", ["tp_tp", "sp_ep", "sp_agrs"])
+@pytest.mark.parametrize("changes", [{}, {"top_k": 5, "kv_heads": 32}, {"ffn_hidden": 2048}])
+def test_training_flops_per_token_is_the_work_the_timeline_times(strategy, changes):
+    # With every kernel at the peak, busy SM seconds x peak = the FLOPs the model counts.
+    ideal = H800_NODE.with_(gemm_efficiency=1.0, attention_efficiency=1.0, comm_sms=0)
+    shape = INTERNAL_352B.with_(**changes)
+    t = layer_timeline(shape, strategy, hw=ideal)
+    per_token_layer = t.compute_time * ideal.peak_flops * 8 / shape.tokens
+    assert training_flops_per_token(shape) == pytest.approx(shape.layers * per_token_layer,
+                                                            rel=1e-9)
+
+
+def test_mfu_closed_form_and_validation():
+    assert mfu(1e6, 3e8, 10, peak_flops=1e14) == pytest.approx(0.3)
+    assert mfu(0.0, 3e8, 10) == 0.0
+    # MegaScale-MoE's two ends of Table 3 imply the same FLOPs per token [derived]
+    f240 = 0.3248 * 240 * 989e12 / 272.9e3
+    f1440 = 0.2789 * 1440 * 989e12 / 1407.7e3
+    assert f240 == pytest.approx(f1440, rel=0.002)
+    assert mfu(1407.7e3, f1440, 1440) == pytest.approx(0.2789)
+    with pytest.raises(ValueError, match="tokens_per_s"):
+        mfu(-1.0, 3e8, 10)
+    with pytest.raises(ValueError, match="flops_per_token"):
+        mfu(1.0, 0.0, 10)
+    with pytest.raises(ValueError, match="n_gpus"):
+        mfu(1.0, 1.0, 2.5)
+    with pytest.raises(ValueError, match="shape"):
+        training_flops_per_token("Internal-352B")
 
 
 def test_memory_per_gpu():

@@ -29,6 +29,7 @@ from uneven.schedulers.sequences import (
     plan_items,
     schedule_step,
     select_ranks,
+    widen_rings,
 )
 from uneven.workloads import token_share_above
 
@@ -133,14 +134,80 @@ def test_hdp_equals_the_static_mesh_when_every_sequence_fills_the_context():
     assert t[0] == pytest.approx(t[1]) and t[0] == pytest.approx(t[2])
 
 
-@given(st.integers(0, 10_000), st.sampled_from([0.0, 0.1, 0.3]), st.booleans())
+@given(st.integers(0, 10_000), st.sampled_from([0.0, 0.1, 0.3]), st.booleans(),
+       st.sampled_from([1_000_000, 6_000_000]))
 @FAST
-def test_balancing_never_increases_the_step_time(seed, delta, offload):
-    x = global_batch(6_000_000, context=131072, seed=seed)
+def test_balancing_never_increases_the_step_time(seed, delta, offload, tokens):
+    x = global_batch(tokens, context=131072, seed=seed)
     steps = compare_schemes(x, SMALL, delta=delta, offload=offload)
-    assert steps["balanced HDP"].step_time <= steps["naive HDP"].step_time + 1e-12
+    bal = steps["balanced HDP"]
+    assert bal.step_time <= steps["naive HDP"].step_time + 1e-12
+    plain = schedule_step(x, SMALL, "balanced", delta=delta, offload=offload, widen=False)
+    assert bal.step_time <= plain.step_time + 1e-12  # widening never makes it slower
     for s in steps.values():
         assert s.step_time >= s.lower_bound - 1e-9
+
+
+@given(st.integers(0, 10_000), st.sampled_from(["dp", "pp"]))
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+def test_balancing_never_increases_the_step_time_with_pipelines(seed, balance):
+    setup = HdpSetup(n_gpus=64, pp=2, context=131072, capacity=16384)  # 16 pipelines
+    x = global_batch(2_000_000, context=131072, seed=seed)
+    steps = compare_schemes(x, setup, balance=balance)
+    assert steps["balanced HDP"].step_time <= steps["naive HDP"].step_time + 1e-12
+
+
+def test_idle_ranks_are_used_by_a_long_sequence():
+    """One 128K sequence and a few short packs on 32 ranks: naive HDP gives the sequence its 16
+    ranks and leaves the others idle most of the step; balanced HDP widens its ring."""
+    x = np.array([131072] + [4096] * 16)
+    steps = compare_schemes(x, SMALL)
+    naive, bal = steps["naive HDP"], steps["balanced HDP"]
+    plain = schedule_step(x, SMALL, "balanced", widen=False)
+    assert naive.items.width[0] == 16 and plain.step_time == pytest.approx(naive.step_time)
+    assert bal.widened == 1 and not bal.fallback
+    w = bal.items.width[0]
+    assert 16 < w <= SMALL.d_hdp
+    assert bal.step_time < 0.7 * naive.step_time
+    assert bal.items.exposed_inter[0] == 0.0  # the widened ring still hides its transfer
+
+    def idle(s):  # share of the ranks' time in the step spent waiting
+        return 1.0 - s.busy.sum() / (s.busy.size * s.compute_time)
+
+    assert idle(naive) > 0.4 and idle(bal) < 0.1
+
+
+@given(st.integers(0, 10_000), st.sampled_from([0.6, 1.0, 1.5]), st.booleans())
+@FAST
+def test_widened_rings_stay_hidden_and_cost_no_rank_time(seed, slack, mha):
+    setup = HdpSetup(n_gpus=64, context=131072, capacity=8192,
+                     model=replace(LLAMA_7B_GQA, kv_heads=32) if mha else LLAMA_7B_GQA)
+    x = global_batch(1_500_000, context=131072, seed=seed)
+    items = plan_items(x, setup, "balanced")
+    wide = widen_rings(items, setup, slack=slack)
+    assert np.all(wide.width >= items.width) and wide.width.max() <= setup.d_hdp
+    assert np.array_equal(wide.tokens, items.tokens) and wide.n == items.n
+    grown = wide.width > items.width
+    if not grown.any():
+        assert wide is items
+        return
+    assert np.all(np.diff(wide.seq_ptr)[grown] == 1)  # only single sequences are widened
+    assert np.all(wide.exposed_inter[grown] == 0.0)  # their rings still hide
+    assert np.all(wide.offload_ratio[grown] == 0.0)
+    cost = setup.cost_model
+    rank_time = wide.width[grown] * wide.fwd_inter[grown]
+    whole = wide.attention[grown] + cost.linear(wide.tokens[grown]) + wide.width[grown] * \
+        cost.gamma
+    assert np.allclose(rank_time, whole)  # N t(N) = attention + linear: widening is free
+    # one rank more would no longer hide (or the pool is full, or the target is met)
+    more = wide.width[grown] + 1
+    hops = setup.hops()
+    c = wide.tokens[grown] / more
+    step_t = c * setup.model.kv_bytes_per_token / hops["inter_bw"] + hops["inter_lat"]
+    hidden = wide.attention[grown] / more**2 >= step_t
+    target = slack * float((np.where(wide.width > 1, wide.fwd_inter, wide.fwd_intra) *
+                            wide.width).sum()) / setup.d_hdp
+    assert np.all(~hidden | (more > setup.d_hdp) | (wide.fwd_inter[grown] <= target * 1.0001))
 
 
 def test_case_study_balanced_plan_wins_on_its_own():
@@ -350,6 +417,12 @@ def test_validation_names_the_parameter():
         plan_items([100], SMALL, "static", offload=True)
     with pytest.raises(ValueError, match="delta"):
         schedule_step([100], SMALL, delta=1.0)
+    with pytest.raises(ValueError, match="widen"):
+        schedule_step([100], SMALL, widen=1)
+    with pytest.raises(ValueError, match="slack"):
+        widen_rings(plan_items([100], SMALL, "naive"), SMALL, slack=0.0)
+    with pytest.raises(ValueError, match="static"):
+        widen_rings(plan_items([100], SMALL, "static"), SMALL)
     with pytest.raises(ValueError, match="capacity"):
         best_fit_pack([5, 11], 10)
     with pytest.raises(ValueError, match="8 items"):

@@ -208,10 +208,11 @@ class LayerResult:
 
 @dataclass(frozen=True, eq=False)
 class DecodeRun:
-    """Many decode steps of one layer. Per step (``[n_steps]``): ``layer_time``,
-    ``exposed_comm`` (s), ``nic_ratio`` (busiest / mean NIC receive copies in dispatch), ``swaps``
-    (swaps made before the step). ``completion`` ``[n_steps, n_gpus]`` (s). ``copy_bytes``: expert
-    weights moved by swaps over the run (bytes). ``placement``: the last step's placement."""
+    """Many decode steps of one layer; only the timed ones (``start`` in
+    :func:`simulate_decode`). Per step (``[n_steps]``): ``layer_time``, ``exposed_comm`` (s),
+    ``nic_ratio`` (busiest / mean NIC receive copies in dispatch), ``swaps`` (swaps made before
+    the step). ``completion`` ``[n_steps, n_gpus]`` (s). ``copy_bytes``: expert weights moved by
+    swaps over the timed steps (bytes). ``placement``: the last step's placement."""
 
     layer_time: np.ndarray = field(repr=False)
     exposed_comm: np.ndarray = field(repr=False)
@@ -534,7 +535,7 @@ def simulate_decode(setup: DecodeSetup = DecodeSetup(), *, placement: str = "NIC
                     swaps: bool = False, mode: str = "direct", overlap: bool = False,
                     transport: Transport = DEEPEP_LL, n_steps: int = 50, seed: int = 0,
                     swap_threshold: float = 0.02, cooldown: int = 10, ema: float = 0.2,
-                    popularity=None) -> DecodeRun:
+                    popularity=None, start: int = 0) -> DecodeRun:
     """Run ``n_steps`` decode steps of one MoE layer and return per-step times and tails.
 
     The placement is planned once, before step 0, for the expected load of step 0 (a fresh
@@ -542,22 +543,34 @@ def simulate_decode(setup: DecodeSetup = DecodeSetup(), *, placement: str = "NIC
     step every host may make one :func:`uneven.schedulers.placement.nvlink_swaps` swap, decided
     on an exponential moving average (weight ``ema`` on the newest step) of the token counts seen
     so far; a moved expert stays put for ``cooldown`` steps (hysteresis); ``swap_threshold`` is
-    the smallest gain, as a share of the host's mean NIC load. ``popularity`` (float
-    ``[n_steps, n_experts]``) replaces the drifting workload. Costs about 2-5 ms per step.
+    the smallest gain, as a share of the host's mean NIC load. ``start``: the first timed step,
+    counted from the planning; steps ``0 .. start - 1`` run (the popularity drifts, tokens are
+    routed, the moving average and the swaps follow them) but are not timed or returned, so the
+    run measures a plan that is ``start`` steps old; with the same ``seed`` it times exactly
+    steps ``start .. start + n_steps - 1`` of a longer run. ``popularity`` (float
+    ``[start + n_steps, n_experts]``) replaces the drifting workload. Costs about 2-5 ms per
+    timed step, far less per untimed one (no layer is timed).
+
+    >>> r = simulate_decode(DecodeSetup(n_hosts=1, n_experts=8, n_slots=8, k=2,
+    ...                                 tokens_per_gpu=2), n_steps=3, start=5, swaps=True)
+    >>> r.layer_time.shape
+    (3,)
     """
     if not isinstance(setup, DecodeSetup):
         raise ValueError(f"setup must be a DecodeSetup; got {type(setup).__name__}")
     swaps = check_bool("swaps", swaps)
     n_steps = check_int("n_steps", n_steps, lo=1, hi=100_000)
+    start = check_int("start", start, lo=0, hi=100_000)
     seed = check_int("seed", seed, lo=0)
     cooldown = check_int("cooldown", cooldown, lo=0)
     ema = check_real("ema", ema, lo=0.0, hi=1.0, lo_open=True)
     n_tok = setup.n_gpus * setup.tokens_per_gpu
+    total = start + n_steps
     if popularity is None:
-        pop = drifting_popularity(setup.n_experts, n_steps, setup.busiest_over_median,
+        pop = drifting_popularity(setup.n_experts, total, setup.busiest_over_median,
                                   drift=setup.drift, seed=np.random.default_rng([seed, 1]))
     else:
-        pop = as_float_array("popularity", popularity, shape=(n_steps, setup.n_experts), lo=0.0)
+        pop = as_float_array("popularity", popularity, shape=(total, setup.n_experts), lo=0.0)
     expected = pop[0] * n_tok * setup.k
     plc = make_placement(placement, setup, expected)
     src = np.repeat(np.arange(setup.n_gpus, dtype=np.int64), setup.tokens_per_gpu)
@@ -569,8 +582,8 @@ def simulate_decode(setup: DecodeSetup = DecodeSetup(), *, placement: str = "NIC
     out_s = np.zeros(n_steps, dtype=np.int64)
     comp = np.empty((n_steps, setup.n_gpus))
     copied = 0.0
-    seeds = np.random.SeedSequence([seed, 2]).generate_state(n_steps)
-    for t in range(n_steps):
+    seeds = np.random.SeedSequence([seed, 2]).generate_state(total)
+    for t in range(total):
         if swaps and t > 0:
             r = nvlink_swaps(plc, avg, threshold=swap_threshold,
                              blocked=moved_at > t - 1 - cooldown,
@@ -578,17 +591,21 @@ def simulate_decode(setup: DecodeSetup = DecodeSetup(), *, placement: str = "NIC
             if r.pairs.size:
                 plc = r.placement
                 moved_at[plc.phy2log[r.pairs.ravel()]] = t
-                out_s[t] = r.pairs.shape[0]
-                copied += r.copy_bytes
+                if t >= start:
+                    out_s[t - start] = r.pairs.shape[0]
+                    copied += r.copy_bytes
         ids = sample_routing(pop[t], n_tok, setup.k, seed=int(seeds[t]))
         counts = np.bincount(ids.ravel(), minlength=setup.n_experts)
         avg = (1.0 - ema) * avg + ema * counts
+        if t < start:
+            continue
+        i = t - start
         tr = decode_traffic(plc, route_to_slots(plc, ids, src), src, mode)
         lr = decode_layer(plc, tr, transport, setup.hw, overlap=overlap)
-        out_t[t], out_e[t] = lr.layer_time, lr.exposed_comm
+        out_t[i], out_e[i] = lr.layer_time, lr.exposed_comm
         nic_in = tr.nic_in()
-        out_r[t] = nic_in.max() / nic_in.mean() if nic_in.mean() > 0 else 1.0
-        comp[t] = lr.completion
+        out_r[i] = nic_in.max() / nic_in.mean() if nic_in.mean() > 0 else 1.0
+        comp[i] = lr.completion
     return DecodeRun(out_t, out_e, out_r, out_s, comp, copied, plc)
 
 

@@ -84,10 +84,11 @@ class Transport:
         check_real("sm_tax", self.sm_tax, lo=0.0, hi=0.95)
 
 
-#: A DeepEP-low-latency-like transport. ``fixed`` and ``per_message`` were chosen [derived] so that
-#: this model, on H800 hosts with uniform top-8 routing of 128 tokens per GPU, comes within 6% of
-#: DeepEP's published low-latency times (EP8 / EP32 / EP256 dispatch 77 / 155 / 194 µs, combine
-#: 114 / 273 / 360 µs, H800 + CX7 [repo]); ``sm_tax`` is a model value.
+#: A transport like DeepEP's low-latency (LL) kernels. ``fixed`` and ``per_message`` are model
+#: values fitted so that this model, on H800 hosts with uniform top-8 routing of 128 tokens per
+#: GPU, comes within 6% of DeepEP's published low-latency times (EP8 / EP32 / EP256 dispatch
+#: 77 / 155 / 194 µs, combine 114 / 273 / 360 µs, H800 + CX7; github.com/deepseek-ai/DeepEP,
+#: README since de8cfca, docs/legacy.md since b306af0 [repo]); ``sm_tax`` is a model value.
 DEEPEP_LL = Transport("DeepEP-LL-like", fixed=us(30.0), per_message=us(0.01), sm_tax=0.2)
 #: SM-free GPU-initiated RDMA (IBGDA-style posting, no SM spinning): lower fixed and per-message
 #: costs and no SM tax; the values are the model's, not the paper's.

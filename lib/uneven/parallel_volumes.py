@@ -183,8 +183,10 @@ MIXTRAL_8X7B = MoeShape(
 DEEPSEEK_V3 = MoeShape(
     "DeepSeek-V3", hidden=7168, heads=128, kv_heads=128, ffn_hidden=2048, n_experts=256, top_k=8,
     seq_len=4096, micro_batch=1, layers=61, vocab=129280,
-    sources="DeepSeek-V3 config_671B.json (moe_intermediate_size 2048) [repo]; its attention is "
-    "MLA, so m is not meaningful here (set to 1); only h, h_ffn, k are used [model]",
+    sources="github.com/deepseek-ai/DeepSeek-V3 inference/configs/config_671B.json at 9b4e978 "
+    "(dim 7168, moe_inter_dim 2048, 8 of 256 routed experts, 61 layers, n_heads 128, vocab "
+    "129280) [repo]; sequence 4,096 (V3 report [paper]); its attention is MLA, so m is not "
+    "meaningful here (set to 1); only h, h_ffn, k are used [model]",
 )
 
 

@@ -30,6 +30,5 @@ register("00.2", lambda: _a2a_us(3.0), unit="µs", rtol=0.03,
          mistakes=[(lambda e: _a2a_us(1.0), "That is the uniform all-to-all: what changes at "
                                             "node 0?")],
          hint="which NICs carry the extra bytes, and how many bytes is that?")
-register("00.3", lambda: "b", kind="choice", options=("a", "b", "c", "d"),
-         mistakes=[("a", "PXN decides where a block changes rail, not how many bytes a NIC "
-                         "carries.")])
+register("00.3", lambda: "c", kind="choice", options=("a", "b", "c", "d"),
+         mistakes=[("a", "Without PXN, which NIC does a block leave its node through?")])

@@ -52,8 +52,9 @@ register("01.3b", lambda: _zb_h2_ms(8 * MS), unit="ms", atol=0.5, rtol=0.0,
          mistakes=[(lambda e: e + 8.0, "The first activation's crossing is paid once; is the "
                                        "last gradient's crossing on the critical path?")],
          hint="is 8 ms within what slackness 2 absorbs, and which crossings are paid?")
-register("01.4", lambda: "b", kind="choice", options=("a", "b", "c", "d"),
-         mistakes=[("a", "The re-plan does see the delay: look at its warm-ups in the table.")])
+register("01.4", lambda: "c", kind="choice", options=("a", "b", "c", "d"),
+         mistakes=[("a", "The re-plan does see the delay: look at its warm-ups in the table."),
+                   ("b", "Look at stage 0's warm-up in the re-plan's row of the table.")])
 register("01.5", _zb_h1_last_stage_memory, kind="exact",
          mistakes=[(lambda e: 1, "That is 1F1B's last stage: a W still needs the activations "
                                  "its F stored.")],

@@ -13,8 +13,8 @@ def _ring_gb():
     return ring_volume(2**20, 8, kv_bytes_per_token(8, 128, 2)) / 1e9
 
 
-def _explorer_speedup(nic_gbps=100.0):
-    # The explorer's defaults with the NIC at 100 Gb/s: balanced HDP over the static mesh.
+def _explorer_speedup(nic_gbps=800.0):
+    # The explorer's defaults with the NIC at 800 Gb/s: balanced HDP over the static mesh.
     from ..explorers.nb02 import hdp_explore_state
 
     return hdp_explore_state(nic_gbps=nic_gbps).speedups["balanced HDP"]

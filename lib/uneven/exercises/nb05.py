@@ -2,7 +2,14 @@
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 from . import register
+
+#: MoE layers per decode step: DeepSeek-V3 has 61 layers, the first 3 dense.
+MOE_LAYERS = 58
+#: The NIC bandwidth (Gb/s) of exercise 05.2: half of H20's 400 Gb/s.
+SLOW_NIC_GBPS = 200.0
 
 
 def _relay_copies():
@@ -11,18 +18,35 @@ def _relay_copies():
     return expected_remote_hosts(8, 8)  # EP64 on H20: 8 hosts, top-8, hosts drawn independently
 
 
-def _relay_speedup():
-    # The explorer's defaults, one copy per expert against one copy per host: layer-time ratio.
+def _relay_speedup(nic_gbps=SLOW_NIC_GBPS):
+    # The explorer's defaults with slower NICs: layer time with one copy per expert over layer
+    # time with one copy per host.
     from ..explorers.nb05 import balance_state
 
-    return balance_state(mode="direct").layer_time / balance_state(mode="relay").layer_time
+    return (balance_state(mode="direct", nic_gbps=nic_gbps).layer_time
+            / balance_state(mode="relay", nic_gbps=nic_gbps).layer_time)
 
 
-def _swap_copy_us():
+@lru_cache(maxsize=1)
+def _section3_layer_time():
+    # Section 3's run with swaps: its median layer time (s)
+    from ..ep_decode import DecodeSetup, simulate_decode
+
+    return simulate_decode(DecodeSetup(), placement="NIC-aware", swaps=True, n_steps=120,
+                           seed=0).median()
+
+
+def _swap_copy_time():
     from ..ep_decode import H20_DECODE
 
-    # a swap exchanges two experts: the two copies cross NVLink in opposite directions at once
-    return H20_DECODE.expert_bytes / H20_DECODE.nvlink_bw * 1e6
+    # a GPU in a swap sends one expert and receives one: opposite directions of its NVLink port,
+    # at the same time
+    return H20_DECODE.expert_bytes / H20_DECODE.nvlink_bw
+
+
+def _swaps_per_step():
+    # swaps one GPU could take part in while the swapped layer waits for the next step
+    return MOE_LAYERS * _section3_layer_time() / _swap_copy_time()
 
 
 register("05.1", _relay_copies, unit="copies per token", rtol=0.01,
@@ -34,13 +58,22 @@ register("05.1", _relay_copies, unit="copies per token", rtol=0.01,
 register("05.2", _relay_speedup, rtol=0.04,
          mistakes=[(lambda e: 6.0 / 2.70, "That is the ratio of RDMA copies alone: the experts' "
                                           "time and the fixed costs do not shrink."),
-                   (lambda e: 1.0, "Look at the NIC bars: one copy per host changes them.")],
-         hint="switch 'copies' in the explorer and read the layer time in the title.")
+                   (lambda e: 1.0, "Look at the NIC bars: one copy per host changes them."),
+                   (lambda e: _relay_speedup(400.0), "That is the ratio at 400 Gb/s: set the "
+                                                     "NIC slider to 200.")],
+         hint="set the NIC slider to 200 Gb/s, switch 'copies' and read the layer times in the "
+              "title.")
 register("05.3", lambda: "b", kind="choice", options=("a", "b", "c", "d"),
          mistakes=[("a", "Fewer bytes lower every NIC, but say why the hot GPU's NIC is no "
                          "longer hotter than its neighbour.")])
-register("05.4", _swap_copy_us, unit="µs", rtol=0.02,
-         mistakes=[(lambda e: 2 * e, "The two copies travel in opposite directions, and NVLink's "
-                                     "450 GB/s is per direction."),
-                   (lambda e: 8 * e, "Mind GB/s against Gb/s: NVLink's figure is in bytes.")],
-         hint="bytes of one expert's weights over NVLink's bandwidth per direction.")
+register("05.4", _swaps_per_step, unit="swaps per GPU per step", rtol=0.05,
+         mistakes=[(lambda e: e / 2, "The two experts of a swap cross NVLink in opposite "
+                                     "directions at the same time, and 450 GB/s is per "
+                                     "direction."),
+                   (lambda e: 2 * e, "NVLink's 900 GB/s counts both directions together: one "
+                                     "expert moves at 450 GB/s."),
+                   (lambda e: e / MOE_LAYERS, "A swapped expert is needed again only when its "
+                                              "layer runs in the next step: the copy has the "
+                                              "whole step, all 58 MoE layers."),
+                   (lambda e: e / 8, "Mind GB/s against Gb/s: NVLink's figure is in bytes.")],
+         hint="the time the copy may take, over the time one swap keeps a GPU's NVLink port busy.")

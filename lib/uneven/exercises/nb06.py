@@ -32,6 +32,16 @@ def _flat_fabric_ubep_us():
     return ubep_state(hop_ratio=1.0, jitter_us=0.0).ubep.latency * 1e6
 
 
+def _flat_fabric_writes_only_us(expected):
+    # The slowest sending core's block writes alone, each as cheap as a local one: 1,024 copies
+    # dealt over 47 senders give the busiest 22 copies of 15 blocks.
+    from ..schedulers.cores import CoreCosts, blocks_per_copy
+
+    c = CoreCosts()
+    copies = -(-128 * 8 // (c.cores - 1))
+    return copies * blocks_per_copy(7172) * c.write_time(0, 512) * 1e6
+
+
 def _default_ubep_us(expected):
     from ..explorers.nb06 import ubep_state
 
@@ -39,9 +49,16 @@ def _default_ubep_us(expected):
 
 
 def _combine_blocks():
+    # A BF16 combine copy (hidden 7,168) in 256-byte atomic blocks, an 8-byte flag in each.
     from ..schedulers.cores import blocks_per_copy
 
-    return blocks_per_copy(2 * 7168, 512, 8, True)
+    return blocks_per_copy(2 * 7168, 256, 8, True)
+
+
+def _combine_blocks_payload_only(expected):
+    from ..schedulers.cores import blocks_per_copy
+
+    return blocks_per_copy(2 * 7168, 256, 8, False)
 
 
 register("06.1", _hop_ratio, rtol=0.01,
@@ -51,12 +68,17 @@ register("06.1", _hop_ratio, rtol=0.01,
               "mix every core holds n_h / C of each class.")
 register("06.2", _flat_fabric_ubep_us, unit="µs", rtol=0.02,
          mistakes=[(_default_ubep_us, "That is UBEP at the default hop costs: set the two-hop / "
-                                      "local latency slider to 1.")],
+                                      "local latency slider to 1."),
+                   (_flat_fabric_writes_only_us, "That is the slowest core's writes alone: add "
+                                                 "the last write's flight and the poll.")],
          hint="set the jitter to 0 and the two-hop / local latency to 1, keep the rest at the "
               "defaults, and read UBEP's latency in its panel title.")
 register("06.3", lambda: "b", kind="choice", options=("a", "b", "c", "d"),
          mistakes=[("a", "Try larger jitter in decode_steps: the two gains still move together.")])
 register("06.4", _combine_blocks, kind="exact",
-         mistakes=[(lambda e: e - 1, "14,336 bytes fill 28 blocks exactly: where do the 8-byte "
-                                     "flags of those blocks go?")],
-         hint="each block carries 512 − 8 bytes of payload.")
+         mistakes=[(_combine_blocks_payload_only, "14,336 bytes fill 56 blocks of 256 bytes "
+                                                  "exactly: where do the 8-byte flags go?"),
+                   (lambda e: _combine_blocks_payload_only(e) + 1,
+                    "One extra block is what the flags cost at 512 bytes: add up the flag bytes "
+                    "at 256.")],
+         hint="each block carries 256 − 8 bytes of payload.")

@@ -37,7 +37,8 @@ class HdpExploreState:
     busiest down; ``comm_share``: exposed ring transfer over busy time per scheme;
     ``microbatches``: (fewest, most) micro-batches per rank under balanced HDP; ``d_cp``,
     ``d_hdp``, ``capacity`` (tokens per rank or pipeline); ``fallback``: balanced kept the
-    naive plan; ``offloaded``: sequences given fewer than ``ceil(s / C)`` ranks.
+    naive plan; ``offloaded``: sequences given fewer than ``ceil(s / C)`` ranks; ``widened``:
+    sequences balanced HDP gave more than ``ceil(s / C)`` ranks.
     """
 
     steps: dict
@@ -50,6 +51,7 @@ class HdpExploreState:
     pp: int
     fallback: bool
     offloaded: int
+    widened: int = 0
 
     @property
     def speedups(self) -> dict:
@@ -103,6 +105,7 @@ def hdp_explore_state(context: str = "2M", capacity_k: int = 8, mix: str = "byte
         microbatches=(int(bal.microbatches.min()), int(bal.microbatches.max())),
         d_cp=setup.d_cp, d_hdp=setup.d_hdp, capacity=setup.capacity, pp=pp,
         fallback=bal.fallback, offloaded=int(((bal.items.width < n_max) & (n_max > 1)).sum()),
+        widened=bal.widened,
     )
 
 
@@ -197,6 +200,8 @@ def draw_hdp(fig, state: HdpExploreState, **_):
     mb = state.microbatches
     note = ", naive plan kept" if state.fallback else ""
     off = f", {state.offloaded} offloaded" if state.offloaded else ""
+    if state.widened:
+        off += f", {state.widened} ring{'s' if state.widened > 1 else ''} widened"
     unit = "pipelines" if state.pp > 1 else "ranks"
     t = state.steps
     art["title"].set_text(

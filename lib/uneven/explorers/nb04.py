@@ -383,7 +383,10 @@ def ablation_figure(rows: list, paper: dict, *, one_node: tuple | None = None):
 def hiding_figure(h_ffn, curves: dict, marks: dict, points: dict | None = None):
     """R against h_ffn (log-log): ``curves`` ``{(link, precision): R array}`` with link 'NVLink'
     or 'NIC' (colour) and precision 'BF16' or 'FP8' (line style); ``marks`` ``{model: h_ffn}``
-    drawn as vertical lines; ``points`` ``{label: (h_ffn, R)}`` extra markers."""
+    drawn as vertical lines; ``points`` ``{label: (h_ffn, R)}`` extra markers, or
+    ``{label: (h_ffn, R, R_from, note)}``: a marker lifted from ``R_from`` (a point of one of the
+    curves), drawn with an arrow from there and the text ``note`` beside it — so that a marker
+    which happens to sit on another curve is not read as a point of that curve."""
     fig, ax = plots.figure(8.0, 4.6)
     styles = {"BF16": "-", "FP8": "--"}
     with plots.style():
@@ -399,9 +402,20 @@ def hiding_figure(h_ffn, curves: dict, marks: dict, points: dict | None = None):
             ax.annotate(f"{name}\nh_ffn = {hf:,}", (hf, 1.0), xycoords=("data", "axes fraction"),
                         xytext=(-3, -4), textcoords="offset points", ha="right", va="top",
                         fontsize=7.5)
-        for label, (hf, r) in (points or {}).items():
+        for label, spec in (points or {}).items():
+            hf, r = spec[0], spec[1]
             ax.plot([hf], [r], marker="D", color=plots.COLORS["purple"], ls="none", ms=6,
-                    label=label)
+                    label=label, zorder=4)
+            if len(spec) < 4:
+                continue
+            r_from, note = spec[2], spec[3]
+            ax.annotate("", (hf, r * 0.92), xytext=(hf, r_from * 1.04),
+                        arrowprops={"arrowstyle": "-|>", "color": plots.COLORS["purple"],
+                                    "lw": 1.2, "shrinkA": 0, "shrinkB": 0})
+            ax.annotate(note, (hf, r), xytext=(-10, 52), textcoords="offset points",
+                        ha="right", va="bottom", fontsize=7.5, color=plots.COLORS["purple"],
+                        arrowprops={"arrowstyle": "-", "color": plots.COLORS["purple"],
+                                    "lw": 0.8, "shrinkA": 1, "shrinkB": 4})
         ax.set_xscale("log", base=2)
         ax.set_yscale("log")
         ticks = [1024, 2048, 4096, 8192, 16384, 32768]

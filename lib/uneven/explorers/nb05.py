@@ -311,35 +311,46 @@ def swaps_figure(runs: dict, *, drift: float):
     return fig
 
 
-def waterfall_figure(names, median_us, p99_us, *, paper: tuple | None = None):
-    """The ablation as a waterfall: each bar spans the drop in median exposed communication (µs)
-    from one step to the next; diamonds mark the P99 over steps."""
+def waterfall_figure(names, median_us, p99_us, *, layer_us=None, paper: tuple | None = None):
+    """The ablation as a waterfall: each bar spans the change in median exposed communication
+    (µs) from one step to the next (green: removed; red: added); diamonds mark the P99 over
+    steps; ``layer_us`` (optional, median layer time in µs per step) is drawn as a black dash
+    above each bar, because the exposed metric moves with the busiest GPU's expert time."""
     med = np.asarray(median_us, dtype=float)
-    fig, ax = plots.figure(10, 3.8)
+    p99 = np.asarray(p99_us, dtype=float)
+    layer = None if layer_us is None else np.asarray(layer_us, dtype=float)
+    fig, ax = plots.figure(10, 4.0)
     with plots.style():
         x = np.arange(med.size)
-        bottoms = np.r_[med[1:], 0.0]
-        heights = med - bottoms
-        heights[-1] = med[-1]
-        bottoms[-1] = 0.0
-        colors = [plots.COLORS["grey"]] + [plots.COLORS["green"]] * (med.size - 2) + \
-                 [plots.color("model")]
-        ax.bar(x[:1], med[:1], 0.6, color=colors[0])
+        ax.bar(x[:1], med[:1], 0.6, color=plots.COLORS["grey"])
         for i in range(1, med.size):
-            ax.bar(i, med[i - 1] - med[i], 0.6, bottom=med[i], color=plots.COLORS["green"])
+            lo, hi = sorted((med[i], med[i - 1]))
+            col = plots.COLORS["green"] if med[i] <= med[i - 1] else plots.COLORS["red"]
+            ax.bar(i, hi - lo, 0.6, bottom=lo, color=col)
             ax.plot([i - 1.3, i + 0.3], [med[i - 1]] * 2, color=plots.COLORS["grey"], lw=0.6)
         ax.bar(x[-1:], med[-1:], 0.6, color=plots.COLORS["sky"], alpha=0.5)
-        ax.plot(x + 0.22, p99_us, "D", color=plots.COLORS["red"], ms=5,
-                label="P99 over steps (model)")
-        for i, v in enumerate(med):
-            ax.text(i, v + max(med) * 0.02, f"{v:.0f}", ha="center", va="bottom", fontsize=8)
+        ax.plot(x + 0.22, p99, "D", color=plots.COLORS["red"], ms=5,
+                label="exposed, P99 over steps (model)")
+        top = max(p99.max(), med.max())
+        if layer is not None:
+            ax.plot(x, layer, "_", color=plots.COLORS["ink"], ms=26, mew=2.2)
+            ax.plot([], [], "_", color=plots.COLORS["ink"], ms=12, mew=2.2,
+                    label="layer time, median (model)")  # a shorter dash for the legend
+            for i, v in enumerate(layer):
+                ax.text(i, v + top * 0.015, f"{v:.0f}", ha="center", va="bottom", fontsize=7.5,
+                        color=plots.COLORS["ink"])
+            top = max(top, layer.max())
+        for i, v in enumerate(med):  # the first above its bar, the others under theirs
+            above = i == 0
+            ax.text(i, v + (1 if above else -1) * top * 0.015, f"{v:.0f}", ha="center",
+                    va="bottom" if above else "top", fontsize=8)
         ax.set_xticks(x, names, rotation=12, ha="right", fontsize=8)
-        ax.set_ylabel("exposed communication per layer (µs)")
-        ax.set_ylim(0, max(max(p99_us), max(med)) * 1.18)
+        ax.set_ylabel("time per layer (µs)")
+        ax.set_ylim(0, top * 1.2)
         ax.grid(axis="x", visible=False)
-        title = "median over steps (model); green = what each step removes"
+        title = "exposed communication, median over steps (model); green = what each step removes"
         if paper is not None:
-            title += f"; paper: {paper[0]:.2f} → {paper[1]:.2f} µs [chapter]"
+            title += f"\npaper: communication {paper[0]:.2f} → {paper[1]:.2f} µs [chapter]"
         ax.set_title(title, loc="left", fontsize=9.5)
         plots.legend(ax, "inside", loc="upper right")
     return fig
@@ -389,7 +400,9 @@ def batch_figure(batches, times: dict, best: list):
         for x, label in zip(b, best, strict=True):
             y = to_us(times[label][list(b).index(x)])
             ax.plot([x], [y], "o", ms=11, mfc="none", mec=plots.COLORS["red"], mew=1.2)
-        ax.plot([], [], "o", ms=9, mfc="none", mec=plots.COLORS["red"], label="best at this batch")
+        # the rings are drawn on the left panel; their legend entry sits with the others
+        ax_r.plot([], [], "o", ms=9, mfc="none", mec=plots.COLORS["red"], mew=1.2,
+                  label="best at this batch (left panel)")
         for a in (ax, ax_r):
             a.set_xscale("log", base=2)
             a.set_xticks(b, [str(x) for x in b])

@@ -313,7 +313,8 @@ def hop_cost_figure(costs, plans: dict, *, block_bytes: int = 512, ep: int = 32)
 
 def gantt_figure(timelines: dict, *, rank: int = 0):
     """One panel per scheme (``timelines``: ``{label: CoreTimeline}``): rank ``rank``'s cores as
-    rows, ops and idle gaps as bars (µs), latency in the panel title (model)."""
+    rows, ops and idle gaps as bars (µs); the panel title gives when rank ``rank`` is done and
+    when the last rank is (the phase's latency) (model)."""
     n = len(timelines)
     tls = list(timelines.values())
     cores = max(t.cores for t in tls)
@@ -325,8 +326,8 @@ def gantt_figure(timelines: dict, *, rank: int = 0):
             live = _live_gantt(ax, legend=(k == 0))
             _update_gantt(live, tl, rank)
             ax.set_xlim(0, xmax * 1e6)
-            ax.set_title(f"{label}: die {rank}'s cores; the dispatch ends at "
-                         f"{tl.latency * 1e6:,.0f} µs (model)", loc="left")
+            ax.set_title(f"{label}: die {rank}'s cores, done at {tl.end[rank] * 1e6:,.0f} µs; "
+                         f"the last die at {tl.latency * 1e6:,.0f} µs (model)", loc="left")
             if k < n - 1:
                 ax.set_xlabel("")
     return fig
@@ -355,12 +356,13 @@ def ablation_figure(rows: list, *, ep: int = 64):
     return fig
 
 
-def ep_sweep_figure(eps, median: dict, p99: dict, *, paper: dict, chapter_cut: float,
-                    chapter_ep: int = 64):
-    """Left: dispatch latency (µs) against EP size, median and P99 of jittered runs per scheme
-    (``median``, ``p99``: ``{label: seconds per EP size}``), with published points (``paper``:
-    ``{label: {ep: µs}}``, labels carrying their own tags). Right: how much lower UBEP's latency
-    is (%), with the chapter's figure (``chapter_cut`` %, at ``chapter_ep``)."""
+def ep_sweep_figure(eps, median: dict, p99: dict, *, paper: dict, chapter: dict):
+    """Left: dispatch latency (µs) against EP size in dies, median and P99 of jittered runs per
+    scheme (``median``, ``p99``: ``{label: seconds per EP size}``), with published points
+    (``paper``: ``{label: {ep: µs}}``, labels carrying their own tags). Right: how much lower
+    UBEP's latency is (%), with the chapter's figure placed at every EP size it may mean
+    (``chapter``: ``{label: (ep, %)}``; the first filled, the others open, joined by a dotted
+    line)."""
     eps = np.asarray(eps)
     fig, (ax, ax_r) = plots.figure(11.5, 4.0, ncols=2, width_ratios=(1.5, 1.0))
     markers = ("s", "D", "^", "v")
@@ -381,7 +383,7 @@ def ep_sweep_figure(eps, median: dict, p99: dict, *, paper: dict, chapter_cut: f
                      for i, e in enumerate(eps)]
             a.set_xticks(eps, names)
             a.minorticks_off()
-            a.set_xlabel("EP size (ranks = dies, 16 per node)")
+            a.set_xlabel("EP size in dies (ranks; 2 dies per NPU, 16 per node)")
         ax.set_ylim(0, None)
         ax.set_ylabel("dispatch latency (µs)")
         ax.set_title("128 tokens per rank, top-8, INT8 (model)", loc="left")
@@ -392,8 +394,13 @@ def ep_sweep_figure(eps, median: dict, p99: dict, *, paper: dict, chapter_cut: f
         cut99 = 100 * (1 - np.asarray(p99[u]) / np.asarray(p99[b]))
         ax_r.plot(eps, cut50, "o-", color=SCHEME_COLORS[u], label="median (model)")
         ax_r.plot(eps, cut99, "o:", color=SCHEME_COLORS[u], label="P99 (model)")
-        ax_r.plot([chapter_ep], [chapter_cut], "*", ms=12, color=plots.color("paper"),
-                  label=f"up to {chapter_cut:g}% at 64 NPUs [chapter]")
+        pts = list(chapter.values())
+        if len(pts) > 1:
+            ax_r.plot([e for e, _ in pts], [c for _, c in pts], ":", lw=1.0,
+                      color=plots.color("paper"))
+        for k, (label, (e, c)) in enumerate(chapter.items()):
+            ax_r.plot([e], [c], "*", ms=13, mew=1.2, color=plots.color("paper"),
+                      mfc=plots.color("paper") if k == 0 else "white", label=label)
         ax_r.set_ylim(0, 60)
         ax_r.set_ylabel(f"{u} below {b} (%)")
         ax_r.set_title("how much lower", loc="left")

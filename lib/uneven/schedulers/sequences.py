@@ -33,7 +33,10 @@ Three ways to run a step (:func:`schedule_step`):
   longest first; repeatedly, the ranks whose load trails the maximum by more than ``delta`` (a
   fraction of the maximum; all ranks when none trails) take the next items, least loaded first, a
   ring item taking as many of them as it needs. Ranks may therefore run different numbers of
-  micro-batches. ``balance="dp"`` balances the sum of a rank's micro-batches (DP-Balance);
+  micro-batches. A long sequence that would otherwise keep the rest of the pool waiting gets
+  more ranks than ``ceil(s / C)``, at most as many as still hide its ring (:func:`widen_rings`;
+  the paper allows any rank count in [1, d_hdp]); the plan without widening is kept when it is
+  faster. ``balance="dp"`` balances the sum of a rank's micro-batches (DP-Balance);
   ``balance="pp"`` balances a pipeline's 1F1B time, fill and drain included (PP-Balance:
   ``(sum t_j + (pp - 1) max t_j) / pp``), and keeps each pipeline's micro-batches in descending
   order so consecutive ones are alike. The scheduler keeps the naive plan if its own is slower
@@ -93,6 +96,8 @@ __all__ = [
     "select_ranks",
     "Items",
     "plan_items",
+    "WIDEN_SLACKS",
+    "widen_rings",
     "SCHEMES",
     "BALANCES",
     "SequenceStep",
@@ -693,25 +698,104 @@ def plan_items(lengths, setup: HdpSetup, scheme: str, *, offload: bool = False) 
     return _timed_items(scheme, seq_ptr, seq_ids, tokens, width, attention, ratio, order, setup)
 
 
-def _timed_items(scheme, seq_ptr, seq_ids, tokens, width, attention, ratio, order, setup):
+def _ring_times(tokens, attention, width, setup, where):
+    """Per rank of an item, one layer forward (s), and the part of it that is exposed ring
+    transfer, for rings inside a node (``where="intra"``) or across nodes (``"inter"``)."""
     hops = setup.hops()
-    kvb = setup.model.kv_bytes_per_token
     cost = setup.cost_model
-    w = width.astype(np.float64)
+    w = np.asarray(width, dtype=np.float64)
     c = tokens / w
     step_c = attention / (w * w)
-    base = step_c + cost.linear(c) + cost.gamma
+    step_t = np.where(w > 1, c * setup.model.kv_bytes_per_token / hops[f"{where}_bw"]
+                      + hops[f"{where}_lat"], 0.0)
+    fwd = step_c + cost.linear(c) + cost.gamma + (w - 1) * np.maximum(step_c, step_t)
+    return fwd, (w - 1) * np.maximum(0.0, step_t - step_c)
+
+
+def _timed_items(scheme, seq_ptr, seq_ids, tokens, width, attention, ratio, order, setup):
     out = {}
     for where in ("intra", "inter"):
-        step_t = np.where(w > 1, c * kvb / hops[f"{where}_bw"] + hops[f"{where}_lat"], 0.0)
-        out[f"fwd_{where}"] = base + (w - 1) * np.maximum(step_c, step_t)
-        out[f"exposed_{where}"] = (w - 1) * np.maximum(0.0, step_t - step_c)
+        out[f"fwd_{where}"], out[f"exposed_{where}"] = _ring_times(tokens, attention, width,
+                                                                   setup, where)
+    c = tokens / width.astype(np.float64)
     act = c * setup.model.hidden * setup.model.dtype_bytes
     arrays = dict(seq_ptr=seq_ptr, seq_ids=seq_ids, tokens=tokens, width=width,
                   attention=attention, offload_ratio=ratio, act_bytes=act, order=order, **out)
     for a in arrays.values():
         a.flags.writeable = False
     return Items(scheme, **arrays)
+
+
+#: The targets (multiples of ``W / R``) the balance scheduler tries when it widens rings; it
+#: keeps the widths whose rounds end first (model). Below 1, rings end before ``W / R`` and the
+#: other items fill the ranks around them more easily.
+WIDEN_SLACKS = (0.6, 0.8, 0.9, 0.95, 1.0, 1.05, 1.1, 1.2, 1.5, 2.0)
+
+
+def widen_rings(items: Items, setup: HdpSetup, *, slack: float = 1.0) -> Items:
+    """The balance scheduler's rank allotment (model): a long sequence gets more ranks than its
+    memory needs when the rest of the pool would otherwise sit idle waiting for it.
+
+    A ring of ``N`` ranks divides a sequence's compute by ``N`` and leaves each rank's ring
+    volume almost unchanged, so while its steps hide their KV transfer, widening it costs no
+    rank-time: ``N t(N)`` stays the sequence's attention + linear time (plus ``gamma`` per rank).
+    With ``W`` the step's rank-time and ``R`` the ranks (pipelines), no schedule ends before
+    ``W / R``. Every single-sequence item that would run longer than the target ``slack * W / R``
+    gets the fewest ranks that bring it down to the target — never more than the largest ring
+    whose cross-node steps still hide their transfer (``lat N**2 + (s kv / bw) N <= attention``;
+    past it, extra ranks add exposed transfer and rank-time) and never more than ``R``; an item
+    keeps its width when that is larger already. Repeated until the widths settle. Widened items
+    offload nothing (they hold fewer than ``C`` tokens per rank). Items that need no widening are
+    returned unchanged (the same object). :func:`schedule_step` tries every ``slack`` of
+    :data:`WIDEN_SLACKS` and keeps the fastest plan.
+
+    ByteScale allows any rank count in [1, d_hdp] [paper]; this rule for choosing one beyond
+    memory is the model's.
+
+    >>> setup = HdpSetup(n_gpus=64, context=131072, capacity=8192)    # 32 ranks
+    >>> items = plan_items([131072] + [4096] * 8, setup, "balanced")
+    >>> items.width.tolist(), widen_rings(items, setup).width.tolist()
+    ([16, 1, 1, 1, 1], [30, 1, 1, 1, 1])
+    """
+    if not isinstance(items, Items):
+        raise ValueError(f"items must come from plan_items; got {type(items).__name__}")
+    _check_setup(setup)
+    slack = check_real("slack", slack, lo=0.0, lo_open=True, hi=1e6)
+    if items.scheme == "static":
+        raise ValueError("items must be HDP items (scheme 'naive' or 'balanced'), not the static "
+                         "mesh's packs")
+    R = setup.d_hdp
+    cand = np.flatnonzero((np.diff(items.seq_ptr) == 1) & (items.tokens >= setup.capacity))
+    if cand.size == 0 or R == 1:
+        return items
+    cost = setup.cost_model
+    hops = setup.hops()
+    s, att = items.tokens[cand], items.attention[cand]
+    work = att + cost.linear(s)  # one layer forward of the whole sequence, as on one rank (s)
+    b = s * setup.model.kv_bytes_per_token / hops["inter_bw"]
+    lat = hops["inter_lat"]
+    if lat > 0:
+        n_hide = np.floor((np.sqrt(b * b + 4.0 * lat * att) - b) / (2.0 * lat) + 1e-9)
+    else:
+        n_hide = np.floor(att / b + 1e-9)
+    n_cap = np.clip(n_hide, 1.0, R)
+    w0 = items.width[cand].astype(np.float64)
+    width = items.width.astype(np.int64).copy()
+    fwd_all = np.where(width > 1, items.fwd_inter, items.fwd_intra)
+    for _ in range(8):
+        target = slack * float((fwd_all * width).sum()) / R  # W / R, one layer forward (s)
+        room = target - cost.gamma
+        need = np.ceil(work / room - 1e-9) if room > 0 else n_cap
+        n = np.maximum(w0, np.minimum(need, n_cap)).astype(np.int64)
+        if np.array_equal(n, width[cand]):
+            break
+        width[cand] = n
+        fwd_all[cand] = _ring_times(s, att, n, setup, "inter")[0]
+    if np.array_equal(width, items.width):
+        return items
+    ratio = np.where(width >= np.ceil(items.tokens / setup.capacity), 0.0, items.offload_ratio)
+    return _timed_items(items.scheme, items.seq_ptr, items.seq_ids, items.tokens, width,
+                        items.attention, ratio, items.order, setup)
 
 
 # --------------------------------------------------------------------------------------------
@@ -1131,6 +1215,14 @@ class SequenceStep:
         return float(self.items.tokens.sum()) / self.step_time
 
     @property
+    def widened(self) -> int:
+        """Sequences given more ranks than ``ceil(s / C)`` (balanced HDP's widened rings)."""
+        if self.items.scheme == "static":
+            return 0
+        need = np.maximum(np.ceil(self.items.tokens / self.setup.capacity), 1.0)
+        return int((self.items.width > need).sum())
+
+    @property
     def busy_spread(self) -> float:
         """Busiest over least busy rank."""
         lo = float(self.busy.min())
@@ -1144,28 +1236,86 @@ class SequenceStep:
 
 
 def schedule_step(lengths, setup: HdpSetup, scheme: str = "balanced", *, balance: str = "dp",
-                  delta: float = 0.0, offload: bool = False, items: Items | None = None,
-                  _naive: SequenceStep | None = None) -> SequenceStep:
+                  delta: float = 0.0, offload: bool = False, widen: bool = True,
+                  items: Items | None = None, _naive: SequenceStep | None = None) -> SequenceStep:
     """Schedule and time one step of the global batch ``lengths`` (see the module doc).
 
     ``scheme``: ``"static"``, ``"naive"`` or ``"balanced"`` (:data:`SCHEMES`); ``balance``:
     ``"dp"`` or ``"pp"`` (balanced only); ``delta`` in [0, 1): how far below the busiest rank a
     rank must trail to take more work; ``offload``: HDP's selective offload (see
-    :func:`select_ranks`). Pass ``items`` from :func:`plan_items` to reuse them.
+    :func:`select_ranks`); ``widen`` (balanced only): let the scheduler give long sequences the
+    ranks that would otherwise sit idle (:func:`widen_rings`; it keeps the plan without widening
+    when that is faster). Pass ``items`` from :func:`plan_items` to reuse them.
     """
     _check_setup(setup)
     scheme = check_choice("scheme", scheme, SCHEMES)
     balance = check_choice("balance", balance, BALANCES)
     delta = check_real("delta", delta, lo=0.0, hi=1.0, hi_open=True)
     offload = check_bool("offload", offload)
+    widen = check_bool("widen", widen)
     if items is None:
         items = plan_items(lengths, setup, scheme, offload=offload)
     elif not isinstance(items, Items) or (items.scheme == "static") != (scheme == "static"):
         raise ValueError("items must come from plan_items with the same kind of scheme")
-    R, p = setup.d_hdp, setup.pp
+    R = setup.d_hdp
     if items.width.max() > R:
         raise ValueError(f"a sequence needs {items.width.max()} ranks but the pool has {R}")
-    layers = setup.layers_per_stage
+    step = _place_and_run(items, setup, scheme, balance, delta, offload)
+    if scheme == "balanced":
+        wide = _widened_step(items, setup, balance, delta, offload) if widen else None
+        if wide is not None and wide.step_time < step.step_time:
+            step = wide
+        naive = _naive if _naive is not None else schedule_step(
+            lengths, setup, "naive", offload=offload, items=items)
+        if naive.step_time < step.step_time:
+            return SequenceStep(**{**naive.__dict__, "scheme": "balanced", "balance": balance,
+                                   "delta": delta, "fallback": True})
+    return step
+
+
+def _balance_plan(items, setup, balance, delta, item_ptr):
+    """The balance rounds on ``items``: ranks and slots per item, and each rank's estimated
+    finish (s; exact when ``pp = 1``)."""
+    R, p = setup.d_hdp, setup.pp
+    t_unit = 3.0 * setup.model.layers  # a rank's whole share of the model, forward + backward
+    t_in = items.fwd_intra * t_unit
+    t_out = items.fwd_inter * t_unit
+    order = np.argsort(-t_out, kind="stable").astype(np.int64)
+    ranks = np.empty(item_ptr[-1], dtype=np.int64)
+    slots = np.empty(item_ptr[-1], dtype=np.int64)
+    load = np.empty(R)
+    _balance_kernel(order, items.width, t_in, t_out, R, delta, p, balance == "pp", p > 1,
+                    setup.ranks_per_node, item_ptr, ranks, slots, load)
+    return ranks, slots, load
+
+
+def _widened_step(items, setup, balance, delta, offload):
+    """Among the widths :func:`widen_rings` gives for :data:`WIDEN_SLACKS`, the balanced step
+    that ends first, or None when no ring is widened. With ``pp = 1`` the balance rounds' finish
+    is exact and picks the widths; with pipelines every candidate is timed."""
+    cands, seen = [], set()
+    for slack in WIDEN_SLACKS:
+        wide = widen_rings(items, setup, slack=slack)
+        key = wide.width.tobytes()
+        if wide is not items and key not in seen:
+            seen.add(key)
+            cands.append(wide)
+    if not cands:
+        return None
+    if setup.pp == 1:
+        ends = []
+        for wide in cands:
+            ptr = np.zeros(wide.n + 1, dtype=np.int64)
+            np.cumsum(wide.width, out=ptr[1:])
+            ends.append(float(_balance_plan(wide, setup, balance, delta, ptr)[2].max()))
+        cands = [cands[int(np.argmin(ends))]]
+    steps = [_place_and_run(w, setup, "balanced", balance, delta, offload) for w in cands]
+    return min(steps, key=lambda st: st.step_time)
+
+
+def _place_and_run(items, setup, scheme, balance, delta, offload):
+    """Assign ``items`` to ranks and slots under ``scheme`` and time the step."""
+    R = setup.d_hdp
     item_ptr = np.zeros(items.n + 1, dtype=np.int64)
     np.cumsum(items.width, out=item_ptr[1:])
     if scheme == "static":
@@ -1175,23 +1325,9 @@ def schedule_step(lengths, setup: HdpSetup, scheme: str = "balanced", *, balance
         slots = np.empty(item_ptr[-1], dtype=np.int64)
         _naive_kernel(items.order, items.width, R, ranks, slots, item_ptr)
     else:
-        t_unit = 3.0 * setup.model.layers  # a rank's whole share of the model, forward + backward
-        t_in = items.fwd_intra * t_unit
-        t_out = items.fwd_inter * t_unit
-        order = np.argsort(-t_out, kind="stable").astype(np.int64)
-        ranks = np.empty(item_ptr[-1], dtype=np.int64)
-        slots = np.empty(item_ptr[-1], dtype=np.int64)
-        load = np.empty(R)
-        _balance_kernel(order, items.width, t_in, t_out, R, delta, p, balance == "pp", p > 1,
-                        setup.ranks_per_node, item_ptr, ranks, slots, load)
-    step = _run(items, setup, scheme, balance, delta, offload, item_ptr, ranks, slots, layers)
-    if scheme == "balanced":
-        naive = _naive if _naive is not None else schedule_step(
-            lengths, setup, "naive", offload=offload, items=items)
-        if naive.step_time < step.step_time:
-            return SequenceStep(**{**naive.__dict__, "scheme": "balanced", "balance": balance,
-                                   "delta": delta, "fallback": True})
-    return step
+        ranks, slots, _ = _balance_plan(items, setup, balance, delta, item_ptr)
+    return _run(items, setup, scheme, balance, delta, offload, item_ptr, ranks, slots,
+                setup.layers_per_stage)
 
 
 def _run(items, setup, scheme, balance, delta, offload, item_ptr, ranks, slots, layers):
@@ -1276,14 +1412,14 @@ def _run(items, setup, scheme, balance, delta, offload, item_ptr, ranks, slots, 
 
 
 def compare_schemes(lengths, setup: HdpSetup, *, balance: str = "dp", delta: float = 0.0,
-                    offload: bool = False) -> dict:
+                    offload: bool = False, widen: bool = True) -> dict:
     """The three schemes on one global batch: ``{"static mesh": ..., "naive HDP": ...,
     "balanced HDP": ...}`` (:class:`SequenceStep` each; HDP items are planned once)."""
     static = schedule_step(lengths, setup, "static")
     items = plan_items(lengths, setup, "naive", offload=offload)
     naive = schedule_step(lengths, setup, "naive", offload=offload, items=items)
     bal = schedule_step(lengths, setup, "balanced", balance=balance, delta=delta,
-                        offload=offload, items=items, _naive=naive)
+                        offload=offload, widen=widen, items=items, _naive=naive)
     return {"static mesh": static, "naive HDP": naive, "balanced HDP": bal}
 
 

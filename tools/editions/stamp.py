@@ -1,0 +1,106 @@
+"""Stamp every notebook with its Binder/Colab badges and a Colab install cell.
+
+Two cells, both tagged ``stamp`` and rewritten from :mod:`uneven.links` on every run (so a changed
+repository address reaches every notebook with one command):
+
+* the first cell, markdown (id ``stamp-badges``): "launch binder" and "open in Colab" badges for
+  this notebook;
+* the first code cell (id ``stamp-install``): when ``import uneven`` fails — on Colab, or in any
+  Python where the package is missing — ``%pip install`` it from the repository.
+
+Idempotent: a notebook that already carries the current stamp is left byte for byte as it is. The
+file is written as git's notebook filter stores it (``tools/nbstrip.py``), so stamping leaves
+nothing else to normalise. Usage::
+
+    python tools/editions stamp            # stamp notebooks/NN_*.ipynb in place
+    python tools/editions stamp --check    # exit 1 if a notebook lacks the current stamp
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import nbformat
+
+from . import discover
+
+BADGES_ID = "stamp-badges"
+INSTALL_ID = "stamp-install"
+BINDER_BADGE = "https://mybinder.org/badge_logo.svg"
+COLAB_BADGE = "https://colab.research.google.com/assets/colab-badge.svg"
+
+
+def _links():
+    sys.path.insert(0, str(discover.ROOT / "lib"))
+    from uneven import links
+
+    return links
+
+
+def badges_source(name: str) -> str:
+    """The badge cell's markdown for notebook ``name``."""
+    links = _links()
+    return (f"[![launch binder]({BINDER_BADGE})]({links.binder_url(name)}) "
+            f"[![Open In Colab]({COLAB_BADGE})]({links.colab_url(name)})")
+
+
+def install_source() -> str:
+    """The install cell's code: a no-op wherever ``uneven`` imports."""
+    links = _links()
+    return ("# On Colab (or wherever the uneven package is missing) install it from the "
+            "repository.\n"
+            "try:\n"
+            "    import uneven  # noqa: F401\n"
+            "except ImportError:\n"
+            f'    %pip install --quiet "{links.pip_requirement()}"')
+
+
+def stamp_cells(name: str):
+    meta = {"tags": [discover.STAMP_TAG]}
+    badges = nbformat.v4.new_markdown_cell(badges_source(name), id=BADGES_ID, metadata=meta)
+    install = nbformat.v4.new_code_cell(install_source(), id=INSTALL_ID, metadata=dict(meta))
+    return badges, install
+
+
+def stamped(nb: nbformat.NotebookNode, name: str) -> nbformat.NotebookNode:
+    """A copy of ``nb`` carrying the current stamp: old stamp cells dropped, the badge cell
+    first, the install cell before the first other code cell."""
+    nb = nbformat.from_dict(nb)
+    cells = [c for c in nb.cells if not discover.is_stamp(c)]
+    taken = {c.get("id") for c in cells} & {BADGES_ID, INSTALL_ID}
+    if taken:
+        raise discover.EditionError(f"{name}: cell id(s) {sorted(taken)} are reserved for the "
+                                    "stamp but used by an untagged cell")
+    badges, install = stamp_cells(name)
+    first_code = next((i for i, c in enumerate(cells) if c.cell_type == "code"), len(cells))
+    nb.cells = [badges, *cells[:first_code], install, *cells[first_code:]]
+    return nb
+
+
+def stamped_text(path: Path) -> str:
+    """``path``'s notebook, stamped, as git's notebook filter stores it."""
+    sys.path.insert(0, str(discover.ROOT / "tools"))
+    import nbstrip
+
+    nb = nbformat.read(path, as_version=4)
+    # The filter's own stripping, in-process (the same options as `git add` runs it with).
+    return nbformat.writes(nbstrip.strip_notebook(stamped(nb, path.name))) + "\n"
+
+
+def main(argv: list[str]) -> int:
+    check = "--check" in argv
+    paths = [Path(a) for a in argv if a != "--check"] or discover.notebook_paths()
+    stale = 0
+    for path in paths:
+        text = path.read_text(encoding="utf-8")
+        new = stamped_text(path)
+        if new == text:
+            continue
+        stale += 1
+        if check:
+            print(f"{path}: lacks the current stamp; run: python tools/editions stamp")
+        else:
+            path.write_text(new, encoding="utf-8", newline="")
+            print(f"stamped {path}")
+    return 1 if check and stale else 0
