@@ -36,9 +36,10 @@ register("07.2", _extremes_at_one, kind="exact",
                                             "the other way round.")],
          hint="use the preset 'twice each setting (s = 1)' and read the two numbers in each "
               "panel's corner.")
-register("07.3", lambda: "b", kind="choice", options=("a", "b", "c", "d"),
-         mistakes=[("a", "UBEP's copies are as large as DeepSeek-V3's (7,168 values and a "
-                         "scale); what differs is the fabric they cross.")])
-register("07.4", lambda: "b", kind="choice", options=("a", "b", "c", "d"),
-         mistakes=[("d", "Shared NICs make the NIC side slower, which overlap would hide more "
+register("07.3", lambda: "c", kind="choice", options=("a", "b", "c", "d"),
+         mistakes=[("d", "Count how many of the 4 nodes a token's 8 experts reach at EP64 "
+                         "(notebook 03's expected_distinct_groups): a relay would have copies to "
+                         "merge. Ask what it would save.")])
+register("07.4", lambda: "d", kind="choice", options=("a", "b", "c", "d"),
+         mistakes=[("c", "Shared NICs make the NIC side slower, which overlap would hide more "
                          "of, not less.")])
