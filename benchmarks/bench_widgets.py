@@ -13,6 +13,7 @@ from uneven.explorers import (
     pipeline_explorer,
     start_page_explorer,
     ubep_explorer,
+    unevenness_explorer,
 )
 
 CASES = (
@@ -23,6 +24,7 @@ CASES = (
     ("MegaScale-MoE layer (04)", megascale_explorer, "h_ffn", [2048, 4096, 8192, 12288, 14336]),
     ("balancing (05)", balancing_explorer, "skew", [2.0, 4.0, 6.0, 8.0, 12.0]),
     ("UBEP (06)", ubep_explorer, "barrier_us", [0.0, 10.0, 20.0, 30.0, 40.0]),
+    ("what they agree on (07)", unevenness_explorer, "deepseek", [0.1, 0.3, 0.5, 0.7, 0.9]),
 )
 
 

@@ -130,6 +130,13 @@ PALETTE = {
     "serialised baseline": COLORS["grey"],
     "UBEP": COLORS["green"],
     "hop mix": COLORS["green"],
+    # fabrics of one EP dispatch and kinds of evidence (notebook 07)
+    "UB": COLORS["purple"],
+    "testbed": COLORS["blue"],
+    "production": COLORS["green"],
+    "simulation": COLORS["purple"],
+    "analysis": COLORS["grey"],
+    "chapter-only": COLORS["red"],
     # what a number is
     "paper": COLORS["ink"],
     "model": COLORS["blue"],

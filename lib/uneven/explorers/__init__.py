@@ -12,6 +12,7 @@ is what CI checks.
 * :mod:`uneven.explorers.nb04` — MegaScale-MoE (one MoE layer inside a node, fused overlap)
 * :mod:`uneven.explorers.nb05` — Balancing and Beyond (placement, relay, a decode layer)
 * :mod:`uneven.explorers.nb06` — UBEP (core groups, barriers, hop mix inside a superpod)
+* :mod:`uneven.explorers.nb07` — what the six papers agree on (one unevenness knob per paper)
 """
 
 from .nb00 import A2AState, a2a_state, draw_a2a, start_page_explorer
@@ -21,6 +22,7 @@ from .nb03 import EpExploreState, deepseek_explorer, draw_ep, ep_explore_state
 from .nb04 import MegaScaleState, draw_megascale, megascale_explorer, megascale_state
 from .nb05 import BalanceState, balance_state, balancing_explorer, draw_balance
 from .nb06 import UbepState, draw_ubep, ubep_explorer, ubep_state
+from .nb07 import UnevenState, draw_uneven, uneven_state, unevenness_explorer
 
 __all__ = [
     "A2AState", "a2a_state", "draw_a2a", "start_page_explorer",
@@ -30,4 +32,5 @@ __all__ = [
     "MegaScaleState", "megascale_state", "draw_megascale", "megascale_explorer",
     "BalanceState", "balance_state", "draw_balance", "balancing_explorer",
     "UbepState", "ubep_state", "draw_ubep", "ubep_explorer",
+    "UnevenState", "uneven_state", "draw_uneven", "unevenness_explorer",
 ]
