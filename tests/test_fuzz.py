@@ -20,8 +20,10 @@ no parameter, a numpy warning (overflow, 0/0) or a non-finite result.
 Two tests per target: ``test_every_family`` sends a fixed sweep of bad values to every parameter
 (a rotating share of the sweep in the fast run, all of it with ``UNEVEN_FUZZ_FULL=1``), and
 ``test_random_bad_input`` lets hypothesis combine bad values over several parameters
-(``UNEVEN_FUZZ_EXAMPLES`` examples per target; ``make fuzz`` runs many more). The outcome table
-is printed at the end of the session (``tests/conftest.py``).
+(``UNEVEN_FUZZ_EXAMPLES`` examples per target). The fast run (``make test``) also caps each test
+at ``UNEVEN_FUZZ_TEST_SECONDS`` (0.8 s), so slow figure recipes get fewer calls; ``make fuzz``
+runs the full sweep and many more examples with no cap. The outcome table is printed at the end
+of the session (``tests/conftest.py``; ``UNEVEN_FUZZ_REPORT=path`` also writes it as JSON).
 """
 
 from __future__ import annotations
@@ -48,8 +50,11 @@ import _fuzz_worker as fw  # noqa: E402
 
 pytestmark = pytest.mark.fuzz
 
-EXAMPLES = int(os.environ.get("UNEVEN_FUZZ_EXAMPLES", "10"))
+EXAMPLES = int(os.environ.get("UNEVEN_FUZZ_EXAMPLES", "8"))
 FULL = os.environ.get("UNEVEN_FUZZ_FULL", "0") not in ("", "0")
+# Wall-clock seconds one test of the fast run may spend on one target (figure recipes cost tens
+# of milliseconds a call); the full run has no such cap.
+TEST_SECONDS = float(os.environ.get("UNEVEN_FUZZ_TEST_SECONDS", "inf" if FULL else "0.8"))
 TIMEOUT = float(os.environ.get("UNEVEN_FUZZ_TIMEOUT", "30"))
 # The library's budgets inside the fuzzed calls (small: every accepted call is quick) and the
 # address-space cap of the child (the library must refuse before it gets near it).
@@ -87,7 +92,7 @@ POOL = [("@pool", name, k) for name in CLASS_NAMES for k in (0, 1)]
 SWEEP = SCALARS + CONTAINERS + SPECIAL + MUTATIONS
 # The fast run sends each parameter this many sweep values (rotating, so that over all
 # parameters every value is used); the full run sends all of them.
-FAST_SHARE = 24
+FAST_SHARE = 16
 
 
 class Zygote:
@@ -235,9 +240,17 @@ def test_every_family(zygote, target):
         for base in range(n_base):
             category, detail, secs = zygote.call(target.id, base, {})
             _record(target, category, detail, {}, failures, secs)
-    for name in params:
-        for k, value in enumerate(_sweep_values(PARAM_INDEX[(target.id, name)])):
-            changes = {name: value}
+    # Value-major order: if the fast run's time cap stops the sweep, every parameter has had
+    # the same share of it.
+    sweeps = {name: _sweep_values(PARAM_INDEX[(target.id, name)]) for name in params}
+    deadline = time.perf_counter() + TEST_SECONDS
+    for k in range(max((len(v) for v in sweeps.values()), default=0)):
+        if time.perf_counter() > deadline:
+            break
+        for name in params:
+            if k >= len(sweeps[name]):
+                continue
+            changes = {name: sweeps[name][k]}
             category, detail, secs = zygote.call(target.id, k % n_base, changes)
             _record(target, category, detail, changes, failures, secs)
     _check(failures)
@@ -275,11 +288,14 @@ def test_random_bad_input(zygote, target):
     zygote.next_target()
     failures = []
     params = list(target.params)
+    deadline = time.perf_counter() + TEST_SECONDS
 
     @settings(max_examples=EXAMPLES, deadline=None, database=None, derandomize=not FULL,
               phases=[Phase.generate], suppress_health_check=list(HealthCheck))
     @given(data=st.data())
     def run(data):
+        if time.perf_counter() > deadline:
+            return
         base = data.draw(st.integers(0, 5), label="base")
         changes = {}
         if params:

@@ -204,7 +204,7 @@ def check_callable(name: str, value, hint: str = ""):
 
 def check_pair(name: str, value) -> tuple:
     """Return ``value`` as a 2-tuple if it is a tuple, list or 1-d array of two entries."""
-    if isinstance(value, np.ndarray) and value.ndim == 1:
+    if isinstance(value, np.ndarray) and value.ndim == 1 and value.size == 2:
         value = tuple(value.tolist())
     if not isinstance(value, (tuple, list)) or len(value) != 2:
         raise ValueError(f"{name} must be a pair (low, high); got {_show(value)}")
@@ -362,13 +362,17 @@ def frozen_array(
     """A read-only checked array for a field of a result dataclass.
 
     ``dtype`` is ``"float"`` (finite float64; ``allow_nan`` lets nan through), ``"int"`` (int64)
-    or ``"bool"``. An array that is already read-only and of that dtype is checked and kept (the
-    library's own results are frozen when built, so this costs no copy); anything else is
-    converted as by :func:`as_float_array` / :func:`as_int_array` (a copy).
+    or ``"bool"``. An array of that dtype that is already read-only, or that owns its memory
+    (a fresh result), is checked and kept (frozen in place, no copy); anything else is converted
+    as by :func:`as_float_array` / :func:`as_int_array` (a copy).
     """
     want = {"float": np.float64, "int": np.int64, "bool": np.bool_}[dtype]
-    if isinstance(value, np.ndarray) and value.dtype == want and not value.flags.writeable:
-        arr = value
+    if isinstance(value, np.ndarray):
+        check_bytes(name, f"an array of shape {value.shape}", 8 * value.size, "checking it")
+    if isinstance(value, np.ndarray) and value.dtype == want and (
+        not value.flags.writeable or (value.base is None and value.flags.c_contiguous)
+    ):
+        arr = value  # read-only, or owned and taken over: checked without a copy
         _check_shape(name, arr, ndim, shape)
         if dtype == "float" and arr.size:
             ok = np.isfinite(arr)

@@ -103,17 +103,18 @@ class CollectiveResult:
         ``inf`` for bytes that take no time (one rank: nothing crosses a link)."""
         if self.nbytes == 0.0:
             return 0.0
-        if self.time == 0.0:
-            return math.inf
-        return algbw(self.nbytes, self.time)
+        with np.errstate(over="ignore", divide="ignore"):
+            return float(np.float64(self.nbytes) / self.time)
 
     @property
     def busbw(self) -> float:
         """nccl-tests' bus bandwidth (bytes/s), comparable across rank counts (0.0 when S = 0,
         ``inf`` for bytes that take no time, as for :attr:`algbw`)."""
-        if self.nbytes == 0.0 or self.time == 0.0:
-            return self.algbw
-        return busbw(self.op, self.n_ranks, self.nbytes, self.time)
+        factor = BUSBW_FACTOR[self.op](self.n_ranks)
+        if factor == 0.0:  # one rank: no bus traffic at all
+            return 0.0
+        with np.errstate(over="ignore"):
+            return float(np.float64(self.algbw) * factor)
 
 
 def algbw(nbytes: float, seconds: float) -> float:

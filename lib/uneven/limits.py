@@ -103,11 +103,16 @@ def _show(value) -> str:
 
 def _amount(name, value) -> float:
     """A count of bytes or steps: an integer of any size, or a real number, >= 0 (not NaN)."""
-    if isinstance(value, Integral) and not isinstance(value, bool) and value >= 0:
-        return float(value) if value < 2**1000 else math.inf
-    if (isinstance(value, Real) and not isinstance(value, bool) and not math.isnan(value)
-            and value >= 0):
-        return float(value)
+    if isinstance(value, Integral) and not isinstance(value, bool):
+        if value >= 0:
+            return float(value) if value < 2**1000 else math.inf
+    elif isinstance(value, Real) and not isinstance(value, bool):
+        try:
+            v = float(value)
+        except OverflowError:
+            v = math.inf if value > 0 else -math.inf
+        if not math.isnan(v) and v >= 0:
+            return v
     raise ValueError(f"{name} must be a number >= 0; got {_show(value)}")
 
 

@@ -210,7 +210,7 @@ def _check_rows(name, value, n_rows) -> None:
 
 
 def _str_seq(name, value, n=None) -> list:
-    if isinstance(value, np.ndarray):
+    if isinstance(value, np.ndarray) and value.size <= 10_000:
         value = value.tolist()
     if isinstance(value, (str, bytes)) or not isinstance(value, (list, tuple)) or not all(
         isinstance(x, str) for x in value
@@ -276,7 +276,7 @@ class NotebookFigure(Figure):
             w, h = check_pair("figsize", figsize)
             figsize = (_inches("figsize[0]", w), _inches("figsize[1]", h))
         if dpi is not None:
-            dpi = check_real("dpi", dpi, lo=0.0, lo_open=True, hi=2000.0)
+            dpi = check_real("dpi", dpi, lo=1.0, hi=2000.0)
         if layout is not None:
             layout = check_choice("layout", layout, _LAYOUTS)
         super().__init__(figsize=figsize, dpi=dpi, layout=layout)
@@ -292,8 +292,9 @@ class NotebookFigure(Figure):
         return {"image/png": png, "text/plain": text}, {"image/png": size}
 
     def to_png(self, scale: float = _RENDER_SCALE) -> bytes:
-        """PNG bytes at ``scale`` times the display resolution (tight bounding box)."""
-        scale = check_real("scale", scale, lo=0.0, lo_open=True, hi=20.0)
+        """PNG bytes at ``scale`` (0.05 to 20) times the display resolution (tight bounding
+        box)."""
+        scale = check_real("scale", scale, lo=0.05, hi=20.0)
         _check_render("scale", scale, self, DISPLAY_DPI * scale)
         buf = io.BytesIO()
         with style():
@@ -373,7 +374,7 @@ def save(fig: Figure, name: str) -> Path:
 def png_bytes(fig: Figure, dpi: float = 80) -> bytes:
     """Render ``fig`` to PNG bytes (what widgets push to the page)."""
     fig = _fig(fig)
-    dpi = check_real("dpi", dpi, lo=0.0, lo_open=True, hi=2000.0)
+    dpi = check_real("dpi", dpi, lo=1.0, hi=2000.0)
     _check_render("dpi", dpi, fig, dpi)
     buf = io.BytesIO()
     # No tight bounding box (it draws the figure twice) and light compression: this runs on every
@@ -733,6 +734,11 @@ class LiveGantt:
 
     Widgets use it: :meth:`update` swaps the rectangles without rebuilding axes or ticks.
     Times in seconds; ``time_unit`` sets the axis unit.
+
+    >>> fig, ax = figure(4, 2)
+    >>> live = LiveGantt(ax, ("F", "B"))
+    >>> live.update([0, 1], [0.0, 0.001], [0.001, 0.003], [0, 1])
+    (('stage 0', 'stage 1'), 3.0)
     """
 
     def __init__(self, ax, kind_names, *, time_unit: str = "ms", legend: bool = True):
@@ -766,7 +772,8 @@ class LiveGantt:
         _check_rows("resource", resource, int(resource.max()) + 1 if resource.size else 0)
         check_steps("start", f"{start.size} ops", 20 * start.size, "the bars")
         if row_names is not None:
-            row_names = _str_seq("row_names", row_names)
+            row_names = _str_seq("row_names", row_names,
+                                 int(resource.max()) + 1 if resource.size else 1)
         if xmax is not None:
             xmax = check_real("xmax", xmax, lo=0.0, lo_open=True, unit="s")
         for code, coll in enumerate(self.collections):
@@ -781,7 +788,8 @@ class LiveGantt:
             coll.set_verts(verts)
         n_rows = int(resource.max()) + 1 if resource.size else 1
         names = tuple(row_names or [f"stage {i}" for i in range(n_rows)])[:n_rows]
-        right = xmax * self.scale if xmax is not None else (finish.max() if finish.size else 1)
+        right = float(xmax * self.scale if xmax is not None else
+                      (finish.max() if finish.size else 1.0))
         layout = (names, right)
         if layout != getattr(self, "_layout", None):  # ticks are slow: touch them only on change
             self.ax.set_yticks(range(n_rows), names)

@@ -48,6 +48,7 @@ import numpy as np
 
 from ._jit import njit
 from ._validate import (
+    _show,
     as_float_array,
     as_int_array,
     check_choice,
@@ -67,6 +68,7 @@ __all__ = [
     "cloudmatrix384",
     "LINK_KINDS",
     "MAX_ROUTE",
+    "MAX_BW",
 ]
 
 # Link kinds. A link's kind says which resource it is; heatmaps and efficiencies are per kind.
@@ -77,6 +79,9 @@ LINK_KINDS = (
     "npu_out", "npu_in", "node_up", "node_down",
 )
 MAX_ROUTE = 6  # the longest route has 6 links (PXN hop + NIC + leaf up/down + NIC)
+#: Largest bandwidth a builder accepts (bytes/s): far beyond any link, and small enough that no
+#: sum of link capacities overflows.
+MAX_BW = 1e30
 
 # Layout of the integer parameter vector that kernels receive.
 P_KIND, P_N, P_G, P_K, P_NPL, P_LPR, P_PXN, P_NODES, P_PLANES = 0, 1, 2, 3, 4, 5, 6, 7, 8
@@ -347,7 +352,8 @@ def cluster(
 
     Parameters
     ----------
-    nvlink_bw : bytes/s per GPU per direction into/out of the NVLink domain.
+    nvlink_bw : bytes/s per GPU per direction into/out of the NVLink domain (at most
+        :data:`MAX_BW`, like every bandwidth here).
     nic_bw : bytes/s per NIC per direction.
     nodes_per_leaf : nodes whose NIC r hang off one leaf switch of rail r.
     oversubscription : leaf downlink capacity / leaf uplink capacity (1 = non-blocking).
@@ -369,8 +375,9 @@ def cluster(
         raise ValueError(
             f"nics_per_node must divide gpus_per_node={g}; got {k} (accepted: a divisor of {g})"
         )
-    nvlink_bw = check_real("nvlink_bw", nvlink_bw, lo=0.0, lo_open=True, unit="bytes/s")
-    nic_bw = check_real("nic_bw", nic_bw, lo=0.0, lo_open=True, unit="bytes/s")
+    nvlink_bw = check_real("nvlink_bw", nvlink_bw, lo=0.0, lo_open=True, hi=MAX_BW,
+                           unit="bytes/s")
+    nic_bw = check_real("nic_bw", nic_bw, lo=0.0, lo_open=True, hi=MAX_BW, unit="bytes/s")
     npl = check_int("nodes_per_leaf", nodes_per_leaf, lo=1)
     over = check_real("oversubscription", oversubscription, lo=1.0)
     fabric = check_choice("fabric", fabric, ("multi_plane", "multi_rail"))
@@ -433,11 +440,11 @@ def superpod(
     name = check_str("name", name)
     n_nodes = check_int("n_nodes", n_nodes, lo=1)
     g = check_int("npus_per_node", npus_per_node, lo=1)
-    npu_bw = check_real("npu_bw", npu_bw, lo=0.0, lo_open=True, unit="bytes/s")
+    npu_bw = check_real("npu_bw", npu_bw, lo=0.0, lo_open=True, hi=MAX_BW, unit="bytes/s")
     if node_uplink_bw is None:
         node_uplink_bw = g * npu_bw
     node_uplink_bw = check_real("node_uplink_bw", node_uplink_bw, lo=0.0, lo_open=True,
-                                unit="bytes/s")
+                                hi=g * MAX_BW, unit="bytes/s")
     h0, h1, h2 = _hop_latencies(hop_latency)
     offs, ip = _structure("superpod", n_nodes, g, 1, n_nodes, "none", "load_store")
     n = n_nodes * g
@@ -501,11 +508,11 @@ def _check_links_budget(n_nodes, n_links):
 
 
 def _hop_latencies(hop_latency) -> tuple:
-    if isinstance(hop_latency, np.ndarray):
+    if isinstance(hop_latency, np.ndarray) and hop_latency.size == 3:
         hop_latency = tuple(hop_latency.tolist())
     if not isinstance(hop_latency, (tuple, list)) or len(hop_latency) != 3:
         raise ValueError("hop_latency must be 3 numbers (local, 1 hop, 2 hops) in s; "
-                         f"got {hop_latency!r:.60}")
+                         f"got {_show(hop_latency)}")
     h0, h1, h2 = (check_real(f"hop_latency[{i}]", v, lo=0.0, unit="s")
                   for i, v in enumerate(hop_latency))
     if not h1 <= h2:
@@ -520,7 +527,7 @@ def _check_sources(sources) -> dict:
         isinstance(key, str) and isinstance(text, str) for key, text in sources.items()
     ):
         raise ValueError(f"sources must be a dict of str -> str (where each number came from); "
-                         f"got {sources!r:.60}")
+                         f"got {_show(sources)}")
     return dict(sources)
 
 
@@ -622,11 +629,11 @@ def _validate_topology(t: Topology) -> None:
 
 
 def _three(hop_latency):
-    if isinstance(hop_latency, np.ndarray):
+    if isinstance(hop_latency, np.ndarray) and hop_latency.size == 3:
         hop_latency = tuple(hop_latency.tolist())
     if not isinstance(hop_latency, (tuple, list)) or len(hop_latency) != 3:
         raise ValueError("hop_latency must be 3 numbers (local, 1 hop, 2 hops) in s; "
-                         f"got {hop_latency!r:.60}")
+                         f"got {_show(hop_latency)}")
     return hop_latency
 
 

@@ -166,6 +166,16 @@ class Explorer:
     The figure is shown ``figsize`` inches wide at :data:`uneven.plots.DISPLAY_DPI` CSS pixels per
     inch (9 pt text is 12.5 px) and rendered at ``scale`` times that, so it stays sharp on HiDPI
     screens; 1.5 keeps an update under 50 ms on two cores (``make bench``).
+
+    >>> def draw(fig, state, **_):
+    ...     art = reuse(fig, "demo", lambda f: {"title": f.suptitle("")})
+    ...     art["title"].set_text(f"x doubled is {state:g}")
+    >>> ex = explore(lambda x: 2 * x, draw, {"x": slider(0.0, 1.0, 0.1, 0.5, "x")}, show=False)
+    >>> ex.state
+    1.0
+    >>> ex.controls["x"].value = 0.2
+    >>> ex.state, ex.error, sorted(ex.values())
+    (0.4, None, ['x'])
     """
 
     def __init__(self, compute: Callable, draw: Callable, controls: dict, *,

@@ -88,7 +88,7 @@ def _show(value) -> str:
 def _check_fields(key, expected, kind, rtol, atol, unit, options, mistakes, hint) -> None:
     if not isinstance(key, str) or not key or len(key) > 100:
         raise ValueError(f"key must be a short non-empty string like '01.2'; got {_show(key)}")
-    if kind not in KINDS:
+    if not isinstance(kind, str) or kind not in KINDS:
         raise ValueError(f"kind must be one of {', '.join(KINDS)}; got {_show(kind)}")
     if not callable(expected):
         raise ValueError(f"expected must be a callable that computes the answer; got "

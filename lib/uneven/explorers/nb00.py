@@ -45,12 +45,13 @@ class A2AState:
 def a2a_state(n_nodes: int = 4, mb_per_pair: float = 1.0, nic_gbps: float = 400.0,
               hot_factor: float = 1.0, fabric: str = "multi_plane") -> A2AState:
     """All-to-all where every GPU sends ``mb_per_pair`` MB to every other GPU, except that node 0
-    receives ``hot_factor`` times as much (a hot node). ``nic_gbps`` is each NIC's rate in Gb/s;
-    ``fabric`` is ``'multi_plane'`` (PXN) or ``'multi_rail'`` (cross-rail via shared spines)."""
+    receives ``hot_factor`` times as much (a hot node, at most 1e6). ``nic_gbps`` is each NIC's
+    rate in Gb/s (at most 1e9); ``mb_per_pair`` at most 1e9 MB; ``fabric`` is
+    ``'multi_plane'`` (PXN) or ``'multi_rail'`` (cross-rail via shared spines)."""
     n_nodes = check_int("n_nodes", n_nodes, lo=1, hi=4096)
-    s = check_real("mb_per_pair", mb_per_pair, lo=0.0, lo_open=True, unit="MB") * MB
-    nic = gbit_per_s(check_real("nic_gbps", nic_gbps, lo=0.0, lo_open=True, unit="Gb/s"))
-    hot = check_real("hot_factor", hot_factor, lo=1.0)
+    s = check_real("mb_per_pair", mb_per_pair, lo=0.0, lo_open=True, hi=1e9, unit="MB") * MB
+    nic = gbit_per_s(check_real("nic_gbps", nic_gbps, lo=1e-3, hi=1e9, unit="Gb/s"))
+    hot = check_real("hot_factor", hot_factor, lo=1.0, hi=1e6)
     fabric = check_choice("fabric", fabric, ("multi_plane", "multi_rail"))
     topo = h800_cluster(n_nodes, fabric=fabric, nic_bw=nic,
                         cross_rail="pxn" if fabric == "multi_plane" else "spine")

@@ -84,15 +84,17 @@ def ep_explore_state(ib_gbps: float = 400.0, nvl_ratio: float = 3.2, max_nodes: 
     """Route ``tokens_per_gpu`` tokens per GPU on ``n_nodes`` H800-like nodes (256 experts,
     node-limited top-``k`` with at most ``max_nodes`` nodes per token, capped at the node count)
     and time dispatch and combine. ``ib_gbps``: NIC rate (Gb/s); ``nvl_ratio``: NVLink bandwidth
-    per direction as a multiple of one NIC's; ``skew``: expert popularity spread (0 = uniform)."""
+    per direction as a multiple of one NIC's; ``skew``: expert popularity spread (0 = uniform).
+    Ranges: ``ib_gbps`` 1..1e9, ``nvl_ratio`` 0.1..1e6, ``skew`` 0..1000, ``tokens_per_gpu``
+    up to 8192, ``n_nodes`` one of 2, 4, 8, 16."""
     from ..ep_model import ep_round
 
-    ib = gbit_per_s(check_real("ib_gbps", ib_gbps, lo=1.0, unit="Gb/s"))
-    ratio = check_real("nvl_ratio", nvl_ratio, lo=0.1)
+    ib = gbit_per_s(check_real("ib_gbps", ib_gbps, lo=1.0, hi=1e9, unit="Gb/s"))
+    ratio = check_real("nvl_ratio", nvl_ratio, lo=0.1, hi=1e6)
     n_nodes = check_choice("n_nodes", n_nodes, (2, 4, 8, 16))
     max_nodes = min(check_int("max_nodes", max_nodes, lo=1), n_nodes)
     k = check_int("k", k, lo=1, hi=max_nodes * 256 // n_nodes)
-    skew = check_real("skew", skew, lo=0.0)
+    skew = check_real("skew", skew, lo=0.0, hi=1e3)
     tokens_per_gpu = check_int("tokens_per_gpu", tokens_per_gpu, lo=1, hi=8192)
     dispatch_dtype = check_choice("dispatch_dtype", dispatch_dtype, ("fp8", "bf16"))
     topo = h800_cluster(n_nodes, nic_bw=ib, nvlink_bw=ratio * ib)

@@ -34,7 +34,7 @@ from typing import NamedTuple
 import numpy as np
 
 from .._jit import njit
-from .._validate import as_float_array, as_int_array, check_int, check_real
+from .._validate import as_float_array, as_int_array, check_int, check_real, frozen_array
 from ..limits import check_bytes, check_steps
 
 # Indices cast to uint64 need no negative-index wrap-around code in the compiled kernels.
@@ -54,16 +54,26 @@ __all__ = [
 ]
 
 
-class Routing(NamedTuple):
+class _RoutingFields(NamedTuple):
+    expert_ids: np.ndarray
+    weights: np.ndarray
+
+
+class Routing(_RoutingFields):
     """The result of routing ``T`` tokens to ``k`` experts each.
 
     ``expert_ids`` int64 ``[T, k]``: chosen experts, best (largest biased score) first.
     ``weights`` float64 ``[T, k]``: gate weights (unitless), each row sums to ``route_scale``.
-    Unpacks like a tuple: ``ids, w = topk_route(scores, k)``.
+    Unpacks like a tuple: ``ids, w = topk_route(scores, k)``. Checked when made (ids >= 0, finite
+    weights of the same shape); both arrays are read-only.
     """
 
-    expert_ids: np.ndarray
-    weights: np.ndarray
+    __slots__ = ()
+
+    def __new__(cls, expert_ids, weights):
+        ids = frozen_array("expert_ids", expert_ids, dtype="int", ndim=2, lo=0)
+        w = frozen_array("weights", weights, shape=ids.shape)
+        return super().__new__(cls, ids, w)
 
 
 # --------------------------------------------------------------------------------------------

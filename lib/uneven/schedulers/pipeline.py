@@ -313,10 +313,12 @@ def _validate_schedule(sc: PipelineSchedule) -> None:
         want = min(2 * p - 1, m)
     else:
         want = None
+    if mem is not None:
+        mem = check_int("memory", mem, lo=1)
     if kind == "zb":
         if mem is not None:
             mem = check_int("memory", mem, lo=max(w), hi=m)
-    elif mem != want or isinstance(mem, bool):
+    elif mem != want:
         raise ValueError(f"memory must be {want} for kind={kind!r} with p={p}, m={m}; "
                          f"got {_show(mem)}{anew}")
     put("memory", mem)
