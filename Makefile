@@ -41,5 +41,13 @@ bench: install
 lint: install
 	$(BIN)/ruff check .
 
+# The long fuzz run: every bad value to every parameter of every public callable, and many more
+# random combinations (`make test` runs a short share of it). The outcome table ends the output.
+.PHONY: fuzz
+FUZZ_EXAMPLES ?= 200
+fuzz: install
+	UNEVEN_FUZZ_FULL=1 UNEVEN_FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) $(BIN)/python -m pytest -m fuzz \
+		-p no:cacheprovider tests/test_fuzz.py
+
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis .ruff_cache

@@ -239,7 +239,9 @@ def all_to_all(
 
     Give exactly one of: ``nbytes_per_pair`` (uniform: every GPU sends that many bytes to every
     other GPU), ``traffic`` (an ``n_gpus x n_gpus`` byte matrix), or ``node_weights`` with
-    ``block`` (see :func:`uneven.engines.linkload.link_loads_kron`).
+    ``block`` (see :func:`uneven.engines.linkload.link_loads_kron`). Size: the uniform and
+    node-weighted forms cost ``n_nodes^2`` (about 16,000 nodes within the default 2 GiB budget
+    of :mod:`uneven.limits`), a traffic matrix ``n_gpus^2``.
 
     >>> from uneven.topology import h800_cluster
     >>> r = all_to_all(h800_cluster(2), 1e6)

@@ -361,8 +361,8 @@ def deepep_sweep(
                                  seed=seed)
         try:
             topo = topology(nodes)
-        except (ValueError, TypeError) as err:
-            raise ValueError(f"topology({nodes}) failed: {err}") from None
+        except Exception as err:  # the caller's callable: say which argument failed
+            raise ValueError(f"topology({nodes}) failed: {type(err).__name__}: {err}") from err
         check_instance("topology(n_nodes)", topo, Topology, "the topology callable's result")
         r = ep_round(topo, routing, hidden=hidden, efficiency=efficiency,
                      count_local_writes=count_local_writes)

@@ -343,7 +343,9 @@ def ep_dispatch_traffic(
     ``bytes_per_copy``: bytes of one token copy (see :func:`dispatch_bytes_per_token`);
     ``mode`` "dedup" (one network copy per node, then NVLink forwarding) or "direct";
     ``n_gpus`` defaults to the fewest whole nodes holding every GPU mentioned.
-    Returns :class:`EpTraffic` with byte matrices (bytes) and per-token counts.
+    Returns :class:`EpTraffic` with byte matrices (bytes) and per-token counts. Size: the dense
+    matrices cost about ``40 n_gpus^2`` bytes, within the memory budget of :mod:`uneven.limits`
+    (2 GiB by default: about 7,000 GPUs).
 
     >>> t = ep_dispatch_traffic([[0, 1]], [0], [2, 3], 2, 7392.0)
     >>> float(t.network[0, 2]), float(t.nvlink[2, 3]), t.remote_nodes_per_token.tolist()

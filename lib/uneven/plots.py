@@ -276,7 +276,7 @@ class NotebookFigure(Figure):
             w, h = check_pair("figsize", figsize)
             figsize = (_inches("figsize[0]", w), _inches("figsize[1]", h))
         if dpi is not None:
-            dpi = check_real("dpi", dpi, lo=1.0, hi=2000.0)
+            dpi = check_real("dpi", dpi, lo=10.0, hi=2000.0)
         if layout is not None:
             layout = check_choice("layout", layout, _LAYOUTS)
         super().__init__(figsize=figsize, dpi=dpi, layout=layout)
@@ -292,9 +292,9 @@ class NotebookFigure(Figure):
         return {"image/png": png, "text/plain": text}, {"image/png": size}
 
     def to_png(self, scale: float = _RENDER_SCALE) -> bytes:
-        """PNG bytes at ``scale`` (0.05 to 20) times the display resolution (tight bounding
+        """PNG bytes at ``scale`` (0.1 to 20) times the display resolution (tight bounding
         box)."""
-        scale = check_real("scale", scale, lo=0.05, hi=20.0)
+        scale = check_real("scale", scale, lo=0.1, hi=20.0)
         _check_render("scale", scale, self, DISPLAY_DPI * scale)
         buf = io.BytesIO()
         with style():
@@ -372,9 +372,9 @@ def save(fig: Figure, name: str) -> Path:
 
 
 def png_bytes(fig: Figure, dpi: float = 80) -> bytes:
-    """Render ``fig`` to PNG bytes (what widgets push to the page)."""
+    """Render ``fig`` to PNG bytes (what widgets push to the page); ``dpi`` 10 to 2000."""
     fig = _fig(fig)
-    dpi = check_real("dpi", dpi, lo=1.0, hi=2000.0)
+    dpi = check_real("dpi", dpi, lo=10.0, hi=2000.0)
     _check_render("dpi", dpi, fig, dpi)
     buf = io.BytesIO()
     # No tight bounding box (it draws the figure twice) and light compression: this runs on every
@@ -775,7 +775,7 @@ class LiveGantt:
             row_names = _str_seq("row_names", row_names,
                                  int(resource.max()) + 1 if resource.size else 1)
         if xmax is not None:
-            xmax = check_real("xmax", xmax, lo=0.0, lo_open=True, unit="s")
+            xmax = check_real("xmax", xmax, lo=0.0, lo_open=True, hi=1e250, unit="s")
         for code, coll in enumerate(self.collections):
             sel = kind == code
             y = resource[sel].astype(float)

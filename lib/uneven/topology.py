@@ -700,15 +700,16 @@ CM384_SOURCES = {
 
 def cloudmatrix384(n_nodes: int = 48, *, local_latency: float = us(0.12),
                    one_hop_factor: float = 5.0, two_hop_factor: float = 11.5) -> Topology:
-    """A CloudMatrix384-like superpod; hop latencies as multiples of a local access.
+    """A CloudMatrix384-like superpod; hop latencies as multiples of a local access
+    (``local_latency`` at most 1 s, factors at most 1e6).
 
     >>> t = cloudmatrix384()
     >>> t.n_gpus, round(t.hop_latency[2] / t.hop_latency[0], 1)
     (384, 11.5)
     """
-    local = check_real("local_latency", local_latency, lo=0.0, lo_open=True, unit="s")
-    f1 = check_real("one_hop_factor", one_hop_factor, lo=1.0)
-    f2 = check_real("two_hop_factor", two_hop_factor, lo=f1)
+    local = check_real("local_latency", local_latency, lo=0.0, lo_open=True, hi=1.0, unit="s")
+    f1 = check_real("one_hop_factor", one_hop_factor, lo=1.0, hi=1e6)
+    f2 = check_real("two_hop_factor", two_hop_factor, lo=f1, hi=1e6)
     bw = gbyte_per_s(392)
     return superpod(
         n_nodes, npus_per_node=8, npu_bw=bw, node_uplink_bw=0.97 * 8 * bw,

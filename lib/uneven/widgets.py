@@ -63,7 +63,10 @@ def reuse(fig, key: str, build: Callable) -> dict:
     cache = getattr(fig, "_uneven_artists", None)
     if cache is None or cache[0] != key or not fig.axes:
         fig.clear()
-        art = build(fig)
+        try:
+            art = build(fig)
+        except Exception as err:  # the caller's build function: say which argument failed
+            raise ValueError(f"build failed on this figure: {type(err).__name__}: {err}") from err
         if not isinstance(art, dict):
             raise ValueError(f"build must return a dict of artists; it returned {_show(art)}")
         if getattr(fig, "_uneven_live", False):

@@ -77,7 +77,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .._jit import njit
-from .._validate import as_float_array, as_int_array, check_instance, check_real
+from .._validate import as_float_array, as_int_array, check_instance, check_real, frozen_array
 from ..limits import check_bytes
 
 __all__ = [
@@ -199,11 +199,7 @@ def _check_count(name, value) -> int:
 
 def _checked_result_array(name, value, *, shape=None, allow_nan=False) -> np.ndarray:
     """A read-only float64 1-d array of finite numbers (or nan where allowed)."""
-    if (isinstance(value, np.ndarray) and value.dtype == np.float64 and value.ndim == 1
-            and not value.flags.writeable):
-        arr = value  # made by this module (frozen): checked below without a copy
-    else:
-        arr = as_float_array(name, value, ndim=1, allow_nan=allow_nan)
+    arr = frozen_array(name, value, ndim=1, allow_nan=allow_nan)
     if arr.ndim != 1:
         raise ValueError(f"{name} must be a 1-d array; got shape {arr.shape}")
     if shape is not None and arr.shape != shape:
@@ -712,7 +708,8 @@ def max_min_rates(path_ptr, path_links, capacity, weight=None) -> np.ndarray:
     of its m members gets). Flows with an empty path get ``inf``.
 
     Parameters: ``path_ptr``/``path_links`` CSR paths (link ids), ``capacity`` (bytes/s, > 0, per
-    link), ``weight`` (positive integers, per flow; default 1).
+    link), ``weight`` (positive integers summing to at most 2**53, per flow; default 1). Sizes as
+    in :func:`simulate_fluid`.
 
     >>> max_min_rates([0, 1, 3, 4], [0, 0, 1, 1], capacity=[1.0, 2.0]).tolist()
     [0.5, 0.5, 1.5]
@@ -740,6 +737,13 @@ def simulate_fluid(path_ptr, path_links, capacity, size, arrival=None, weight=No
       ``window``: absolute batching window (s), >= 0; 0 is exact (see the module docstring).
 
     Returns a :class:`FluidResult`.
+
+    Size: about 200 bytes per flow, 64 per path entry and 112 per link must fit in the memory
+    budget of :mod:`uneven.limits` (2 GiB by default: some 5 million flows of 4 links). The run
+    takes at most ``2 n_flows`` events, each re-filling the component it touches, so the cost is
+    O(events x component size x log links). Capacities, sizes and weights must keep every rate
+    above 1e-250 bytes/s and every finish time below 1e250 s (refused otherwise), and the weights
+    must sum to at most 2**53.
 
     N-to-1 incast, 4 flows of 1 MB into a 1 GB/s link: each gets 250 MB/s, all finish at 4 ms.
 

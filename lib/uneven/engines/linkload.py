@@ -378,6 +378,9 @@ def _loads_kron(ip, lat, W, B, loads):
 def link_loads(topo: Topology, src, dst, nbytes) -> LinkLoads:
     """Per-link bytes of a phase given as flows ``src[i] -> dst[i]`` of ``nbytes[i]`` bytes.
 
+    Size: the flow arrays (24 bytes per flow) within the memory budget of :mod:`uneven.limits`
+    (2 GiB by default: about 80 million flows); the bytes must sum to a finite number.
+
     >>> from uneven.topology import h800_cluster
     >>> t = h800_cluster(2)
     >>> r = link_loads(t, [0], [8], [1e6])       # GPU 0 -> GPU 0 of the next node, same rail

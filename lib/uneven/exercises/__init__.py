@@ -93,10 +93,10 @@ def _check_fields(key, expected, kind, rtol, atol, unit, options, mistakes, hint
     if not callable(expected):
         raise ValueError(f"expected must be a callable that computes the answer; got "
                          f"{type(expected).__name__}")
+    from .._validate import check_real
+
     for name, tol in (("rtol", rtol), ("atol", atol)):
-        if not (isinstance(tol, Real) and not isinstance(tol, bool) and math.isfinite(tol)
-                and tol >= 0):
-            raise ValueError(f"{name} must be a finite number >= 0; got {_show(tol)}")
+        check_real(name, tol, lo=0.0)
     for name, text in (("unit", unit), ("hint", hint)):
         if not isinstance(text, str):
             raise ValueError(f"{name} must be a string; got {_show(text)}")

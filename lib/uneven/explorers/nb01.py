@@ -75,7 +75,8 @@ def pipeline_state(delay_ms: float = 10.0, link: int = 0, schedule: str = "zb-h2
     warm-ups, dispatched live), or 'manual' (zero-bubble order with slackness ``delta`` on every
     link, replayed). ``ratio`` names an entry of :data:`OP_RATIOS`; ``t_ms`` scales it (ms).
     ``hol``: sends block the GPU stream. ``cap``: memory cap on stage 0's in-flight micro-batches
-    for 'pipemorph' (0 = none).
+    for 'pipemorph' (0 = none). Ranges: ``delay_ms`` 0..1e9, ``t_ms`` 1e-6..1e9, ``p`` 2..16,
+    ``m`` 1..256.
     """
     from ..schedulers.pipeline import pipeline_schedule, simulate_pipeline
 
@@ -90,8 +91,8 @@ def pipeline_state(delay_ms: float = 10.0, link: int = 0, schedule: str = "zb-h2
     if link > p - 2:  # the slider allows 8 stages; a smaller pipeline has fewer links
         notes.append(f"link {link}↔{link + 1} does not exist with p = {p}: using {p - 2}↔{p - 1}")
         link = p - 2
-    delay = check_real("delay_ms", delay_ms, lo=0.0, unit="ms") * 1e-3
-    t = check_real("t_ms", t_ms, lo=0.0, lo_open=True, unit="ms") * 1e-3
+    delay = check_real("delay_ms", delay_ms, lo=0.0, hi=1e9, unit="ms") * 1e-3
+    t = check_real("t_ms", t_ms, lo=1e-6, hi=1e9, unit="ms") * 1e-3
     tf, tb, tw = (t * x for x in OP_RATIOS[ratio])
     delays = np.zeros(p - 1)
     delays[link] = delay

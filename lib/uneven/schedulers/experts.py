@@ -373,8 +373,9 @@ def _raise_bad_scores(scores, t):
 def topk_route(scores, k: int, bias=None, route_scale: float = 1.0) -> Routing:
     """Plain top-k routing: each token picks the ``k`` experts with the largest ``scores + bias``.
 
-    ``scores``: float64 ``[tokens, experts]``, entries >= 0 (unitless gate scores).
-    ``bias``: optional float64 ``[experts]``, used for selection only.
+    ``scores``: float64 ``[tokens, experts]``, entries >= 0 (unitless gate scores; any size the
+    caller could allocate: the output is ``16 k`` bytes per token).
+    ``bias``: optional float64 ``[experts]``, used for selection only, entries within +-1e300.
     Returns :class:`Routing` (``expert_ids`` best first, ties to the lower index; ``weights`` =
     unbiased scores of the chosen experts normalised over the ``k`` and times ``route_scale``;
     if all ``k`` chosen scores are 0 the weights are equal).
