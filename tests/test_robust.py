@@ -220,9 +220,11 @@ def test_budgets_come_from_the_environment(monkeypatch):
     with _named("UNEVEN_MAX_BYTES"):
         limits.max_bytes()
     monkeypatch.delenv("UNEVEN_MAX_BYTES")
-    monkeypatch.setenv("UNEVEN_MAX_STEPS", "1000")
+    monkeypatch.setenv("UNEVEN_MAX_STEPS", "200000")
     with _named("schedule.*UNEVEN_MAX_STEPS"):
-        simulate_pipeline(pipeline_schedule("zb-h1", 4, 64), 1.0, 1.0, 1.0)
+        simulate_pipeline(pipeline_schedule("greedy", 32, 64), 1.0, 1.0, 1.0)
+    monkeypatch.setenv("UNEVEN_MAX_STEPS", "1")  # below the floor: the floor applies
+    assert limits.max_steps() == limits.MIN_STEPS
 
 
 def test_huge_zero_copy_views_are_refused_before_copying():

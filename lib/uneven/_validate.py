@@ -8,6 +8,7 @@ slider or a list produced, and numba compiles each kernel once.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import reprlib
 from collections.abc import Iterable, Mapping
@@ -15,7 +16,7 @@ from numbers import Integral, Real
 
 import numpy as np
 
-from .limits import check_bytes
+from .limits import MIN_BYTES, check_bytes
 
 __all__ = [
     "check_int",
@@ -30,6 +31,7 @@ __all__ = [
     "as_float_array",
     "as_int_array",
     "frozen_array",
+    "trusted",
     "INT64_MAX",
 ]
 
@@ -220,7 +222,10 @@ def check_mapping(name: str, value) -> Mapping:
 
 def _raw_array(name: str, value, what: str) -> np.ndarray:
     """``value`` as an ndarray without copying an ndarray, or a clear error."""
-    if isinstance(value, (str, bytes, Mapping)) or value is None:
+    kind = type(value)
+    if kind is not np.ndarray and kind is not list and (
+        isinstance(value, (str, bytes, Mapping)) or value is None
+    ):
         raise ValueError(f"{name} must be {what}; got {_show(value)}")
     try:
         raw = np.asarray(value)
@@ -244,14 +249,21 @@ def _raw_array(name: str, value, what: str) -> np.ndarray:
         except OverflowError:
             raise ValueError(f"{name} must contain only finite numbers; got {_show(value)}") \
                 from None
-    if raw.dtype.kind == "b":
+    kind = raw.dtype.kind
+    if kind == "f" or kind == "i":
+        pass
+    elif kind == "b":
         raise ValueError(f"{name} must be {what}, not booleans; got {_show(value)}")
-    if raw.dtype.kind == "c":
+    elif kind == "c":
         raise ValueError(f"{name} must be {what}, not complex numbers; got {_show(value)}")
-    if raw.dtype.kind not in "iuf":
+    elif kind != "u":
         raise ValueError(f"{name} must be {what}; got {_show(value)} ({raw.dtype})")
-    check_bytes(name, f"an array of shape {raw.shape}", 8 * raw.size, "a float64/int64 copy")
+    if raw.size > _SMALL:
+        check_bytes(name, f"an array of shape {raw.shape}", 8 * raw.size, "a float64/int64 copy")
     return raw
+
+
+_SMALL = MIN_BYTES // 8  # arrays this small are below every memory budget
 
 
 def as_float_array(
@@ -279,34 +291,36 @@ def as_float_array(
     ...
     ValueError: x must be an array of real numbers, not complex numbers; got [(1+2j)]
     """
-    raw = _raw_array(name, value, "an array of real numbers")
-    _check_shape(name, raw, ndim, shape)
-    with np.errstate(over="ignore"):
-        arr = np.array(raw, dtype=np.float64, copy=True, order="C")
-    finite = np.isfinite(arr)
-    if allow_nan:
-        finite |= np.isnan(arr)
-    if not np.all(finite):
-        raise ValueError(f"{name} must contain only finite numbers; got {_show(value)}")
-    unit_text = f" (in {unit})" if unit else ""
-    if allow_nan and arr.size and np.isnan(arr).any():
-        vals = arr[~np.isnan(arr)]
+    if type(value) is float or (type(value) is int and -(2**62) < value < 2**62):
+        raw = np.array(float(value))  # the common scalar: no conversion checks needed
+        fresh = True
     else:
-        vals = arr
-    if lo is not None and vals.size:
-        worst = vals.min()
-        if worst < lo or (lo_open and worst == lo):
-            cmp = ">" if lo_open else ">="
-            raise ValueError(
-                f"{name} must have every entry {cmp} {lo}{unit_text}; smallest entry is {worst}"
-            )
-    if hi is not None and vals.size:
-        worst = vals.max()
-        if worst > hi:
-            raise ValueError(
-                f"{name} must have every entry <= {hi}{unit_text}; largest entry is {worst}"
-            )
-    return np.ascontiguousarray(arr)  # a scalar comes back as an array of one entry
+        raw = _raw_array(name, value, "an array of real numbers")
+        fresh = type(value) in (list, tuple)  # made here by np.asarray: no 2nd copy
+    if ndim is not None or shape is not None:
+        _check_shape(name, raw, ndim, shape)
+    if fresh and raw.dtype == np.float64 and raw.flags.c_contiguous:
+        arr = raw
+    else:
+        arr = np.array(raw, dtype=np.float64, copy=True, order="C")
+    if not np.isfinite(arr).all():
+        if not (allow_nan and (np.isfinite(arr) | np.isnan(arr)).all()):
+            raise ValueError(f"{name} must contain only finite numbers; got {_show(value)}")
+    if (lo is not None or hi is not None) and arr.size:
+        vals = arr[~np.isnan(arr)] if allow_nan else arr
+        unit_text = f" (in {unit})" if unit else ""
+        if lo is not None and vals.size:
+            worst = vals.min()
+            if worst < lo or (lo_open and worst == lo):
+                cmp = ">" if lo_open else ">="
+                raise ValueError(f"{name} must have every entry {cmp} {lo}{unit_text}; smallest "
+                                 f"entry is {worst}")
+        if hi is not None and vals.size:
+            worst = vals.max()
+            if worst > hi:
+                raise ValueError(f"{name} must have every entry <= {hi}{unit_text}; largest "
+                                 f"entry is {worst}")
+    return arr if arr.ndim else arr.reshape(1)  # a scalar comes back as an array of one entry
 
 
 def as_int_array(
@@ -331,6 +345,7 @@ def as_int_array(
     ValueError: ids entries must fit in 64 bits (below 2**63); got [1e+300]
     """
     raw = _raw_array(name, value, "an array of integers")
+    fresh = type(value) in (list, tuple)
     if raw.dtype.kind == "f" and raw.size:
         if not np.all(np.isfinite(raw) & (raw == np.round(raw))):
             raise ValueError(f"{name} must contain only integers; got {_show(value)}")
@@ -339,8 +354,12 @@ def as_int_array(
                              f"got {_show(value)}")
     if raw.dtype.kind == "u" and raw.size and raw.max() > INT64_MAX:
         raise ValueError(f"{name} entries must fit in 64 bits (below 2**63); got {_show(value)}")
-    arr = np.array(raw, dtype=np.int64, copy=True, order="C", ndmin=1)  # a scalar: one entry
-    _check_shape(name, arr, ndim, shape)
+    if fresh and raw.dtype == np.int64 and raw.ndim and raw.flags.c_contiguous:
+        arr = raw  # made here from a list: no second copy
+    else:
+        arr = np.array(raw, dtype=np.int64, copy=True, order="C", ndmin=1)  # a scalar: one entry
+    if ndim is not None or shape is not None:
+        _check_shape(name, arr, ndim, shape)
     if arr.size:
         if lo is not None and arr.min() < lo:
             raise ValueError(f"{name} entries must be >= {lo}; smallest entry is {arr.min()}")
@@ -400,6 +419,30 @@ def frozen_array(
         arr = arr.reshape(1)
     arr.flags.writeable = False
     return arr
+
+
+def trusted(cls, **fields):
+    """An instance of the frozen dataclass ``cls`` made from ``fields`` without its checks.
+
+    For the library's own results only: the fields were just computed from validated input, and
+    their arrays are already read-only, so re-checking them would only cost time on every call
+    (a widget update builds several). Direct construction and ``dataclasses.replace`` still run
+    the checks of ``__post_init__``.
+    """
+    obj = object.__new__(cls)
+    names = _FIELDS.get(cls)
+    if names is None:
+        names = _FIELDS[cls] = tuple(dataclasses.fields(cls))
+    obj.__dict__.update(fields)  # frozen: assignments go around __setattr__
+    if len(fields) != len(names):
+        for f in names:
+            if f.name not in fields:
+                value = f.default if f.default is not dataclasses.MISSING else f.default_factory()
+                obj.__dict__[f.name] = value
+    return obj
+
+
+_FIELDS: dict = {}
 
 
 def _check_shape(name, arr, ndim, shape):

@@ -37,6 +37,7 @@ from ._validate import (
 from .engines.linkload import (
     LinkLoads,
     _check_topo,
+    _loads_result,
     link_loads,
     link_loads_kron,
     link_loads_matrix,
@@ -205,10 +206,9 @@ def _ring(topo, nbytes, ranks, op, steps_per_rank):
     # same links, so one phase times the step count is exact in this model.
     step = link_loads(topo, r, np.roll(r, -1), np.full(n, nbytes / n))
     step_time = step.time()
-    with np.errstate(over="ignore"):
-        total = step.bytes * steps
-        _finite("nbytes times the step count", float(total.max(initial=0.0)) + steps * step_time)
-    total = LinkLoads(topo, total, step.max_latency)
+    _finite("nbytes times the step count",
+            float(step.bytes.max(initial=0.0)) * steps + steps * step_time)
+    total = _loads_result(topo, step.bytes * steps, step.max_latency)
     return CollectiveResult(op, n, nbytes, steps * step_time, steps, step_time, total)
 
 

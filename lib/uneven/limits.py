@@ -34,6 +34,8 @@ __all__ = [
     "DEFAULT_MAX_BYTES",
     "DEFAULT_MAX_STEPS",
     "PY_STEP",
+    "MIN_BYTES",
+    "MIN_STEPS",
     "max_bytes",
     "max_steps",
     "check_bytes",
@@ -43,6 +45,11 @@ __all__ = [
 
 DEFAULT_MAX_BYTES = 2 * 2**30
 DEFAULT_MAX_STEPS = 2 * 10**9
+#: The budgets can be set lower, but not below these floors (checks of estimates under them are
+#: skipped: a kernel's small temporaries are never worth a refusal, or the time of reading the
+#: environment).
+MIN_BYTES = 2**20
+MIN_STEPS = 10**5
 #: Steps charged for one iteration of a Python-level loop (it costs about as much as 1,000
 #: iterations of a compiled one).
 PY_STEP = 1000
@@ -52,8 +59,22 @@ _SUFFIX = {"": 1, "b": 1, "k": 10**3, "kb": 10**3, "m": 10**6, "mb": 10**6, "g":
            "tib": 2**40}
 
 
+_PARSED: dict = {}
+
+
 def _read_env(var: str, default: int, suffixes: bool) -> int:
-    text = os.environ.get(var, "").strip()
+    text = os.environ.get(var, "")
+    key = (var, text)
+    if key in _PARSED:
+        return _PARSED[key]
+    value = _parse_env(var, text.strip(), default, suffixes)
+    if len(_PARSED) > 64:
+        _PARSED.clear()
+    _PARSED[key] = value
+    return value
+
+
+def _parse_env(var: str, text: str, default: int, suffixes: bool) -> int:
     if not text:
         return default
     m = re.fullmatch(r"([0-9.eE+]+)\s*([A-Za-z]*)", text)
@@ -72,13 +93,15 @@ def _read_env(var: str, default: int, suffixes: bool) -> int:
 
 
 def max_bytes() -> int:
-    """The memory budget of one call, in bytes (``UNEVEN_MAX_BYTES``, default 2 GiB)."""
-    return _read_env("UNEVEN_MAX_BYTES", DEFAULT_MAX_BYTES, suffixes=True)
+    """The memory budget of one call, in bytes (``UNEVEN_MAX_BYTES``, default 2 GiB, at least
+    :data:`MIN_BYTES`)."""
+    return max(MIN_BYTES, _read_env("UNEVEN_MAX_BYTES", DEFAULT_MAX_BYTES, suffixes=True))
 
 
 def max_steps() -> int:
-    """The work budget of one call, in loop steps (``UNEVEN_MAX_STEPS``, default 2e9)."""
-    return _read_env("UNEVEN_MAX_STEPS", DEFAULT_MAX_STEPS, suffixes=False)
+    """The work budget of one call, in loop steps (``UNEVEN_MAX_STEPS``, default 2e9, at least
+    :data:`MIN_STEPS`)."""
+    return max(MIN_STEPS, _read_env("UNEVEN_MAX_STEPS", DEFAULT_MAX_STEPS, suffixes=False))
 
 
 def format_bytes(n) -> str:
@@ -131,6 +154,10 @@ def check_bytes(name: str, value, nbytes, what: str, *, limit: int | None = None
     ``name``/``value`` are the parameter that makes the call big and its value; ``what`` says
     what would be allocated; ``limit`` overrides the budget (bytes).
     """
+    if type(nbytes) in (int, float) and 0 <= nbytes <= MIN_BYTES and limit is None and type(
+        name
+    ) is str and type(what) is str:
+        return  # below every budget: the common case, without reading the environment
     _check_args(name, what, limit)
     nbytes = _amount("nbytes", nbytes)
     limit = max_bytes() if limit is None else limit
@@ -151,6 +178,10 @@ def check_steps(name: str, value, steps, what: str, *, limit: int | None = None)
     ...
     ValueError: m=1000000000000000 needs about 1e+15 loop steps (dispatching every op), ...
     """
+    if type(steps) in (int, float) and 0 <= steps <= MIN_STEPS and limit is None and type(
+        name
+    ) is str and type(what) is str:
+        return
     _check_args(name, what, limit)
     steps = _amount("steps", steps)
     limit = max_steps() if limit is None else limit

@@ -59,9 +59,14 @@ def expert_popularity(n_experts: int, busiest_over_median: float, seed=0) -> np.
         p = ranks**-s
         return p.max() / np.median(p)
 
+    if n == 2 and ratio >= 2.0:  # the median of two is their mean: p_1 / median < 2 always
+        raise ValueError(f"busiest_over_median must be below 2 with n_experts=2 (the median of "
+                         f"two experts is their mean); got {ratio}")
     lo, hi = 0.0, max(1.0, np.log(ratio) / np.log(median_rank) * 2 + 1)
     while ratio_for(hi) < ratio:
         hi *= 2
+        if hi > 1e4:  # not reached for ratio <= 1e12 and n >= 3 (s < 100 suffices there)
+            raise ValueError(f"busiest_over_median={ratio} is not reachable with n_experts={n}")
     for _ in range(100):
         mid = 0.5 * (lo + hi)
         if ratio_for(mid) < ratio:

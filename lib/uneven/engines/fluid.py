@@ -77,8 +77,15 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .._jit import njit
-from .._validate import as_float_array, as_int_array, check_instance, check_real, frozen_array
-from ..limits import check_bytes
+from .._validate import (
+    as_float_array,
+    as_int_array,
+    check_instance,
+    check_real,
+    frozen_array,
+    trusted,
+)
+from ..limits import MIN_BYTES, check_bytes
 
 __all__ = [
     "FluidResult",
@@ -219,8 +226,9 @@ def _checked_result_array(name, value, *, shape=None, allow_nan=False) -> np.nda
 
 def _check_paths(path_ptr, path_links, n_links: int):
     ptr = as_int_array("path_ptr", path_ptr, ndim=1)
-    check_bytes("path_ptr", f"{ptr.size - 1} flows", _FLOW_BYTES * ptr.size,
-                "the per-flow state of the simulation")
+    if _FLOW_BYTES * ptr.size > MIN_BYTES:
+        check_bytes("path_ptr", f"{ptr.size - 1} flows", _FLOW_BYTES * ptr.size,
+                    "the per-flow state of the simulation")
     if ptr.size < 1:
         raise ValueError("path_ptr must have length n_flows + 1 >= 1 (CSR offsets); got []")
     if ptr[0] != 0:
@@ -237,9 +245,10 @@ def _check_paths(path_ptr, path_links, n_links: int):
         raise ValueError(
             f"path_ptr[-1] must equal len(path_links) = {links.size}; got {ptr[-1]}"
         )
-    check_bytes("path_links", f"{links.size} path entries",
-                _FLOW_BYTES * ptr.size + _ENTRY_BYTES * links.size + _LINK_BYTES * n_links,
-                "the link -> flow index and the state of the simulation")
+    need = _FLOW_BYTES * ptr.size + _ENTRY_BYTES * links.size + _LINK_BYTES * n_links
+    if need > MIN_BYTES:
+        check_bytes("path_links", f"{links.size} path entries", need,
+                    "the link -> flow index and the state of the simulation")
     if links.size:
         lo, hi = int(links.min()), int(links.max())
         if lo < 0 or hi >= n_links:
@@ -286,22 +295,24 @@ def _check_ranges(cap, weight, size=None, arrival=None, latency=None) -> None:
     """
     if not weight.size or not cap.size:
         return
-    floor = float(cap.min()) / float(weight.sum())
+    w_total = float(weight.sum())  # exact: at most 2**53 (see _check_weight)
+    floor = float(cap.min()) / w_total
     if not floor >= _RATE_FLOOR:
         raise ValueError(
             f"capacity and weight are too far apart: the smallest capacity {float(cap.min()):.3g} "
-            f"bytes/s shared by weights summing to {float(weight.sum()):.3g} could leave a flow "
+            f"bytes/s shared by weights summing to {w_total:.3g} could leave a flow "
             f"a rate below {_RATE_FLOOR:g} bytes/s; use capacities of sensible magnitude"
         )
     if size is None:
         return
-    with np.errstate(over="ignore"):
-        horizon = (float(arrival.max()) + float(size.max()) / floor + float(latency.max()))
-        moved = float((weight * size).sum())
+    # Python floats: an overflow is inf, never a warning.
+    big = float(size.max())
+    horizon = float(arrival.max()) + big / floor + float(latency.max())
+    moved = float(weight.max()) * big * weight.size
     if not (horizon <= _TIME_CEILING and moved <= _TIME_CEILING):
         raise ValueError(
             "size and capacity are too far apart: a flow of the largest size "
-            f"({float(size.max()):.3g} bytes) at the slowest possible rate could finish later "
+            f"({big:.3g} bytes) at the slowest possible rate could finish later "
             f"than {_TIME_CEILING:g} s, or the bytes moved exceed {_TIME_CEILING:g}; use sizes "
             "and capacities of sensible magnitude"
         )
@@ -774,7 +785,8 @@ def _run(ptr, links, cap, size, arrival, weight, latency, quantum, window, max_e
 def _result(finish, arrival, n_events, n_updates, link_bytes, delivered, peak, quantum, window):
     done = finish[~np.isnan(finish)]  # all of them, unless a benchmark capped the events
     makespan = float(done.max() - arrival.min()) if done.size else 0.0
-    return FluidResult(
+    return trusted(
+        FluidResult,
         finish=_frozen(finish),
         start=_frozen(arrival.copy()),
         makespan=makespan,

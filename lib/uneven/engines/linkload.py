@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .._jit import njit
-from .._validate import _show, as_float_array, as_int_array, check_instance, check_real
+from .._validate import _show, as_float_array, as_int_array, check_instance, check_real, trusted
 from ..limits import check_bytes, check_steps
 from ..topology import (
     KIND_SUPERPOD,
@@ -151,6 +151,12 @@ def _efficiency(topo: Topology, efficiency) -> np.ndarray | float:
     return check_real("efficiency", efficiency, lo=0.0, hi=1.0, lo_open=True)
 
 
+def _loads_result(topo, loads, lat) -> LinkLoads:
+    """A :class:`LinkLoads` from a kernel's output (validated input, so no re-check)."""
+    loads.flags.writeable = False
+    return trusted(LinkLoads, topo=topo, bytes=loads, max_latency=float(lat))
+
+
 def _check_topo(topo) -> Topology:
     if not isinstance(topo, Topology):
         raise ValueError(f"topo must be a uneven.topology.Topology; got {type(topo).__name__}")
@@ -164,10 +170,16 @@ def _finite_time(t: float, efficiency=None) -> float:
     return t
 
 
-def _check_total(name: str, total: float) -> None:
-    """Per-link loads are sums of parts of ``total``: if it is finite, so are they."""
-    if not np.isfinite(total):
-        raise ValueError(f"{name} sums to more than a float can hold (got {total}); "
+def _check_total(name: str, arr, block=None) -> None:
+    """Per-link loads are sums of parts of the total bytes (times ``block``'s total): if a bound
+    on that total is finite, so are they. The bound uses Python floats (inf, never a warning)."""
+    if not arr.size:
+        return
+    total = float(arr.max()) * arr.size * MAX_ROUTE
+    if block is not None:
+        total *= float(block.max(initial=0.0)) * block.size if block.size else 0.0
+    if total > 1e300:
+        raise ValueError(f"{name} sums to more than a float can hold (bound {total:.3g}); "
                          "use byte counts of sensible magnitude")
 
 
@@ -397,11 +409,10 @@ def link_loads(topo: Topology, src, dst, nbytes) -> LinkLoads:
             f"src, dst and nbytes must have the same length; got {src.size}, {dst.size}, "
             f"{nbytes.size}"
         )
-    with np.errstate(over="ignore"):
-        _check_total("nbytes", float(nbytes.sum()) * MAX_ROUTE)
+    _check_total("nbytes", nbytes)
     loads = np.zeros(topo.n_links)
     lat = _loads_flows(topo.iparams, topo.latency, src, dst, nbytes, loads)
-    return LinkLoads(topo, loads, float(lat))
+    return _loads_result(topo, loads, lat)
 
 
 def link_loads_matrix(topo: Topology, traffic) -> LinkLoads:
@@ -419,11 +430,10 @@ def link_loads_matrix(topo: Topology, traffic) -> LinkLoads:
     n = topo.n_gpus
     check_bytes("topo", topo.name, 8.0 * n * n, f"an {n} x {n} traffic matrix")
     T = as_float_array("traffic", traffic, shape=(n, n), lo=0.0, unit="bytes")
-    with np.errstate(over="ignore"):
-        _check_total("traffic", float(T.sum()) * MAX_ROUTE)
+    _check_total("traffic", T)
     loads = np.zeros(topo.n_links)
     lat = _loads_dense(topo.iparams, topo.latency, T, loads)
-    return LinkLoads(topo, loads, float(lat))
+    return _loads_result(topo, loads, lat)
 
 
 def link_loads_kron(topo: Topology, node_weights, block) -> LinkLoads:
@@ -447,11 +457,10 @@ def link_loads_kron(topo: Topology, node_weights, block) -> LinkLoads:
     check_steps("topo", topo.name, nn * nn + g * g, "one pass over the node and GPU pairs")
     W = as_float_array("node_weights", node_weights, shape=(nn, nn), lo=0.0)
     B = as_float_array("block", block, shape=(g, g), lo=0.0, unit="bytes")
-    with np.errstate(over="ignore"):
-        _check_total("node_weights", float(W.sum()) * float(B.sum()) * MAX_ROUTE)
+    _check_total("node_weights", W, B)
     loads = np.zeros(topo.n_links)
     lat = _loads_kron(topo.iparams, topo.latency, W, B, loads)
-    return LinkLoads(topo, loads, float(lat))
+    return _loads_result(topo, loads, lat)
 
 
 def _reference_link_loads(topo: Topology, src, dst, nbytes) -> tuple[np.ndarray, float]:

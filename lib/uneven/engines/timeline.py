@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .._jit import njit
-from .._validate import _show, as_float_array, as_int_array, check_int, frozen_array
+from .._validate import _show, as_float_array, as_int_array, check_int, frozen_array, trusted
 from ..limits import check_bytes
 
 __all__ = ["Timeline", "run_timeline", "edges_to_csr"]
@@ -195,7 +195,8 @@ def _check_n(n_ops) -> int:
 def _freeze(start, finish, res) -> Timeline:
     for a in (start, finish, res):
         a.flags.writeable = False
-    return Timeline(start, finish, res, float(finish.max()) if finish.size else 0.0)
+    return trusted(Timeline, start=start, finish=finish, resource=res,
+                   makespan=float(finish.max()) if finish.size else 0.0)
 
 
 def _resource_orders(res: np.ndarray, seq: np.ndarray | None = None):

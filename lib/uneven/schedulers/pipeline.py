@@ -92,6 +92,7 @@ from .._validate import (
     check_int,
     check_real,
     frozen_array,
+    trusted,
 )
 from ..engines.timeline import _deadlock_message, _resource_orders, _timeline_kernel
 from ..limits import check_bytes, check_steps
@@ -419,16 +420,16 @@ def replan_warmups(delays, t_f, *, m=None, cap=None) -> tuple:
         m = check_int("m", m, lo=1)
     if cap is not None:
         cap = check_int("cap", cap, lo=1)
-    with np.errstate(over="ignore"):
-        ratio = c / tf[: p - 1]
-    if ratio.size and not ratio.max() <= MAX_REPLAN_RATIO:
-        i = int(np.argmax(~(ratio <= MAX_REPLAN_RATIO)))
-        raise ValueError(
-            f"delays[{i}] / t_f must be at most {MAX_REPLAN_RATIO} forward times (no plan holds "
-            f"more micro-batches); got {c[i]:.3g} s / {tf[i]:.3g} s"
-        )
+    cl, tl = c.tolist(), tf.tolist()
+    ratio = [cl[i] / tl[i] for i in range(p - 1)]  # Python floats: an overflow is inf
+    for i, r in enumerate(ratio):
+        if not r <= MAX_REPLAN_RATIO:
+            raise ValueError(
+                f"delays[{i}] / t_f must be at most {MAX_REPLAN_RATIO} forward times (no plan "
+                f"holds more micro-batches); got {cl[i]:.3g} s / {tl[i]:.3g} s"
+            )
     want = np.array(
-        [math.ceil(ratio[i] - _TOL) + 2 if c[i] > 0 else 2 for i in range(p - 1)],
+        [math.ceil(ratio[i] - _TOL) + 2 if cl[i] > 0 else 2 for i in range(p - 1)],
         dtype=np.int64,
     )
     if cap is None or 1 + int(want.sum()) <= cap:
@@ -852,10 +853,9 @@ def _check_size(sched, mode, tf, tb, tw, ld, lt, runs=1, runs_name=None):
         check_steps(runs_name, f"{runs} distinct runs of {size}", steps, what)
     else:
         check_steps("schedule", size, steps, what)
-    with np.errstate(over="ignore", invalid="ignore"):
-        horizon = (m * float(np.sum(tf + tb + tw))
-                   + 2.0 * m * v * p * (float(np.max(ld, initial=0.0)) + float(np.max(lt,
-                                                                                      initial=0.0))))
+    # Python floats: an overflow is inf, never a warning.
+    horizon = (m * (sum(tf.tolist()) + sum(tb.tolist()) + sum(tw.tolist()))
+               + 2.0 * m * v * p * (float(ld.max()) + float(lt.max())))
     if not horizon <= _TIME_CEILING:
         raise ValueError(
             f"t_f, t_b, t_w, delays and transfer could put a finish time beyond {_TIME_CEILING:g} "
@@ -983,7 +983,8 @@ def _simulate(sched, tf, tb, tw, ld, lt, mode, hol, warm, plan):
         a.flags.writeable = False
     bubble = 1.0 - busy / makespan
     bubble.flags.writeable = False
-    return PipelineResult(
+    return trusted(
+        PipelineResult,
         iteration_time=makespan,
         bubble_fraction=bubble,
         busy=busy,
