@@ -167,25 +167,31 @@ def run_timeline(
     check_bytes("dep_src", f"{n} ops, {src.size} edges", 120 * n + 40 * src.size,
                 "the timeline of the ops")
 
-    order_ptr, order_ops = _resource_orders(_compact(res), seq)
+    compact, n_res = _compact(res)
+    order_ptr, order_ops = _resource_orders(compact, seq, n_res)
     start = np.empty(n)
     finish = np.empty(n)
     done = np.zeros(n, dtype=np.int64)
     n_done = _timeline_kernel(dur, rel, order_ptr, order_ops, ptr, src, dly, start, finish, done)
     if n_done < n:
         raise ValueError(_deadlock_message(done, res, order_ptr, order_ops, ptr, src, labels))
-    if n and not np.isfinite(finish).all():
+    timeline = _freeze(start, finish, res)
+    if not np.isfinite(timeline.makespan):  # finish >= 0, so a finite max means all are finite
         raise ValueError("duration, dep_delay and release add up to a finish time beyond the "
                          "range of a float; use times of sensible magnitude")
-    return _freeze(start, finish, res)
+    return timeline
 
 
-def _compact(res: np.ndarray) -> np.ndarray:
-    """Resource ids renumbered 0..k-1 in the same order when they are sparse (e.g. [0, 10**8]),
-    so that per-resource arrays never grow with the largest id."""
-    if res.size and int(res.max()) >= 2 * res.size:
-        return np.unique(res, return_inverse=True)[1].astype(np.int64).reshape(res.shape)
-    return res
+def _compact(res: np.ndarray):
+    """``(ids, count)``: resource ids renumbered 0..k-1 in the same order when they are sparse
+    (e.g. [0, 10**8]), so that per-resource arrays never grow with the largest id."""
+    if not res.size:
+        return res, 0
+    top = int(res.max())
+    if top >= 2 * res.size:
+        uniq, inverse = np.unique(res, return_inverse=True)
+        return inverse.astype(np.int64).reshape(res.shape), uniq.size
+    return res, top + 1
 
 
 def _check_n(n_ops) -> int:
@@ -199,12 +205,14 @@ def _freeze(start, finish, res) -> Timeline:
                    makespan=float(finish.max()) if finish.size else 0.0)
 
 
-def _resource_orders(res: np.ndarray, seq: np.ndarray | None = None):
+def _resource_orders(res: np.ndarray, seq: np.ndarray | None = None, n_res: int | None = None):
     """CSR of op ids per resource, in run order (resource, then sequence, then op id).
 
-    ``seq=None`` means the op id order, the common case, done by one counting sort.
+    ``seq=None`` means the op id order, the common case, done by one counting sort. ``n_res``:
+    the number of resources (default: the largest id + 1).
     """
-    n_res = int(res.max()) + 1 if res.size else 0
+    if n_res is None:
+        n_res = int(res.max()) + 1 if res.size else 0
     if seq is None:
         ids = np.arange(res.size, dtype=np.int64)
     else:
