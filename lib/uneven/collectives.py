@@ -283,7 +283,8 @@ def fluid_transfers(topo: Topology, src, dst, nbytes, *, arrival=None, quantum: 
 
     ``src``, ``dst`` are GPU ids, ``nbytes`` bytes, ``arrival`` start times (s, default 0). Each
     transfer's finish time includes its route's latency. ``efficiency`` (a number or a dict per
-    link kind) scales link capacities. Returns :class:`uneven.engines.fluid.FluidResult`.
+    link kind) scales link capacities. Returns :class:`uneven.engines.fluid.FluidResult`. Sizes
+    as in :func:`uneven.engines.fluid.simulate_fluid`.
 
     >>> from uneven.topology import h800_cluster
     >>> r = fluid_transfers(h800_cluster(2), [0, 1], [8, 8], [1e6, 1e6])   # 2-to-1 incast

@@ -402,7 +402,7 @@ def fanout_per_token(
     the network), ``nvlink_copies`` (forwards plus same-node sends), ``nodes`` (distinct nodes),
     ``experts_per_node`` (k / nodes) and ``target_gpus_per_node`` (distinct target GPUs per
     node reached). ``n_tokens`` is rounded down to a multiple of the GPU count (at least one
-    token per GPU).
+    token per GPU). Sizes as in :func:`route_ep_group`.
     """
     n_nodes = check_int("n_nodes", n_nodes, lo=1)
     gpus_per_node = check_int("gpus_per_node", gpus_per_node, lo=1)

@@ -113,7 +113,8 @@ def _check_radix(k):
 
 
 def fat_tree(k: int, layers: int = 2) -> FatTree:
-    """A full non-blocking fat-tree of radix-``k`` switches with 2 or 3 layers.
+    """A full non-blocking fat-tree of radix-``k`` switches with 2 or 3 layers (``k`` even, at
+    most :data:`MAX_RADIX`).
 
     >>> fat_tree(64, 2)
     FatTree(kind='FT2', k=64, planes=1, endpoints=2048, capacity=2048, switches=96, links=2048)

@@ -655,7 +655,8 @@ def h800_cluster(n_nodes: int = 8, *, fabric: str = "multi_plane", cross_rail: s
                  nvlink_bw: float = gbyte_per_s(160), nic_bw: float = gbit_per_s(400)) -> Topology:
     """DeepSeek-V3-like H800 nodes: 8 GPUs, 8 NICs of 400 Gb/s, NVLink ~160 GB/s per direction.
 
-    Every default is labelled in ``.sources``.
+    Every default is labelled in ``.sources``. Sizes as in :func:`cluster` (about 5 million
+    nodes within the default memory budget).
 
     >>> print(h800_cluster(2).describe().splitlines()[0])
     H800 x 2 nodes: 2 nodes x 8 = 16 devices
@@ -679,7 +680,8 @@ H20_SOURCES = {
 
 def h20_cluster(n_nodes: int = 4, *, fabric: str = "multi_rail", cross_rail: str = "pxn",
                 nodes_per_leaf: int = 32, oversubscription: float = 1.0) -> Topology:
-    """H20-like nodes: 8 GPUs sharing 4 NICs of 400 Gb/s in pairs, NVLink 450 GB/s per direction."""
+    """H20-like nodes: 8 GPUs sharing 4 NICs of 400 Gb/s in pairs, NVLink 450 GB/s per direction.
+    Sizes as in :func:`cluster`."""
     return cluster(
         n_nodes, gpus_per_node=8, nics_per_node=4, nvlink_bw=gbyte_per_s(450),
         nic_bw=gbit_per_s(400), nodes_per_leaf=nodes_per_leaf, oversubscription=oversubscription,

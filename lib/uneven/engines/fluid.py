@@ -805,7 +805,8 @@ def batched_error(path_ptr, path_links, capacity, size, arrival=None, weight=Non
     """Run exact and batched (``quantum``, ``window``) simulations of one instance; compare them.
 
     Pass ``exact`` (a previous exact :class:`FluidResult` of the same instance) to skip the exact
-    run. Relative errors are 0 where both runs agree exactly (including 0/0).
+    run. Relative errors are 0 where both runs agree exactly (including 0/0). Sizes as in
+    :func:`simulate_fluid` (two runs).
 
     >>> e = batched_error([0, 1, 2], [0, 0], [1.0], [1.0, 1.001], quantum=0.01)
     >>> e.batched.n_events < e.exact.n_events, e.makespan_rel_error < 0.01

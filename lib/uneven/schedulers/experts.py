@@ -449,6 +449,8 @@ def node_limited_route(
 def expert_load(expert_ids, n_experts: int) -> np.ndarray:
     """Tokens routed to each expert: int64 ``[n_experts]`` counts of ``expert_ids`` entries.
 
+    ``n_experts`` up to the memory budget of :mod:`uneven.limits` (16 bytes each).
+
     >>> expert_load([[0, 2], [2, 1]], 4).tolist()
     [1, 1, 2, 0]
     """
@@ -594,7 +596,8 @@ def expected_distinct_groups(n_experts: int, n_groups: int, k: int) -> float:
     ``E = G · (1 − C(N − N/G, k) / C(N, k))`` for ``N`` experts in ``G`` equal groups: each group
     is missed only when all ``k`` picks avoid its ``N/G`` experts. This is unconstrained top-k of
     i.i.d. scores. With groups = nodes it is the average nodes per token; with groups = GPUs, the
-    average distinct GPUs.
+    average distinct GPUs. Any ``n_experts`` below 2**63; ``k`` up to the memory budget of
+    :mod:`uneven.limits` (computed as a sum of ``k`` logarithms, not as exact binomials).
 
     >>> round(expected_distinct_groups(256, 8, 8), 2)
     5.29

@@ -404,6 +404,8 @@ def replan_warmups(delays, t_f, *, m=None, cap=None) -> tuple:
     rule used here: if ``cap < p`` the plan is ``min(p - i, cap)`` (1F1B-like, some links get
     Δ = 0); otherwise every link gets Δ = 1 and the remaining ``cap - p`` units go one by one
     to the link furthest below its wish (ties: the longer delay, then the upstream link).
+    Sizes: at most :data:`MAX_STAGES` stages; a delay may be at most :data:`MAX_REPLAN_RATIO`
+    forward times; any ``cap`` (the shares are computed in closed form, not unit by unit).
 
     >>> replan_warmups([0.03, 0.0, 0.0], t_f=0.01)
     (10, 5, 3, 1)
@@ -693,7 +695,9 @@ def simulate_trace(
     warm-ups live. ``replan`` switches plans only at iteration boundaries: iteration ``k`` runs the
     warm-ups planned from row ``k - lag`` (the delays the monitor reported by then; the healthy
     plan while ``k < lag``), dispatched live under row ``k``. ``lag=0`` is an oracle. Other
-    arguments as in :func:`simulate_pipeline`. Identical iterations are simulated once.
+    arguments as in :func:`simulate_pipeline`. Identical iterations are simulated once; the
+    distinct ones together must fit the work budget of :mod:`uneven.limits` (each as in
+    :func:`simulate_pipeline`).
     """
     sched, tf, tb, tw, mode, hol = _check_common(schedule, t_f, t_b, t_w, mode, hol)
     p, v = sched.p, sched.v
@@ -775,6 +779,7 @@ def delay_sweep(schedule: PipelineSchedule, t_f, t_b, t_w=0.0, *, link: int = 0,
 
     Other keyword arguments go to :func:`simulate_pipeline` (``mode``, ``hol``, ``transfer``,
     ``cap``, ``plan_delays``); the zero-delay run they are compared with uses the same ones.
+    All ``len(delays) + 1`` runs together must fit the work budget of :mod:`uneven.limits`.
 
     >>> s = pipeline_schedule("greedy", 2, 30)
     >>> sw = delay_sweep(s, 0.01, 0.01, 0.01, delays=[0.0, 0.01, 0.02], plan_delays=[0.005])
