@@ -144,8 +144,8 @@ def _check_args(name, what, limit):
         raise ValueError(f"name and what must be strings; got name={_show(name)}, "
                          f"what={_show(what)}")
     if limit is not None and not (isinstance(limit, Integral) and not isinstance(limit, bool)
-                                  and limit >= 1):
-        raise ValueError(f"limit must be None or an integer >= 1; got {_show(limit)}")
+                                  and 1 <= limit < 2**63):
+        raise ValueError(f"limit must be None or an integer in [1, 2**63); got {_show(limit)}")
 
 
 def check_bytes(name: str, value, nbytes, what: str, *, limit: int | None = None) -> None:

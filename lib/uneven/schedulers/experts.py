@@ -488,6 +488,8 @@ def update_bias(bias, expert_load, gamma: float) -> np.ndarray:
     [-0.001, 0.001, 0.0]
     """
     bias = as_float_array("bias", bias, ndim=1)
+    if bias.size == 0:
+        raise ValueError("bias must have one entry per expert; got an empty array")
     load = as_float_array("expert_load", expert_load, shape=bias.shape, lo=0.0)
     gamma = check_real("gamma", gamma, lo=0.0)
     with np.errstate(over="ignore", invalid="ignore"):
