@@ -461,9 +461,9 @@ def gantt(
     else:
         names = _str_seq("kind_names", kind_names, int(kind.max()) + 1 if kind.size else 0)
     if labels is not None:
-        if isinstance(labels, (str, bytes)) or not isinstance(
-            labels, (list, tuple, np.ndarray)
-        ) or np.ndim(labels) != 1 or len(labels) != start.size:
+        if not (isinstance(labels, np.ndarray) and labels.ndim == 1 or isinstance(
+            labels, (list, tuple)
+        )) or len(labels) != start.size:
             raise ValueError(f"labels must have one entry per op ({start.size}); "
                              f"got {_show(labels)}")
     if resource_names is not None:

@@ -291,7 +291,7 @@ def _validate_schedule(sc: PipelineSchedule) -> None:
             raise ValueError(f"warmups must be None for kind='greedy'; got {_show(w)}{anew}")
     else:
         top = m * v
-        if not isinstance(w, (tuple, list, np.ndarray)) or np.ndim(w) != 1 or len(w) != p:
+        if not _flat(w) or len(w) != p:
             raise ValueError(f"warmups must be a tuple of p = {p} warm-up counts; "
                              f"got {_show(w)}{anew}")
         w = tuple(int(x) for x in as_int_array("warmups", w, ndim=1, shape=(p,)))
@@ -486,10 +486,17 @@ def _reference_share_slack(want, c, units):
     return delta
 
 
+def _flat(value) -> bool:
+    """A tuple, list or 1-d array whose entries are not themselves sequences."""
+    if isinstance(value, np.ndarray):
+        return value.ndim == 1
+    return isinstance(value, (tuple, list)) and not any(
+        isinstance(x, (tuple, list, np.ndarray)) for x in value
+    )
+
+
 def _int_tuple(name, value, n) -> tuple:
-    if not isinstance(value, (tuple, list, np.ndarray)) or np.ndim(value) != 1 or len(
-        value
-    ) != n:
+    if not _flat(value) or len(value) != n:
         raise ValueError(f"{name} must be a tuple of {n} integers (one per stage); "
                          f"got {_show(value)}")
     return tuple(int(x) for x in as_int_array(name, value, ndim=1, shape=(n,), lo=0))
