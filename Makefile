@@ -61,6 +61,14 @@ assignments: install
 site: install
 	$(BIN)/python tools/editions site
 
+# The long fuzz run: every bad value to every parameter of every public callable, and many more
+# random combinations (`make test` runs a short share of it). The outcome table ends the output.
+.PHONY: fuzz
+FUZZ_EXAMPLES ?= 200
+fuzz: install
+	UNEVEN_FUZZ_FULL=1 UNEVEN_FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) $(BIN)/python -m pytest -m fuzz \
+		-p no:cacheprovider tests/test_fuzz.py
+
 # Also drops the notebook filter from the local git config: it runs the venv's python, and a
 # required filter that cannot run would make git fail on notebooks.
 clean:

@@ -2,14 +2,17 @@
 
 The core names are re-exported here; plotting, widgets and the notebooks' explorers live in
 :mod:`uneven.plots`, :mod:`uneven.widgets` and :mod:`uneven.explorers` (they import matplotlib and
-ipywidgets, so they load only when asked for).
+ipywidgets, so they load only when asked for). Every public function refuses bad input with a
+``ValueError`` naming the parameter, and refuses a call beyond the memory or work budget of
+:mod:`uneven.limits` (2 GiB, 2e9 loop steps; ``UNEVEN_MAX_BYTES`` / ``UNEVEN_MAX_STEPS``) before
+allocating.
 
 >>> import uneven
 >>> round(uneven.all_to_all(uneven.h800_cluster(2), 1e6).time * 1e6, 1)
 166.1
 """
 
-from . import units
+from . import limits, units
 from .collectives import (
     BUSBW_FACTOR,
     CollectiveResult,
@@ -49,7 +52,7 @@ from .workloads import (
 __version__ = "0.1.0"
 
 __all__ = [
-    "units",
+    "units", "limits",
     # topology
     "Topology", "cluster", "superpod", "h800_cluster", "h20_cluster", "cloudmatrix384",
     # engines

@@ -20,18 +20,29 @@ reduce-scattered input, the all-reduced buffer, the all-to-all buffer of one ran
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from ._validate import as_float_array, as_int_array, check_choice, check_int, check_real
+from ._validate import (
+    _show,
+    as_float_array,
+    as_int_array,
+    check_choice,
+    check_instance,
+    check_int,
+    check_real,
+)
 from .engines.linkload import (
     LinkLoads,
     _check_topo,
+    _loads_result,
     link_loads,
     link_loads_kron,
     link_loads_matrix,
 )
+from .limits import check_bytes
 from .topology import Topology
 
 __all__ = [
@@ -66,6 +77,7 @@ class CollectiveResult:
 
     ``time`` (s) is the whole collective; ``loads`` holds the bytes every link carried over all
     its steps; ``steps`` phases of ``step_time`` seconds each (one phase for all-to-all).
+    Every field is checked when the result is made.
     """
 
     op: str
@@ -76,22 +88,53 @@ class CollectiveResult:
     step_time: float
     loads: LinkLoads = field(repr=False)
 
+    def __post_init__(self):
+        put = object.__setattr__
+        put(self, "op", check_choice("op", self.op, BUSBW_FACTOR))
+        put(self, "n_ranks", check_int("n_ranks", self.n_ranks, lo=1))
+        put(self, "nbytes", check_real("nbytes", self.nbytes, lo=0.0, unit="bytes"))
+        put(self, "time", check_real("time", self.time, lo=0.0, unit="s"))
+        put(self, "steps", check_int("steps", self.steps, lo=0))
+        put(self, "step_time", check_real("step_time", self.step_time, lo=0.0, unit="s"))
+        check_instance("loads", self.loads, LinkLoads, "from uneven.engines.linkload")
+
     @property
     def algbw(self) -> float:
-        """nccl-tests' algorithm bandwidth S / t (bytes/s)."""
-        return algbw(self.nbytes, self.time)
+        """nccl-tests' algorithm bandwidth S / t (bytes/s); 0.0 when nothing moves (S = 0) and
+        ``inf`` for bytes that take no time (one rank: nothing crosses a link)."""
+        if self.nbytes == 0.0:
+            return 0.0
+        with np.errstate(over="ignore", divide="ignore"):
+            return float(np.float64(self.nbytes) / self.time)
 
     @property
     def busbw(self) -> float:
-        """nccl-tests' bus bandwidth (bytes/s), comparable across rank counts."""
-        return busbw(self.op, self.n_ranks, self.nbytes, self.time)
+        """nccl-tests' bus bandwidth (bytes/s), comparable across rank counts (0.0 when S = 0,
+        ``inf`` for bytes that take no time, as for :attr:`algbw`)."""
+        factor = BUSBW_FACTOR[self.op](self.n_ranks)
+        if factor == 0.0:  # one rank: no bus traffic at all
+            return 0.0
+        with np.errstate(over="ignore"):
+            return float(np.float64(self.algbw) * factor)
 
 
 def algbw(nbytes: float, seconds: float) -> float:
-    """Algorithm bandwidth S / t in bytes/s, as nccl-tests defines it."""
+    """Algorithm bandwidth S / t in bytes/s, as nccl-tests defines it.
+
+    >>> algbw(1e9, 0.01) / 1e9
+    100.0
+    """
     nbytes = check_real("nbytes", nbytes, lo=0.0, unit="bytes")
     seconds = check_real("seconds", seconds, lo=0.0, lo_open=True, unit="s")
-    return nbytes / seconds
+    return _finite("nbytes / seconds", nbytes / seconds)
+
+
+def _finite(what: str, value: float) -> float:
+    """``value`` if it is a finite float; else a ``ValueError`` naming the inputs of ``what``."""
+    if not math.isfinite(value):
+        raise ValueError(f"{what} is beyond the range of a float (got {value}); use inputs of "
+                         "sensible magnitude")
+    return value
 
 
 def busbw(op: str, n: int, nbytes: float, seconds: float) -> float:
@@ -102,7 +145,7 @@ def busbw(op: str, n: int, nbytes: float, seconds: float) -> float:
     """
     op = check_choice("op", op, BUSBW_FACTOR)
     n = check_int("n", n, lo=1)
-    return algbw(nbytes, seconds) * BUSBW_FACTOR[op](n)
+    return _finite("nbytes / seconds", algbw(nbytes, seconds) * BUSBW_FACTOR[op](n))
 
 
 def alpha_beta_time(op: str, n: int, nbytes: float, alpha: float, bandwidth: float) -> float:
@@ -120,7 +163,9 @@ def alpha_beta_time(op: str, n: int, nbytes: float, alpha: float, bandwidth: flo
     alpha = check_real("alpha", alpha, lo=0.0, unit="s")
     bandwidth = check_real("bandwidth", bandwidth, lo=0.0, lo_open=True, unit="bytes/s")
     k = 2 if op == "all_reduce" else 1
-    return k * (n - 1) * alpha + k * (n - 1) / n * nbytes / bandwidth
+    with np.errstate(over="ignore"):
+        t = float(np.float64(k * (n - 1)) * alpha + k * (n - 1) / n * nbytes / bandwidth)
+    return _finite("the time of n, nbytes, alpha and bandwidth", t)
 
 
 def _ranks(topo: Topology, ranks) -> np.ndarray:
@@ -128,14 +173,21 @@ def _ranks(topo: Topology, ranks) -> np.ndarray:
         return np.arange(topo.n_gpus, dtype=np.int64)
     r = as_int_array("ranks", ranks, ndim=1, lo=0, hi=topo.n_gpus - 1)
     if r.size < 1 or np.unique(r).size != r.size:
-        raise ValueError(f"ranks must be a non-empty list of distinct GPU ids; got {ranks!r}")
+        raise ValueError(f"ranks must be a non-empty list of distinct GPU ids; got {_show(ranks)}")
     return r
 
 
 def send_recv(topo: Topology, src: int, dst: int, nbytes: float) -> CollectiveResult:
-    """One point-to-point transfer of ``nbytes`` bytes from ``src`` to ``dst``."""
+    """One point-to-point transfer of ``nbytes`` bytes from ``src`` to ``dst``.
+
+    >>> from uneven.topology import h800_cluster
+    >>> round(send_recv(h800_cluster(2), 0, 8, 1e6).time * 1e6, 1)  # 20 us + 2.8 us latency
+    22.8
+    """
     topo = _check_topo(topo)
     nbytes = check_real("nbytes", nbytes, lo=0.0, unit="bytes")
+    src = check_int("src", src, lo=0, hi=topo.n_gpus - 1)
+    dst = check_int("dst", dst, lo=0, hi=topo.n_gpus - 1)
     loads = link_loads(topo, [src], [dst], [nbytes])
     t = loads.time()
     return CollectiveResult("send_recv", 2, nbytes, t, 1, t, loads)
@@ -154,7 +206,9 @@ def _ring(topo, nbytes, ranks, op, steps_per_rank):
     # same links, so one phase times the step count is exact in this model.
     step = link_loads(topo, r, np.roll(r, -1), np.full(n, nbytes / n))
     step_time = step.time()
-    total = LinkLoads(topo, step.bytes * steps, step.max_latency)
+    _finite("nbytes times the step count",
+            float(step.bytes.max(initial=0.0)) * steps + steps * step_time)
+    total = _loads_result(topo, step.bytes * steps, step.max_latency)
     return CollectiveResult(op, n, nbytes, steps * step_time, steps, step_time, total)
 
 
@@ -185,7 +239,9 @@ def all_to_all(
 
     Give exactly one of: ``nbytes_per_pair`` (uniform: every GPU sends that many bytes to every
     other GPU), ``traffic`` (an ``n_gpus x n_gpus`` byte matrix), or ``node_weights`` with
-    ``block`` (see :func:`uneven.engines.linkload.link_loads_kron`).
+    ``block`` (see :func:`uneven.engines.linkload.link_loads_kron`). Size: the uniform and
+    node-weighted forms cost ``n_nodes^2`` (about 16,000 nodes within the default 2 GiB budget
+    of :mod:`uneven.limits`), a traffic matrix ``n_gpus^2``.
 
     >>> from uneven.topology import h800_cluster
     >>> r = all_to_all(h800_cluster(2), 1e6)
@@ -202,8 +258,11 @@ def all_to_all(
     g = topo.gpus_per_node
     if nbytes_per_pair is not None:
         s = check_real("nbytes_per_pair", nbytes_per_pair, lo=0.0, unit="bytes")
-        loads = link_loads_kron(topo, np.ones((topo.n_nodes, topo.n_nodes)), np.full((g, g), s))
-        total_per_rank = s * n
+        nn = topo.n_nodes
+        check_bytes("topo", topo.name, 16.0 * (nn * nn + g * g), f"an {nn} x {nn} node weight "
+                    "matrix (link_loads_kron)")
+        loads = link_loads_kron(topo, np.ones((nn, nn)), np.full((g, g), s))
+        total_per_rank = _finite("nbytes_per_pair x the GPU count", s * n)
     elif traffic is not None:
         T = as_float_array("traffic", traffic, shape=(n, n), lo=0.0, unit="bytes")
         loads = link_loads_matrix(topo, T)
@@ -212,7 +271,7 @@ def all_to_all(
         loads = link_loads_kron(topo, node_weights, block)
         W = np.asarray(node_weights, dtype=float)
         B = np.asarray(block, dtype=float)
-        total_per_rank = float((W.sum(axis=1)[:, None] * B.sum(axis=1)[None, :]).max())
+        total_per_rank = float(W.sum(axis=1).max() * B.sum(axis=1).max())
     t = loads.time()
     # nccl-tests counts the all-to-all buffer as n chunks including the one a rank keeps.
     return CollectiveResult("all_to_all", n, total_per_rank, t, 1, t, loads)
@@ -224,7 +283,8 @@ def fluid_transfers(topo: Topology, src, dst, nbytes, *, arrival=None, quantum: 
 
     ``src``, ``dst`` are GPU ids, ``nbytes`` bytes, ``arrival`` start times (s, default 0). Each
     transfer's finish time includes its route's latency. ``efficiency`` (a number or a dict per
-    link kind) scales link capacities. Returns :class:`uneven.engines.fluid.FluidResult`.
+    link kind) scales link capacities. Returns :class:`uneven.engines.fluid.FluidResult`. Sizes
+    as in :func:`uneven.engines.fluid.simulate_fluid`.
 
     >>> from uneven.topology import h800_cluster
     >>> r = fluid_transfers(h800_cluster(2), [0, 1], [8, 8], [1e6, 1e6])   # 2-to-1 incast
@@ -235,6 +295,7 @@ def fluid_transfers(topo: Topology, src, dst, nbytes, *, arrival=None, quantum: 
     from .engines.linkload import _efficiency
 
     topo = _check_topo(topo)
+    quantum = check_real("quantum", quantum, lo=0.0)
     ptr, links = topo.paths(src, dst)
     nbytes = as_float_array("nbytes", nbytes, ndim=1, lo=0.0, lo_open=True, unit="bytes")
     if nbytes.size != ptr.size - 1:

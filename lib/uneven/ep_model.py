@@ -11,11 +11,23 @@ Units: bytes, seconds, bytes/s.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from ._validate import check_bool, check_choice, check_int, check_real
+from ._validate import (
+    _show,
+    as_float_array,
+    as_int_array,
+    check_bool,
+    check_callable,
+    check_choice,
+    check_instance,
+    check_int,
+    check_real,
+    frozen_array,
+)
 from .engines.linkload import LinkLoads, link_loads_matrix
 from .ep_traffic import (
     EpTraffic,
@@ -24,6 +36,7 @@ from .ep_traffic import (
     ep_dispatch_traffic,
     local_buffer_writes,
 )
+from .limits import check_bytes, check_steps
 from .schedulers.experts import contiguous_placement, node_limited_route, synthetic_gate_scores
 from .topology import LINK_KINDS, Topology, h800_cluster
 
@@ -59,6 +72,13 @@ class EpPhase:
     loads: LinkLoads = field(repr=False)
     forward_time: float = 0.0
 
+    def __post_init__(self):
+        for name in ("time", "nic_time", "nvlink_time", "forward_time"):
+            object.__setattr__(self, name, check_real(name, getattr(self, name), lo=0.0,
+                                                      unit="s"))
+        check_choice("bound", self.bound, ("NIC", "NVLink", "forwarding"))
+        check_instance("loads", self.loads, LinkLoads)
+
 
 @dataclass(frozen=True)
 class EpRouting:
@@ -70,6 +90,26 @@ class EpRouting:
     expert_gpu: np.ndarray = field(repr=False)
     n_nodes: int
     gpus_per_node: int
+
+    def __post_init__(self):
+        put = object.__setattr__
+        n_nodes = check_int("n_nodes", self.n_nodes, lo=1)
+        g = check_int("gpus_per_node", self.gpus_per_node, lo=1)
+        n_gpus = n_nodes * g
+        egpu = frozen_array("expert_gpu", self.expert_gpu, dtype="int", ndim=1, lo=0)
+        if egpu.size == 0 or egpu.max() >= n_gpus:
+            raise ValueError(f"expert_gpu must place every expert on a GPU in [0, {n_gpus - 1}] "
+                             f"(n_nodes x gpus_per_node); got {_show(self.expert_gpu)}")
+        ids = frozen_array("expert_ids", self.expert_ids, dtype="int", ndim=2, lo=0)
+        if ids.size and ids.max() >= egpu.size:
+            raise ValueError(f"expert_ids must be expert ids < {egpu.size}; got up to "
+                             f"{ids.max()}")
+        src = frozen_array("src_gpu", self.src_gpu, dtype="int", shape=(ids.shape[0],), lo=0)
+        if src.size and src.max() >= n_gpus:
+            raise ValueError(f"src_gpu must be GPU ids < {n_gpus}; got up to {src.max()}")
+        for name, value in (("n_nodes", n_nodes), ("gpus_per_node", g), ("expert_gpu", egpu),
+                            ("expert_ids", ids), ("src_gpu", src)):
+            put(self, name, value)
 
 
 @dataclass(frozen=True)
@@ -94,6 +134,14 @@ class EpRound:
     combine_logical_bw: float
     combine_true_bw: float
 
+    def __post_init__(self):
+        check_instance("dispatch", self.dispatch, EpPhase)
+        check_instance("combine", self.combine, EpPhase)
+        check_instance("dispatch_traffic", self.dispatch_traffic, EpTraffic)
+        for name in ("logical_bytes_per_gpu", "network_bytes_per_gpu", "logical_bw", "true_bw",
+                     "combine_logical_bw", "combine_true_bw"):
+            object.__setattr__(self, name, check_real(name, getattr(self, name), lo=0.0))
+
 
 def ep_phase(topo: Topology, traffic: EpTraffic, efficiency=None,
              local_writes=None) -> EpPhase:
@@ -104,11 +152,13 @@ def ep_phase(topo: Topology, traffic: EpTraffic, efficiency=None,
     given, each GPU's buffer writes — its NVLink sends plus these local copies — are also timed at
     its NVLink port's rate, a model of DeepEP's forwarder warps, which make both kinds of write.
     """
+    check_instance("topo", topo, Topology, "from uneven.topology")
     if not isinstance(traffic, EpTraffic):
         raise ValueError(f"traffic must be an EpTraffic; got {type(traffic).__name__}")
-    if traffic.n_gpus != topo.n_gpus:
+    if traffic.n_gpus != topo.n_gpus or traffic.gpus_per_node != topo.gpus_per_node:
         raise ValueError(
-            f"traffic has {traffic.n_gpus} GPUs but topo has {topo.n_gpus}; build them alike"
+            f"traffic has {traffic.n_gpus} GPUs in nodes of {traffic.gpus_per_node} but topo has "
+            f"{topo.n_gpus} in nodes of {topo.gpus_per_node}; build them alike"
         )
     loads = link_loads_matrix(topo, traffic.network + traffic.nvlink)
     per_link = loads.seconds_per_link(efficiency)
@@ -117,15 +167,20 @@ def ep_phase(topo: Topology, traffic: EpTraffic, efficiency=None,
     time = loads.time(efficiency)
     fwd = 0.0
     if local_writes is not None:
-        extra = np.asarray(local_writes, dtype=np.float64)
-        if extra.shape != (topo.n_gpus,) or not np.all(np.isfinite(extra)) or extra.min() < 0:
-            raise ValueError(f"local_writes must be {topo.n_gpus} finite byte counts >= 0 (one "
-                             f"per GPU); got shape {extra.shape}")
+        if topo.kind != "cluster":
+            raise ValueError("local_writes applies to a cluster's NVLink ports; topo is a "
+                             f"{topo.kind}")
+        extra = as_float_array("local_writes", local_writes, shape=(topo.n_gpus,), lo=0.0,
+                               unit="bytes")
         out = LINK_KINDS.index("nvl_out")
         ports = np.flatnonzero(topo.link_kind == out)  # one per GPU, in GPU order
         writes = loads.bytes[ports] + extra
-        fwd = float((writes / topo.capacity[ports] / _kind_efficiency(efficiency, "nvl_out"))
-                    .max(initial=0.0))
+        with np.errstate(over="ignore"):
+            fwd = float((writes / topo.capacity[ports] / _kind_efficiency(efficiency, "nvl_out"))
+                        .max(initial=0.0))
+        if not math.isfinite(fwd):
+            raise ValueError("local_writes are too large for the NVLink ports: the forwarding "
+                             "time is beyond the range of a float")
         time = max(time, fwd + loads.max_latency)
     bound = "NIC" if nic >= nvl else "NVLink"
     if fwd > max(nic, nvl):
@@ -158,13 +213,21 @@ def route_ep_group(
     training and DeepEP's tests), routing is node-limited with groups = nodes and at most
     ``max_nodes`` nodes per token (capped at ``n_nodes``), on seeded synthetic gate scores
     (:func:`uneven.schedulers.experts.synthetic_gate_scores`; ``skew`` makes some experts
-    popular). Scores are generated per GPU so memory stays small for large groups.
+    popular). Scores are generated per GPU so memory stays small for large groups. Size: the
+    routed ids (``8 k`` bytes per token) and one GPU's scores within the memory budget of
+    :mod:`uneven.limits`; ``tokens x n_experts`` routing steps within its work budget
+    (2e9 by default: e.g. 64 GPUs x 4096 tokens x 256 experts x 2).
+
+    >>> r = route_ep_group(2, 4, seed=0)
+    >>> r.expert_ids.shape, r.expert_gpu.size
+    ((64, 8), 256)
     """
     n_nodes = check_int("n_nodes", n_nodes, lo=1)
     tokens_per_gpu = check_int("tokens_per_gpu", tokens_per_gpu, lo=1)
     g = check_int("gpus_per_node", gpus_per_node, lo=1)
     n_gpus = n_nodes * g
     n_experts = check_int("n_experts", n_experts, lo=n_gpus)
+    check_bytes("n_experts", n_experts, 8.0 * 6 * n_experts, "the expert placement")
     if n_experts % n_gpus:
         raise ValueError(
             f"n_experts must be a multiple of the GPU count {n_gpus}; got {n_experts}"
@@ -172,6 +235,12 @@ def route_ep_group(
     max_nodes = min(check_int("max_nodes", max_nodes, lo=1), n_nodes)
     k = check_int("k", k, lo=1, hi=max_nodes * (n_experts // n_nodes))
     seed = check_int("seed", seed, lo=0)
+    skew = check_real("skew", skew, lo=0.0)
+    tokens = n_gpus * tokens_per_gpu
+    check_bytes("tokens_per_gpu", tokens_per_gpu, 8.0 * tokens * (k + 1)
+                + 40.0 * tokens_per_gpu * n_experts, f"routing {tokens:,} tokens")
+    check_steps("tokens_per_gpu", tokens_per_gpu, 2.0 * tokens * n_experts,
+                f"routing {tokens:,} tokens over {n_experts} experts")
     # One independent score stream per GPU; all GPUs share the experts' popularity (``seed``).
     gpu_seeds = np.random.SeedSequence(seed).generate_state(n_gpus, dtype=np.uint32)
     ids = np.empty((n_gpus * tokens_per_gpu, k), dtype=np.int64)
@@ -214,6 +283,11 @@ def ep_round(
         raise ValueError(f"routing must be an EpRouting; got {type(routing).__name__}")
     if not isinstance(topo, Topology):
         raise ValueError(f"topo must be a Topology; got {type(topo).__name__}")
+    if (routing.n_nodes, routing.gpus_per_node) != (topo.n_nodes, topo.gpus_per_node):
+        raise ValueError(
+            f"routing was made for {routing.n_nodes} nodes of {routing.gpus_per_node} GPUs but "
+            f"topo has {topo.n_nodes} nodes of {topo.gpus_per_node}; build them alike"
+        )
     mode = check_choice("mode", mode, ("dedup", "direct"))
     bd = dispatch_bytes_per_token(hidden, dispatch_dtype)
     bc = combine_bytes_per_token(hidden, combine_dtype)
@@ -261,19 +335,36 @@ def deepep_sweep(
     the times (s), and ``nvl_writes_per_token`` (NVLink buffer writes per token as DeepEP's test
     counts them, the forwarder's writes to itself included) beside ``nvlink_copies_per_token``
     (the copies that cross NVLink). ``topology(n_nodes)`` builds the cluster (default: the H800
-    preset); ``count_local_writes`` as in :func:`ep_round`.
+    preset); ``count_local_writes`` as in :func:`ep_round`. ``ep_sizes``: a list of at most 64
+    sizes; the routing of each must fit the budgets of :func:`route_ep_group`.
+
+    >>> rows = deepep_sweep([16], tokens_per_gpu=16)
+    >>> rows[0]["ep"], rows[0]["dispatch_bound"]
+    (16, 'NVLink')
     """
-    if not callable(topology):
-        raise ValueError(f"topology must be a callable n_nodes -> Topology; got {topology!r}")
+    check_callable("topology", topology, "n_nodes -> Topology")
+    if isinstance(ep_sizes, (str, bytes)) or not isinstance(ep_sizes, (list, tuple, np.ndarray)):
+        raise ValueError(f"ep_sizes must be a list of EP sizes (multiples of 8); "
+                         f"got {_show(ep_sizes)}")
+    sizes = as_int_array("ep_sizes", ep_sizes, ndim=1, lo=16)
+    if sizes.size > 64:
+        raise ValueError(f"ep_sizes must list at most 64 sizes; got {sizes.size}")
+    tokens_per_gpu = check_int("tokens_per_gpu", tokens_per_gpu, lo=1)
+    check_steps("ep_sizes", ep_sizes, 2.0 * float(sizes.sum()) * tokens_per_gpu * 256,
+                "routing every EP size")
     rows = []
-    for ep in ep_sizes:
-        ep = check_int("ep_sizes[i]", ep, lo=16)
+    for ep in sizes.tolist():
         if ep % 8:
             raise ValueError(f"ep_sizes must be multiples of 8 (whole nodes); got {ep}")
         nodes = ep // 8
         routing = route_ep_group(nodes, tokens_per_gpu, k=k, max_nodes=max_nodes, skew=skew,
                                  seed=seed)
-        r = ep_round(topology(nodes), routing, hidden=hidden, efficiency=efficiency,
+        try:
+            topo = topology(nodes)
+        except Exception as err:  # the caller's callable: say which argument failed
+            raise ValueError(f"topology({nodes}) failed: {type(err).__name__}: {err}") from err
+        check_instance("topology(n_nodes)", topo, Topology, "the topology callable's result")
+        r = ep_round(topo, routing, hidden=hidden, efficiency=efficiency,
                      count_local_writes=count_local_writes)
         T = routing.expert_ids.shape[0]
         bd = r.dispatch_traffic.bytes_per_copy
@@ -311,7 +402,7 @@ def fanout_per_token(
     the network), ``nvlink_copies`` (forwards plus same-node sends), ``nodes`` (distinct nodes),
     ``experts_per_node`` (k / nodes) and ``target_gpus_per_node`` (distinct target GPUs per
     node reached). ``n_tokens`` is rounded down to a multiple of the GPU count (at least one
-    token per GPU).
+    token per GPU). Sizes as in :func:`route_ep_group`.
     """
     n_nodes = check_int("n_nodes", n_nodes, lo=1)
     gpus_per_node = check_int("gpus_per_node", gpus_per_node, lo=1)
@@ -365,8 +456,13 @@ def decode_tpot_bound(
     layers = check_int("layers", layers, lo=1)
     mb = check_int("microbatches", microbatches, lo=1)
     lat = check_real("latency_per_exchange", latency_per_exchange, lo=0.0, unit="s")
-    per_round = (bd + bc) * tokens * experts * hidden / bandwidth + 2 * lat
-    return layers * mb * per_round
+    with np.errstate(over="ignore"):
+        per_round = float(np.float64(bd + bc) * tokens * experts * hidden / bandwidth + 2 * lat)
+        out = float(np.float64(layers) * mb * per_round)
+    if not math.isfinite(out):
+        raise ValueError("bandwidth, tokens, experts_per_token, hidden, layers and microbatches "
+                         "give a time beyond the range of a float")
+    return out
 
 
 def nvlink_fanout_limit(nvlink_bw: float, nic_bw: float) -> float:
@@ -380,7 +476,11 @@ def nvlink_fanout_limit(nvlink_bw: float, nic_bw: float) -> float:
     """
     nvlink_bw = check_real("nvlink_bw", nvlink_bw, lo=0.0, lo_open=True, unit="bytes/s")
     nic_bw = check_real("nic_bw", nic_bw, lo=0.0, lo_open=True, unit="bytes/s")
-    return nvlink_bw / nic_bw
+    out = nvlink_bw / nic_bw
+    if not (math.isfinite(out) and out > 0.0):
+        raise ValueError(f"nvlink_bw / nic_bw must be a finite ratio > 0; got {nvlink_bw:.3g} / "
+                         f"{nic_bw:.3g}")
+    return out
 
 
 def min_node_cap(k: int, fanout_limit: float) -> int:
@@ -392,4 +492,8 @@ def min_node_cap(k: int, fanout_limit: float) -> int:
     """
     k = check_int("k", k, lo=1)
     fanout_limit = check_real("fanout_limit", fanout_limit, lo=0.0, lo_open=True)
-    return int(np.ceil(k / fanout_limit - 1e-12))
+    nodes = k / fanout_limit
+    if not nodes < 2.0**62:
+        raise ValueError(f"k / fanout_limit must be below 2**62 nodes; got {k} / "
+                         f"{fanout_limit:.3g}")
+    return max(1, int(np.ceil(nodes - 1e-12)))

@@ -41,7 +41,15 @@ from numbers import Real
 import numpy as np
 
 from ._jit import njit
-from ._validate import as_int_array, check_choice, check_int, check_real
+from ._validate import (
+    _show,
+    as_int_array,
+    check_choice,
+    check_int,
+    check_real,
+    frozen_array,
+)
+from .limits import check_bytes
 
 __all__ = [
     "EpTraffic",
@@ -67,7 +75,8 @@ class EpTraffic:
     included when it holds one); ``remote_nodes_per_token``: the same without the own node;
     ``gpus_per_token``: int64 ``[T]``, distinct GPUs holding the token's experts.
     ``mode`` "dedup" or "direct"; ``direction`` "dispatch" or "combine"; ``bytes_per_copy`` in
-    bytes; ``gpus_per_node``.
+    bytes; ``gpus_per_node``. Every field is checked when made (square matrices of finite bytes
+    >= 0 over whole nodes, one count per token); arrays are read-only.
     """
 
     network: np.ndarray
@@ -79,6 +88,29 @@ class EpTraffic:
     direction: str
     gpus_per_node: int
     bytes_per_copy: float
+
+    def __post_init__(self):
+        put = object.__setattr__
+        net = frozen_array("network", self.network, ndim=2, lo=0.0)
+        n = net.shape[0]
+        if net.shape != (n, n):
+            raise ValueError(f"network must be a square n_gpus x n_gpus matrix; got {net.shape}")
+        put(self, "network", net)
+        put(self, "nvlink", frozen_array("nvlink", self.nvlink, shape=(n, n), lo=0.0))
+        nodes = frozen_array("nodes_per_token", self.nodes_per_token, dtype="int", ndim=1, lo=0)
+        put(self, "nodes_per_token", nodes)
+        for name in ("remote_nodes_per_token", "gpus_per_token"):
+            put(self, name, frozen_array(name, getattr(self, name), dtype="int",
+                                         shape=nodes.shape, lo=0))
+        put(self, "mode", check_choice("mode", self.mode, MODES))
+        put(self, "direction", check_choice("direction", self.direction,
+                                            ("dispatch", "combine")))
+        g = check_int("gpus_per_node", self.gpus_per_node, lo=1)
+        if n % g:
+            raise ValueError(f"gpus_per_node must divide the GPU count {n}; got {g}")
+        put(self, "gpus_per_node", g)
+        put(self, "bytes_per_copy", check_real("bytes_per_copy", self.bytes_per_copy, lo=0.0,
+                                               unit="bytes"))
 
     @property
     def n_gpus(self) -> int:
@@ -108,6 +140,12 @@ class DeepEpBytes:
 
     logical: np.ndarray
     network: np.ndarray
+
+    def __post_init__(self):
+        logical = frozen_array("logical", self.logical, ndim=1, lo=0.0)
+        object.__setattr__(self, "logical", logical)
+        object.__setattr__(self, "network", frozen_array("network", self.network,
+                                                         shape=logical.shape, lo=0.0))
 
     @property
     def logical_total(self) -> float:
@@ -246,13 +284,27 @@ def _checked_inputs(expert_ids, src_gpu, expert_gpu, gpus_per_node, n_gpus):
         highest = max(highest, int(src_gpu.max()))
     if n_gpus is None:  # the fewest whole nodes that hold every GPU mentioned
         n_gpus = (highest // gpus_per_node + 1) * gpus_per_node
+        name, value = "expert_gpu", f"GPU ids up to {highest}"
     else:
         n_gpus = check_int("n_gpus", n_gpus, lo=highest + 1)
         if n_gpus % gpus_per_node:
             raise ValueError(
                 f"n_gpus must be a multiple of gpus_per_node ({gpus_per_node}); got {n_gpus}"
             )
+        name, value = "n_gpus", n_gpus
+    # The dense byte matrices, their transposes for combine, and a sum of the two.
+    check_bytes(name, value, 8.0 * 5 * n_gpus * n_gpus,
+                f"dense {n_gpus} x {n_gpus} network and NVLink byte matrices")
     return expert_ids, src_gpu, expert_gpu, gpus_per_node, n_gpus
+
+
+def _check_scaled(copies, bytes_per_copy) -> None:
+    """Every byte total is at most (all copies) x ``bytes_per_copy``: it must be finite."""
+    with np.errstate(over="ignore"):
+        total = (float(copies) + 1.0) * bytes_per_copy
+    if not np.isfinite(total):
+        raise ValueError(f"bytes_per_copy={bytes_per_copy:.3g} times the number of copies is "
+                         "beyond the range of a float; use a byte count of sensible magnitude")
 
 
 def _dispatch_counts(expert_ids, src_gpu, expert_gpu, gpus_per_node, mode, n_gpus):
@@ -291,7 +343,9 @@ def ep_dispatch_traffic(
     ``bytes_per_copy``: bytes of one token copy (see :func:`dispatch_bytes_per_token`);
     ``mode`` "dedup" (one network copy per node, then NVLink forwarding) or "direct";
     ``n_gpus`` defaults to the fewest whole nodes holding every GPU mentioned.
-    Returns :class:`EpTraffic` with byte matrices (bytes) and per-token counts.
+    Returns :class:`EpTraffic` with byte matrices (bytes) and per-token counts. Size: the dense
+    matrices cost about ``40 n_gpus^2`` bytes, within the memory budget of :mod:`uneven.limits`
+    (2 GiB by default: about 7,000 GPUs).
 
     >>> t = ep_dispatch_traffic([[0, 1]], [0], [2, 3], 2, 7392.0)
     >>> float(t.network[0, 2]), float(t.nvlink[2, 3]), t.remote_nodes_per_token.tolist()
@@ -301,6 +355,7 @@ def ep_dispatch_traffic(
     network, nvlink, nodes, remote, gpus, mode, gpn, _ = _dispatch_counts(
         expert_ids, src_gpu, expert_gpu, gpus_per_node, mode, n_gpus
     )
+    _check_scaled(nodes.sum() + gpus.sum(), bytes_per_copy)
     network *= bytes_per_copy
     nvlink *= bytes_per_copy
     return EpTraffic(network, nvlink, nodes, remote, gpus, mode, "dispatch", gpn, bytes_per_copy)
@@ -326,6 +381,7 @@ def ep_combine_traffic(
     network, nvlink, nodes, remote, gpus, mode, gpn, _ = _dispatch_counts(
         expert_ids, src_gpu, expert_gpu, gpus_per_node, mode, n_gpus
     )
+    _check_scaled(nodes.sum() + gpus.sum(), bytes_per_copy)
     network = np.ascontiguousarray(network.T) * bytes_per_copy
     nvlink = np.ascontiguousarray(nvlink.T) * bytes_per_copy
     return EpTraffic(network, nvlink, nodes, remote, gpus, mode, "combine", gpn, bytes_per_copy)
@@ -350,6 +406,7 @@ def deepep_logical_bytes(
     network, _, nodes, remote, _, _, _, src = _dispatch_counts(
         expert_ids, src_gpu, expert_gpu, gpus_per_node, "dedup", n_gpus
     )
+    _check_scaled(nodes.sum(), bytes_per_copy)
     n = network.shape[0]
     logical = np.bincount(src, weights=nodes.astype(np.float64), minlength=n) * bytes_per_copy
     true = np.bincount(src, weights=remote.astype(np.float64), minlength=n) * bytes_per_copy
@@ -375,6 +432,7 @@ def local_buffer_writes(
     """
     bytes_per_copy = check_real("bytes_per_copy", bytes_per_copy, lo=0.0, unit="bytes")
     ids, src, egpu, g, n = _checked_inputs(expert_ids, src_gpu, expert_gpu, gpus_per_node, n_gpus)
+    _check_scaled(ids.size, bytes_per_copy)
     if ids.size and (ids.min() < 0 or ids.max() >= egpu.size):
         raise ValueError(f"expert_ids entries must be in [0, {egpu.size - 1}]; got "
                          f"[{ids.min()}, {ids.max()}]")
@@ -393,14 +451,15 @@ _BYTES_PER_VALUE = {"bf16": 2.0, "fp16": 2.0, "fp32": 4.0}
 
 
 def _bytes_per_token(hidden, dtype):
-    hidden = check_int("hidden", hidden, lo=1)
-    if isinstance(dtype, Real) and not isinstance(dtype, bool):
-        return hidden * check_real("dtype", dtype, lo=0.0, lo_open=True, unit="bytes per value")
+    hidden = check_int("hidden", hidden, lo=1, hi=2**40)
+    if isinstance(dtype, Real) and not isinstance(dtype, (bool, np.bool_)):
+        per = check_real("dtype", dtype, lo=0.0, lo_open=True, hi=1e6, unit="bytes per value")
+        return hidden * per
     choices = ("fp8", *_BYTES_PER_VALUE)
     if not isinstance(dtype, str) or dtype.lower() not in choices:
         raise ValueError(
             f"dtype must be one of {', '.join(map(repr, choices))} or a number of bytes per "
-            f"value > 0; got {dtype!r}"
+            f"value in (0, 1e6]; got {_show(dtype)}"
         )
     dtype = dtype.lower()
     if dtype == "fp8":

@@ -29,7 +29,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._validate import as_int_array, check_choice, check_int, check_real
+from ._validate import _show, as_int_array, check_choice, check_int, check_real
+from .limits import PY_STEP, check_steps
 
 __all__ = [
     "FatTree",
@@ -46,6 +47,10 @@ __all__ = [
 ]
 
 KINDS = ("FT2", "MPFT", "FT3")
+#: Largest switch radix accepted (ports per switch; real switches have at most a few hundred).
+MAX_RADIX = 1 << 16
+#: Most planes of a multi-plane fat-tree.
+MAX_PLANES = 1 << 16
 
 # Table 3 of the DeepSeek-V3 ISCA paper [paper]: (switches, links, total cost in USD)
 _TABLE3_FT2 = (96, 2048, 9e6)
@@ -84,16 +89,32 @@ class FatTree:
     switches: int
     links: int
 
+    def __post_init__(self):
+        kind = check_choice("kind", self.kind, KINDS)
+        object.__setattr__(self, "kind", kind)
+        object.__setattr__(self, "k", _check_radix(self.k))
+        planes = check_int("planes", self.planes, lo=1, hi=MAX_PLANES)
+        if kind != "MPFT" and planes != 1:
+            raise ValueError(f"planes must be 1 for kind={kind!r}; got {planes}")
+        object.__setattr__(self, "planes", planes)
+        capacity = check_int("capacity", self.capacity, lo=1)
+        object.__setattr__(self, "capacity", capacity)
+        object.__setattr__(self, "endpoints", check_int("endpoints", self.endpoints, lo=1,
+                                                        hi=capacity))
+        object.__setattr__(self, "switches", check_int("switches", self.switches, lo=1))
+        object.__setattr__(self, "links", check_int("links", self.links, lo=0))
+
 
 def _check_radix(k):
-    k = check_int("k", k, lo=2)
+    k = check_int("k", k, lo=2, hi=MAX_RADIX)
     if k % 2:
         raise ValueError(f"k must be an even number of switch ports; got {k}")
     return k
 
 
 def fat_tree(k: int, layers: int = 2) -> FatTree:
-    """A full non-blocking fat-tree of radix-``k`` switches with 2 or 3 layers.
+    """A full non-blocking fat-tree of radix-``k`` switches with 2 or 3 layers (``k`` even, at
+    most :data:`MAX_RADIX`).
 
     >>> fat_tree(64, 2)
     FatTree(kind='FT2', k=64, planes=1, endpoints=2048, capacity=2048, switches=96, links=2048)
@@ -115,7 +136,7 @@ def multi_plane_fat_tree(k: int, planes: int = 8) -> FatTree:
     (16384, 768, 16384)
     """
     one = fat_tree(k, 2)
-    planes = check_int("planes", planes, lo=1)
+    planes = check_int("planes", planes, lo=1, hi=MAX_PLANES)
     n = planes * one.endpoints
     return FatTree("MPFT", one.k, planes, n, n, planes * one.switches, planes * one.links)
 
@@ -144,7 +165,7 @@ def smallest_fabric(kind: str, n_endpoints: int, k: int = 64, planes: int = 8) -
     """
     kind = check_choice("kind", kind, KINDS)
     k = _check_radix(k)
-    planes = check_int("planes", planes, lo=1) if kind == "MPFT" else 1
+    planes = check_int("planes", planes, lo=1, hi=MAX_PLANES) if kind == "MPFT" else 1
     full = {
         "FT2": lambda: fat_tree(k, 2),
         "FT3": lambda: fat_tree(k, 3),
@@ -180,7 +201,11 @@ def fabric_cost(
         raise ValueError(f"fabric must be a FatTree; got {type(fabric).__name__}")
     switch_price = check_real("switch_price", switch_price, lo=0.0, unit="USD")
     link_price = check_real("link_price", link_price, lo=0.0, unit="USD")
-    return fabric.switches * switch_price + fabric.links * link_price
+    total = float(fabric.switches) * switch_price + float(fabric.links) * link_price
+    if not math.isfinite(total):
+        raise ValueError(f"switch_price and link_price give a cost beyond the range of a float; "
+                         f"got {switch_price:.3g} and {link_price:.3g}")
+    return total
 
 
 def cost_per_endpoint(
@@ -215,7 +240,9 @@ def cost_per_endpoint_curve(
     """
     sizes = as_int_array("n_endpoints", n_endpoints, ndim=1, lo=1)
     k = _check_radix(k)
-    planes = check_int("planes", planes, lo=1)
+    planes = check_int("planes", planes, lo=1, hi=MAX_PLANES)
+    check_steps("n_endpoints", _show(n_endpoints), 4.0 * sizes.size * PY_STEP,
+                "three fabrics per cluster size")
     out = {}
     for kind in KINDS:
         cap = smallest_fabric(kind, 1, k, planes).capacity

@@ -90,6 +90,14 @@ class Paper:
     public: bool = True
     artifact: str = ""
 
+    def __post_init__(self):
+        from ._validate import check_choice, check_str
+
+        for name in ("key", "title", "venue", "slow_piece", "notebook", "headline"):
+            check_str(name, getattr(self, name))
+        check_choice("parallelism", self.parallelism, ("PP", "DP×CP", "EP"))
+        check_choice("workload", self.workload, ("training", "serving"))
+
 
 PAPERS = (
     Paper("pipemorph", "Attack of the Bubbles (PipeMorph)", "NSDI 2026", "PP", "training",
@@ -217,7 +225,14 @@ PAPERS = (
 
 
 def paper(key: str) -> Paper:
-    """Look a paper up by key (``'pipemorph'``, ``'deepseek'``, ...)."""
+    """Look a paper up by key (``'pipemorph'``, ``'deepseek'``, ...).
+
+    >>> paper("deepseek").venue
+    'ISCA 2025'
+    """
+    from ._validate import check_str
+
+    key = check_str("key", key)
     for p in PAPERS:
         if p.key == key:
             return p

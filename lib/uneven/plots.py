@@ -30,7 +30,19 @@ from matplotlib.figure import Figure
 from matplotlib.patches import FancyBboxPatch, Rectangle
 from matplotlib.ticker import MaxNLocator
 
-from ._validate import as_float_array, check_choice
+from ._validate import (
+    _show,
+    as_float_array,
+    as_int_array,
+    check_bool,
+    check_choice,
+    check_instance,
+    check_int,
+    check_pair,
+    check_real,
+    check_str,
+)
+from .limits import PY_STEP, check_bytes, check_steps
 
 __all__ = [
     "COLORS",
@@ -171,22 +183,76 @@ DISPLAY_DPI = 100.0
 _RENDER_SCALE = 2.0
 
 
+# --------------------------------------------------------------------------- argument checks
+#: Largest figure side in inches, and the most pixels one rendering may have.
+MAX_INCHES = 100.0
+MAX_PIXELS = 1.2e8
+_LAYOUTS = ("constrained", "compressed", "tight", "none")
+
+
+def _ax(ax):
+    from matplotlib.axes import Axes
+
+    return check_instance("ax", ax, Axes, "a matplotlib Axes, e.g. from plots.figure()")
+
+
+def _fig(fig, name="fig"):
+    return check_instance(name, fig, Figure, "a matplotlib Figure, e.g. from plots.figure()")
+
+
+def _opt_str(name, value):
+    return None if value is None else check_str(name, value, max_len=2000)
+
+
+def _inches(name, value) -> float:
+    return check_real(name, value, lo=0.0, lo_open=True, hi=MAX_INCHES, unit="inches")
+
+
+def _check_render(name, value, fig, dpi) -> None:
+    """Refuse a rendering of more than :data:`MAX_PIXELS` pixels (or beyond the memory budget)."""
+    w, h = fig.get_size_inches()
+    pixels = float(w) * float(h) * float(dpi) ** 2
+    if pixels > MAX_PIXELS:
+        raise ValueError(f"{name}={_show(value)} would render {pixels:.3g} pixels "
+                         f"({w:g} x {h:g} inches at {float(dpi):g} dpi), above {MAX_PIXELS:g}")
+    check_bytes(name, value, 8.0 * pixels, "the rendered image")
+
+
+def _check_rows(name, value, n_rows) -> None:
+    if n_rows > 2000:
+        raise ValueError(f"{name} must have at most 2000 rows (resources) to draw; "
+                         f"got ids up to {n_rows - 1}")
+
+
+def _str_seq(name, value, n=None) -> list:
+    if isinstance(value, np.ndarray) and value.size <= 10_000:
+        value = value.tolist()
+    if isinstance(value, (str, bytes)) or not isinstance(value, (list, tuple)) or not all(
+        isinstance(x, str) for x in value
+    ):
+        raise ValueError(f"{name} must be a list of strings; got {_show(value)}")
+    if n is not None and len(value) < n:
+        raise ValueError(f"{name} must name at least {n} entries; got {len(value)}")
+    return list(value)
+
+
 def color(name: str) -> str:
     """The colour of a named thing (a schedule, a fabric, a placement ...) from :data:`PALETTE`.
 
     >>> color("PipeMorph") == PALETTE["PipeMorph"]
     True
     """
-    if name not in PALETTE:
+    if not isinstance(name, str) or name not in PALETTE:
         known = ", ".join(sorted(PALETTE))
         raise ValueError(f"name must be one of the named things in PALETTE ({known}); "
-                         f"got {name!r}")
+                         f"got {_show(name)}")
     return PALETTE[name]
 
 
 def legend(ax, where: str = "right", **kw):
     """The house legend: outside the axes, on the ``'right'`` or ``'below'`` them (or
     ``'inside'`` for a panel with free space, upper left). Returns the legend."""
+    ax = _ax(ax)
     where = check_choice("where", where, ("right", "below", "inside"))
     with style():
         if where == "right":
@@ -215,7 +281,20 @@ class NotebookFigure(Figure):
     >>> data, meta = fig._repr_mimebundle_()
     >>> data["image/png"][1:4] == b"PNG", meta["image/png"]["width"] > 200
     (True, True)
+
+    ``figsize`` (inches, each side at most :data:`MAX_INCHES`), ``dpi`` and ``layout`` are
+    checked; a rendering may have at most :data:`MAX_PIXELS` pixels.
     """
+
+    def __init__(self, figsize=None, dpi=None, layout=None):
+        if figsize is not None:
+            w, h = check_pair("figsize", figsize)
+            figsize = (_inches("figsize[0]", w), _inches("figsize[1]", h))
+        if dpi is not None:
+            dpi = check_real("dpi", dpi, lo=10.0, hi=2000.0)
+        if layout is not None:
+            layout = check_choice("layout", layout, _LAYOUTS)
+        super().__init__(figsize=figsize, dpi=dpi, layout=layout)
 
     def _repr_mimebundle_(self, include=None, exclude=None):
         png = self.to_png()
@@ -228,7 +307,10 @@ class NotebookFigure(Figure):
         return {"image/png": png, "text/plain": text}, {"image/png": size}
 
     def to_png(self, scale: float = _RENDER_SCALE) -> bytes:
-        """PNG bytes at ``scale`` times the display resolution (tight bounding box)."""
+        """PNG bytes at ``scale`` (0.1 to 20) times the display resolution (tight bounding
+        box)."""
+        scale = check_real("scale", scale, lo=0.1, hi=20.0)
+        _check_render("scale", scale, self, DISPLAY_DPI * scale)
         buf = io.BytesIO()
         with style():
             self.savefig(buf, format="png", dpi=DISPLAY_DPI * scale, metadata={"Software": None})
@@ -243,7 +325,19 @@ def style():
 
 
 def figure(width: float = 7.0, height: float = 3.2, ncols: int = 1, nrows: int = 1, **kw):
-    """A styled, untracked Figure and its axes (``ax`` or an array of them)."""
+    """A styled, untracked Figure and its axes (``ax`` or an array of them).
+
+    ``width``, ``height`` in inches (at most :data:`MAX_INCHES`); ``ncols``, ``nrows`` at most
+    20; other keywords go to ``Figure.subplots``.
+
+    >>> fig, axes = figure(6, 3, ncols=2)
+    >>> len(axes)
+    2
+    """
+    width = _inches("width", width)
+    height = _inches("height", height)
+    ncols = check_int("ncols", ncols, lo=1, hi=20)
+    nrows = check_int("nrows", nrows, lo=1, hi=20)
     with style():
         fig = NotebookFigure(figsize=(width, height), layout="constrained")
         axes = fig.subplots(nrows, ncols, squeeze=True, **kw)
@@ -253,7 +347,8 @@ def figure(width: float = 7.0, height: float = 3.2, ncols: int = 1, nrows: int =
 def blank_figure(width: float = 7.0, height: float = 3.2, layout: str | None = None) -> Figure:
     """An untracked Figure with no axes. Widgets pass ``layout=None``: constrained layout costs
     more than the rest of a redraw, so their draw functions place axes with fixed margins."""
-    return NotebookFigure(figsize=(width, height), layout=layout)
+    return NotebookFigure(figsize=(_inches("width", width), _inches("height", height)),
+                          layout=layout)
 
 
 def figures_dir() -> Path:
@@ -278,8 +373,13 @@ def figures_dir() -> Path:
 
 def save(fig: Figure, name: str) -> Path:
     """Write ``fig`` as ``figures/<name>.png`` (name like ``'01_knee'``); return the path."""
-    if not name or "/" in name or name.endswith(".png"):
-        raise ValueError(f"name must be a bare file stem like '01_knee'; got {name!r}")
+    import re
+
+    fig = _fig(fig)
+    if not (isinstance(name, str) and re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,119}", name)
+            and not name.endswith(".png") and ".." not in name):
+        raise ValueError(f"name must be a bare file stem like '01_knee'; got {_show(name)}")
+    _check_render("fig", "this figure", fig, _RC["savefig.dpi"])
     path = figures_dir() / f"{name}.png"
     with style():
         fig.savefig(path, metadata={"Software": None})
@@ -287,7 +387,10 @@ def save(fig: Figure, name: str) -> Path:
 
 
 def png_bytes(fig: Figure, dpi: float = 80) -> bytes:
-    """Render ``fig`` to PNG bytes (what widgets push to the page)."""
+    """Render ``fig`` to PNG bytes (what widgets push to the page); ``dpi`` 10 to 2000."""
+    fig = _fig(fig)
+    dpi = check_real("dpi", dpi, lo=10.0, hi=2000.0)
+    _check_render("dpi", dpi, fig, dpi)
     buf = io.BytesIO()
     # No tight bounding box (it draws the figure twice) and light compression: this runs on every
     # widget update, where encoding time matters more than a few kilobytes.
@@ -303,6 +406,7 @@ def nice_ceiling(x: float) -> float:
     >>> nice_ceiling(390.0), nice_ceiling(0.042), nice_ceiling(0.0)
     (500.0, 0.05, 1.0)
     """
+    x = check_real("x", x, hi=1e300)
     if not x > 0:
         return 1.0
     exp = np.floor(np.log10(x))
@@ -314,7 +418,12 @@ def nice_ceiling(x: float) -> float:
 
 
 def time_scale(seconds_max: float) -> tuple[str, float]:
-    """A readable unit for times up to ``seconds_max``: ('ms', 1e-3) and the like."""
+    """A readable unit for times up to ``seconds_max``: ('ms', 1e-3) and the like.
+
+    >>> time_scale(0.02)
+    ('ms', 0.001)
+    """
+    seconds_max = check_real("seconds_max", seconds_max, unit="s")
     if seconds_max >= 1.0:
         return "s", 1.0
     if seconds_max >= 1e-3:
@@ -340,18 +449,40 @@ def gantt(
 
     ``kind`` holds an integer code per op; ``kind_names[code]`` names it (and picks its colour
     from :data:`KIND_COLORS`). ``labels`` (e.g. micro-batch numbers) are printed inside bars when
-    there are few enough of them to read.
+    there are few enough of them to read. At most 2000 rows; the bars must fit in the work
+    budget of :mod:`uneven.limits` (one artist per kind, one label per op).
     """
+    ax = _ax(ax)
     time_unit = check_choice("time_unit", time_unit, _TIME_UNITS)
-    start = as_float_array("start", start, ndim=1)
-    finish = as_float_array("finish", finish, ndim=1)
-    resource = np.asarray(resource, dtype=np.int64)
-    kind = np.asarray(kind, dtype=np.int64)
+    start = as_float_array("start", start, ndim=1, unit="s")
+    finish = as_float_array("finish", finish, ndim=1, unit="s")
+    resource = as_int_array("resource", resource, ndim=1, lo=0)
+    kind = as_int_array("kind", kind, ndim=1, lo=0)
     if not (start.size == finish.size == resource.size == kind.size):
         raise ValueError("resource, start, finish and kind must have the same length")
+    title = _opt_str("title", title)
+    legend = check_bool("legend", legend)
     scale = 1.0 / _TIME_UNITS[time_unit]
     n_res = int(resource.max()) + 1 if resource.size else 0
-    names = kind_names or {}
+    _check_rows("resource", resource, n_res)
+    check_steps("start", f"{start.size} ops", start.size * 10 + np.unique(kind).size * PY_STEP,
+                "the bars")
+    if kind_names is None:
+        names = {}
+    elif isinstance(kind_names, dict):
+        names = kind_names
+        if not all(isinstance(v, str) for v in names.values()):
+            raise ValueError(f"kind_names must map codes to strings; got {_show(kind_names)}")
+    else:
+        names = _str_seq("kind_names", kind_names, int(kind.max()) + 1 if kind.size else 0)
+    if labels is not None:
+        if not (isinstance(labels, np.ndarray) and labels.ndim == 1 or isinstance(
+            labels, (list, tuple)
+        )) or len(labels) != start.size:
+            raise ValueError(f"labels must have one entry per op ({start.size}); "
+                             f"got {_show(labels)}")
+    if resource_names is not None:
+        resource_names = _str_seq("resource_names", resource_names, n_res)[:n_res]
     with style():
         for code in np.unique(kind):
             sel = kind == code
@@ -391,8 +522,15 @@ def link_heatmap(
 ):
     """Heatmap of bytes per link (a 2-d array from ``LinkLoads.grid``), shown in ``unit``."""
     units = {"B": 1.0, "KB": 1e3, "MB": 1e6, "GB": 1e9}
+    ax = _ax(ax)
     unit = check_choice("unit", unit, units)
     grid = as_float_array("grid", grid, ndim=2) / units[unit]
+    row_label = check_str("row_label", row_label, max_len=2000)
+    col_label = check_str("col_label", col_label, max_len=2000)
+    title = _opt_str("title", title)
+    if vmax is not None:
+        vmax = check_real("vmax", vmax)
+    colorbar = check_bool("colorbar", colorbar)
     with style():
         im = ax.imshow(grid, aspect="auto", cmap="viridis", vmin=0.0, vmax=vmax,
                        interpolation="nearest")
@@ -411,9 +549,15 @@ def link_heatmap(
 
 def cdf(ax, values, *, label: str | None = None, unit: str = "", log: bool = False):
     """Empirical CDF of ``values`` (a step line); ``unit`` goes in the x label."""
+    ax = _ax(ax)
     v = np.sort(as_float_array("values", values, ndim=1))
     if v.size == 0:
         raise ValueError("values must not be empty")
+    label = _opt_str("label", label)
+    unit = check_str("unit", unit, max_len=200)
+    log = check_bool("log", log)
+    if log and v[0] <= 0:
+        raise ValueError(f"values must be > 0 for log=True; smallest entry is {v[0]}")
     y = np.arange(1, v.size + 1) / v.size
     with style():
         ax.step(v, y, where="post", label=label)
@@ -435,8 +579,18 @@ def draw_topology(ax, topo, *, max_nodes: int = 4, highlight=None, title: str | 
     """
     from .topology import Topology
 
+    ax = _ax(ax)
     if not isinstance(topo, Topology):
         raise ValueError(f"topo must be a Topology; got {type(topo).__name__}")
+    max_nodes = check_int("max_nodes", max_nodes, lo=1, hi=64)
+    title = _opt_str("title", title)
+    if topo.gpus_per_node > 64:
+        raise ValueError(f"topo must have at most 64 devices per node to be drawn; got "
+                         f"{topo.gpus_per_node}")
+    if highlight is not None:
+        pair = check_pair("highlight", highlight)
+        highlight = tuple(check_int(f"highlight[{i}]", x, lo=0, hi=topo.n_gpus - 1)
+                          for i, x in enumerate(pair))
     n_show = min(topo.n_nodes, max_nodes)
     g = topo.gpus_per_node
     node_w = g * 1.0 + 0.6
@@ -550,8 +704,14 @@ def _draw_route(ax, topo, pair, pos):
 
 def paper_map(ax, papers=None, *, highlight: str | None = None):
     """The chapter's map: papers placed by parallelism (columns) and workload (rows)."""
-    from .papers import PAPERS
+    from .papers import PAPERS, Paper
 
+    ax = _ax(ax)
+    if papers is not None:
+        if not isinstance(papers, (list, tuple)) or not all(isinstance(p, Paper)
+                                                            for p in papers):
+            raise ValueError(f"papers must be a list of uneven.papers.Paper; got {_show(papers)}")
+    highlight = _opt_str("highlight", highlight)
     papers = papers or PAPERS
     cols = ["PP", "DP×CP", "EP"]
     rows = ["training", "serving"]
@@ -589,10 +749,19 @@ class LiveGantt:
 
     Widgets use it: :meth:`update` swaps the rectangles without rebuilding axes or ticks.
     Times in seconds; ``time_unit`` sets the axis unit.
+
+    >>> fig, ax = figure(4, 2)
+    >>> live = LiveGantt(ax, ("F", "B"))
+    >>> live.update([0, 1], [0.0, 0.001], [0.001, 0.003], [0, 1])
+    (('stage 0', 'stage 1'), 3.0)
     """
 
     def __init__(self, ax, kind_names, *, time_unit: str = "ms", legend: bool = True):
-        self.ax = ax
+        self.ax = _ax(ax)
+        kind_names = _str_seq("kind_names", kind_names)
+        if not 1 <= len(kind_names) <= 64:
+            raise ValueError(f"kind_names must name 1 to 64 kinds; got {len(kind_names)}")
+        legend = check_bool("legend", legend)
         self.kind_names = tuple(kind_names)
         self.scale = 1.0 / _TIME_UNITS[check_choice("time_unit", time_unit, _TIME_UNITS)]
         self.collections = []
@@ -610,10 +779,18 @@ class LiveGantt:
 
     def update(self, resource, start, finish, kind, *, row_names=None, xmax=None):
         """Replace every bar; rows are resource ids, ``kind`` codes index ``kind_names``."""
-        resource = np.asarray(resource)
-        start = np.asarray(start) * self.scale
-        finish = np.asarray(finish) * self.scale
-        kind = np.asarray(kind)
+        resource = as_int_array("resource", resource, ndim=1, lo=0)
+        start = as_float_array("start", start, shape=resource.shape, unit="s") * self.scale
+        finish = as_float_array("finish", finish, shape=resource.shape, unit="s") * self.scale
+        kind = as_int_array("kind", kind, shape=resource.shape, lo=0,
+                            hi=len(self.kind_names) - 1)
+        _check_rows("resource", resource, int(resource.max()) + 1 if resource.size else 0)
+        check_steps("start", f"{start.size} ops", 20 * start.size, "the bars")
+        if row_names is not None:
+            row_names = _str_seq("row_names", row_names,
+                                 int(resource.max()) + 1 if resource.size else 1)
+        if xmax is not None:
+            xmax = check_real("xmax", xmax, lo=0.0, lo_open=True, hi=1e250, unit="s")
         for code, coll in enumerate(self.collections):
             sel = kind == code
             y = resource[sel].astype(float)
@@ -626,7 +803,8 @@ class LiveGantt:
             coll.set_verts(verts)
         n_rows = int(resource.max()) + 1 if resource.size else 1
         names = tuple(row_names or [f"stage {i}" for i in range(n_rows)])[:n_rows]
-        right = xmax * self.scale if xmax is not None else (finish.max() if finish.size else 1)
+        right = float(xmax * self.scale if xmax is not None else
+                      (finish.max() if finish.size else 1.0))
         layout = (names, right)
         if layout != getattr(self, "_layout", None):  # ticks are slow: touch them only on change
             self.ax.set_yticks(range(n_rows), names)

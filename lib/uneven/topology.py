@@ -41,12 +41,22 @@ nic_down[node 1, nic 1]
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from ._jit import njit
-from ._validate import check_choice, check_int, check_real
+from ._validate import (
+    _show,
+    as_float_array,
+    as_int_array,
+    check_choice,
+    check_int,
+    check_real,
+    check_str,
+)
+from .limits import check_bytes
 from .units import gbit_per_s, gbyte_per_s, us
 
 __all__ = [
@@ -58,6 +68,7 @@ __all__ = [
     "cloudmatrix384",
     "LINK_KINDS",
     "MAX_ROUTE",
+    "MAX_BW",
 ]
 
 # Link kinds. A link's kind says which resource it is; heatmaps and efficiencies are per kind.
@@ -68,6 +79,9 @@ LINK_KINDS = (
     "npu_out", "npu_in", "node_up", "node_down",
 )
 MAX_ROUTE = 6  # the longest route has 6 links (PXN hop + NIC + leaf up/down + NIC)
+#: Largest bandwidth a builder accepts (bytes/s): far beyond any link, and small enough that no
+#: sum of link capacities overflows.
+MAX_BW = 1e30
 
 # Layout of the integer parameter vector that kernels receive.
 P_KIND, P_N, P_G, P_K, P_NPL, P_LPR, P_PXN, P_NODES, P_PLANES = 0, 1, 2, 3, 4, 5, 6, 7, 8
@@ -84,6 +98,23 @@ class Topology:
     :data:`LINK_KINDS`) are per directed link. ``hop_latency`` (s) is the latency of an access of
     hop class 0, 1, 2 (used by superpods; for clusters it is 0, NVLink, network). ``sources`` says
     where each default number came from.
+
+    Every field is checked when a topology is made, also by direct construction and by
+    ``dataclasses.replace``: the link arrays must fit the structure (a topology of other nodes
+    must be built anew, e.g. with :func:`cluster`), capacities must be finite and > 0, latencies
+    finite and >= 0. The arrays are read-only (a degraded link is a new topology:
+    ``dataclasses.replace(t, capacity=new_capacity)``).
+
+    >>> import dataclasses
+    >>> t = h800_cluster(2)
+    >>> dataclasses.replace(t, n_nodes=4)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ValueError: n_nodes=4 does not match the link arrays and routes of this topology, which ...
+    >>> t.capacity[0] = 0.0
+    Traceback (most recent call last):
+    ...
+    ValueError: assignment destination is read-only
     """
 
     name: str
@@ -101,6 +132,9 @@ class Topology:
     iparams: np.ndarray = field(repr=False)
     hop_latency: tuple = (0.0, 0.0, 0.0)
     sources: dict = field(default_factory=dict, repr=False, compare=False)
+
+    def __post_init__(self):
+        _validate_topology(self)
 
     @property
     def n_gpus(self) -> int:
@@ -140,12 +174,12 @@ class Topology:
         >>> ptr.tolist(), links.size
         ([0, 2, 4], 4)
         """
-        from ._validate import as_int_array
-
         src = as_int_array("src", src, ndim=1, lo=0, hi=self.n_gpus - 1)
         dst = as_int_array("dst", dst, ndim=1, lo=0, hi=self.n_gpus - 1)
         if src.size != dst.size:
             raise ValueError(f"src and dst must have the same length; got {src.size}, {dst.size}")
+        check_bytes("src", f"{src.size} transfers", 8 * (MAX_ROUTE + 1) * src.size,
+                    "their routes in CSR form")
         ptr = np.zeros(src.size + 1, dtype=np.int64)
         links = np.empty(src.size * MAX_ROUTE, dtype=np.int64)
         n = _paths_csr(self.iparams, src, dst, ptr, links)
@@ -159,6 +193,8 @@ class Topology:
 
     def path_latency(self, src: int, dst: int) -> float:
         """Latency (s) of one access from ``src`` to ``dst``: the sum over its route's links."""
+        src = check_int("src", src, lo=0, hi=self.n_gpus - 1)
+        dst = check_int("dst", dst, lo=0, hi=self.n_gpus - 1)
         if src == dst:
             return float(self.hop_latency[0])
         return float(self.latency[self.route(src, dst)].sum())
@@ -310,9 +346,14 @@ def cluster(
 ) -> Topology:
     """A scale-out cluster of ``n_nodes`` nodes (see the module docstring for the model).
 
+    Size: the topology holds three numbers per directed link (``2 n_gpus + 2 n_nodes
+    nics_per_node`` + a few per leaf), 24 bytes each; the memory budget of
+    :mod:`uneven.limits` (2 GiB by default) allows about 40 million GPUs.
+
     Parameters
     ----------
-    nvlink_bw : bytes/s per GPU per direction into/out of the NVLink domain.
+    nvlink_bw : bytes/s per GPU per direction into/out of the NVLink domain (at most
+        :data:`MAX_BW`, like every bandwidth here).
     nic_bw : bytes/s per NIC per direction.
     nodes_per_leaf : nodes whose NIC r hang off one leaf switch of rail r.
     oversubscription : leaf downlink capacity / leaf uplink capacity (1 = non-blocking).
@@ -326,6 +367,7 @@ def cluster(
     >>> c.n_gpus, c.gpus_per_nic
     (16, 1)
     """
+    name = check_str("name", name)
     n_nodes = check_int("n_nodes", n_nodes, lo=1)
     g = check_int("gpus_per_node", gpus_per_node, lo=1)
     k = check_int("nics_per_node", nics_per_node, lo=1)
@@ -333,8 +375,9 @@ def cluster(
         raise ValueError(
             f"nics_per_node must divide gpus_per_node={g}; got {k} (accepted: a divisor of {g})"
         )
-    nvlink_bw = check_real("nvlink_bw", nvlink_bw, lo=0.0, lo_open=True, unit="bytes/s")
-    nic_bw = check_real("nic_bw", nic_bw, lo=0.0, lo_open=True, unit="bytes/s")
+    nvlink_bw = check_real("nvlink_bw", nvlink_bw, lo=0.0, lo_open=True, hi=MAX_BW,
+                           unit="bytes/s")
+    nic_bw = check_real("nic_bw", nic_bw, lo=0.0, lo_open=True, hi=MAX_BW, unit="bytes/s")
     npl = check_int("nodes_per_leaf", nodes_per_leaf, lo=1)
     over = check_real("oversubscription", oversubscription, lo=1.0)
     fabric = check_choice("fabric", fabric, ("multi_plane", "multi_rail"))
@@ -348,11 +391,10 @@ def cluster(
     nic_lat = check_real("nic_latency", nic_latency, lo=0.0, unit="s")
     spine_lat = check_real("spine_latency", spine_latency, lo=0.0, unit="s")
 
-    n = n_nodes * g
-    lpr = -(-n_nodes // npl)  # leaf groups per rail
-    sizes = [n, n, n_nodes * k, n_nodes * k, k * lpr, k * lpr]
-    offs = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
-    n_links = int(offs[-1])
+    offs, ip = _structure("cluster", n_nodes, g, k, npl, cross_rail, fabric)
+    n, lpr, n_links = n_nodes * g, int(ip[P_LPR]), offs[-1]
+    _check_links_budget(n_nodes, n_links)
+    sizes = np.diff(offs)
     kind = np.repeat(np.arange(6, dtype=np.int64), sizes)
     # A leaf's uplink bundle carries what its nodes' NICs could send, divided by oversubscription.
     nodes_in_group = np.minimum(npl, n_nodes - np.arange(lpr) * npl)
@@ -366,22 +408,11 @@ def cluster(
     latency[offs[0] : offs[1]] = nvl_lat
     latency[offs[2] : offs[3]] = nic_lat
     latency[offs[4] : offs[5]] = spine_lat
-
-    ip = np.zeros(N_IPARAMS, dtype=np.int64)
-    ip[P_KIND], ip[P_N], ip[P_G], ip[P_K] = KIND_CLUSTER, n, g, k
-    ip[P_NPL], ip[P_LPR], ip[P_NODES] = npl, lpr, n_nodes
-    ip[P_PXN] = 1 if cross_rail == "pxn" else 0
-    # Routes never read the plane count: with the spine layer modelled as one ideal (ECMP without
-    # collisions) bundle per leaf, separate planes and shared spines load links alike under PXN.
-    # It is kept in the vector so kernels could tell the fabrics apart (e.g. a plane failure).
-    ip[P_PLANES] = k if fabric == "multi_plane" else 1
-    ip[P_OFF0 : P_OFF0 + 6] = offs[:6]
-    ip[P_NLINKS] = n_links
     return Topology(
         name=name, kind="cluster", n_nodes=n_nodes, gpus_per_node=g, nics_per_node=k,
         nodes_per_leaf=npl, fabric=fabric, cross_rail=cross_rail, oversubscription=over,
         capacity=capacity, latency=latency, link_kind=kind, iparams=ip,
-        hop_latency=(0.0, nvl_lat, nic_lat), sources=dict(sources or {}),
+        hop_latency=(0.0, nvl_lat, nic_lat), sources=_check_sources(sources),
     )
 
 
@@ -400,23 +431,25 @@ def superpod(
     ``hop_latency`` = (local, one hop, two hops) access latencies in seconds; they are spread on the
     links so that a route's summed latency equals its hop class's latency.
     ``node_uplink_bw`` defaults to ``npus_per_node * npu_bw`` (a non-blocking L2 tier).
+    Size: 24 bytes per directed link (``2 n_npus + 2 n_nodes`` links); the memory budget of
+    :mod:`uneven.limits` (2 GiB by default) allows about 40 million NPUs.
+
+    >>> superpod(2, npu_bw=1e9).n_links
+    36
     """
+    name = check_str("name", name)
     n_nodes = check_int("n_nodes", n_nodes, lo=1)
     g = check_int("npus_per_node", npus_per_node, lo=1)
-    npu_bw = check_real("npu_bw", npu_bw, lo=0.0, lo_open=True, unit="bytes/s")
+    npu_bw = check_real("npu_bw", npu_bw, lo=0.0, lo_open=True, hi=MAX_BW, unit="bytes/s")
     if node_uplink_bw is None:
         node_uplink_bw = g * npu_bw
     node_uplink_bw = check_real("node_uplink_bw", node_uplink_bw, lo=0.0, lo_open=True,
-                                unit="bytes/s")
-    if len(hop_latency) != 3:
-        raise ValueError(f"hop_latency must be 3 numbers (local, 1 hop, 2 hops); got {hop_latency}")
-    h0, h1, h2 = (check_real(f"hop_latency[{i}]", v, lo=0.0, unit="s")
-                  for i, v in enumerate(hop_latency))
-    if not h1 <= h2:
-        raise ValueError(f"hop_latency must have one hop <= two hops; got {hop_latency}")
+                                hi=g * MAX_BW, unit="bytes/s")
+    h0, h1, h2 = _hop_latencies(hop_latency)
+    offs, ip = _structure("superpod", n_nodes, g, 1, n_nodes, "none", "load_store")
     n = n_nodes * g
-    sizes = [n, n, n_nodes, n_nodes]
-    offs = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+    _check_links_budget(n_nodes, offs[-1])
+    sizes = np.diff(offs)
     kind = np.repeat(np.arange(NPU_OUT, NPU_OUT + 4, dtype=np.int64), sizes)
     capacity = np.concatenate(
         [np.full(2 * n, npu_bw), np.full(2 * n_nodes, node_uplink_bw)]
@@ -424,19 +457,184 @@ def superpod(
     latency = np.zeros(int(offs[-1]))
     latency[offs[0] : offs[1]] = h1  # one hop: out-port (the in-port adds nothing)
     latency[offs[2] : offs[3]] = h2 - h1  # two hops: the extra of going through L2
-    ip = np.zeros(N_IPARAMS, dtype=np.int64)
-    ip[P_KIND], ip[P_N], ip[P_G], ip[P_K] = KIND_SUPERPOD, n, g, 1
-    ip[P_NPL], ip[P_LPR], ip[P_NODES] = n_nodes, 1, n_nodes
-    ip[P_OFF0 : P_OFF0 + 4] = offs[:4]
-    ip[P_OFF0 + 4] = offs[4]
-    ip[P_OFF0 + 5] = offs[4]
-    ip[P_NLINKS] = int(offs[-1])
     return Topology(
         name=name, kind="superpod", n_nodes=n_nodes, gpus_per_node=g, nics_per_node=1,
         nodes_per_leaf=n_nodes, fabric="load_store", cross_rail="none", oversubscription=1.0,
         capacity=capacity, latency=latency, link_kind=kind, iparams=ip,
-        hop_latency=(h0, h1, h2), sources=dict(sources or {}),
+        hop_latency=(h0, h1, h2), sources=_check_sources(sources),
     )
+
+
+# --------------------------------------------------------------------------- structure checks
+
+
+def _structure(kind, n_nodes, g, k, npl, cross_rail, fabric):
+    """Link-segment offsets (Python ints) and the routing parameter vector of a structure."""
+    ip = np.zeros(N_IPARAMS, dtype=np.int64)
+    n = n_nodes * g
+    if kind == "cluster":
+        lpr = -(-n_nodes // npl)  # leaf groups per rail
+        sizes = [n, n, n_nodes * k, n_nodes * k, k * lpr, k * lpr]
+    else:
+        lpr = 1
+        sizes = [n, n, n_nodes, n_nodes]
+    offs = [0]
+    for size in sizes:
+        offs.append(offs[-1] + size)
+    if offs[-1] >= 2**62:
+        raise ValueError(f"n_nodes={n_nodes} with {g} devices per node gives more links than "
+                         "any index can hold")
+    ip[P_KIND] = KIND_CLUSTER if kind == "cluster" else KIND_SUPERPOD
+    ip[P_N], ip[P_G], ip[P_K] = n, g, k
+    ip[P_NPL], ip[P_LPR], ip[P_NODES] = npl, lpr, n_nodes
+    ip[P_PXN] = 1 if cross_rail == "pxn" else 0
+    # Routes never read the plane count: with the spine layer modelled as one ideal (ECMP without
+    # collisions) bundle per leaf, separate planes and shared spines load links alike under PXN.
+    # It is kept in the vector so kernels could tell the fabrics apart (e.g. a plane failure).
+    ip[P_PLANES] = k if fabric == "multi_plane" else 1
+    if kind == "cluster":
+        ip[P_OFF0 : P_OFF0 + 6] = offs[:6]
+    else:
+        ip[P_OFF0 : P_OFF0 + 4] = offs[:4]
+        ip[P_OFF0 + 4] = offs[4]
+        ip[P_OFF0 + 5] = offs[4]
+    ip[P_NLINKS] = offs[-1]
+    return offs, ip
+
+
+def _check_links_budget(n_nodes, n_links):
+    check_bytes("n_nodes", n_nodes, 24 * n_links,
+                f"{n_links:,} directed links x (capacity, latency, kind)")
+
+
+def _hop_latencies(hop_latency) -> tuple:
+    if isinstance(hop_latency, np.ndarray) and hop_latency.size == 3:
+        hop_latency = tuple(hop_latency.tolist())
+    if not isinstance(hop_latency, (tuple, list)) or len(hop_latency) != 3:
+        raise ValueError("hop_latency must be 3 numbers (local, 1 hop, 2 hops) in s; "
+                         f"got {_show(hop_latency)}")
+    h0, h1, h2 = (check_real(f"hop_latency[{i}]", v, lo=0.0, unit="s")
+                  for i, v in enumerate(hop_latency))
+    if not h1 <= h2:
+        raise ValueError(f"hop_latency must have one hop <= two hops; got {hop_latency}")
+    return h0, h1, h2
+
+
+def _check_sources(sources) -> dict:
+    if sources is None:
+        return {}
+    if not isinstance(sources, Mapping) or not all(
+        isinstance(key, str) and isinstance(text, str) for key, text in sources.items()
+    ):
+        raise ValueError(f"sources must be a dict of str -> str (where each number came from); "
+                         f"got {_show(sources)}")
+    return dict(sources)
+
+
+def _frozen_array(name, value, *, as_int=False, shape=None, lo=None, lo_open=False, unit=""):
+    """``value`` checked and read-only; an owned float64/int64 array is taken over, not copied."""
+    want = np.int64 if as_int else np.float64
+    if not (isinstance(value, np.ndarray) and value.dtype == want and value.base is None
+            and value.flags.c_contiguous):
+        if as_int:
+            value = as_int_array(name, value, shape=shape)
+        else:
+            value = as_float_array(name, value, shape=shape, lo=lo, lo_open=lo_open, unit=unit)
+    else:
+        if shape is not None and value.shape != shape:
+            raise ValueError(f"{name} must have shape {shape}; got {value.shape}")
+        if not as_int and value.size:
+            if not np.isfinite(value).all():
+                raise ValueError(f"{name} must contain only finite numbers")
+            worst = value.min()
+            if lo is not None and (worst < lo or (lo_open and worst == lo)):
+                cmp = ">" if lo_open else ">="
+                raise ValueError(f"{name} must have every entry {cmp} {lo} (in {unit}); "
+                                 f"smallest entry is {worst}")
+    value.flags.writeable = False
+    return value
+
+
+def _validate_topology(t: Topology) -> None:
+    """Every field of ``t`` checked against the others (see :class:`Topology`)."""
+    def put(name, value):
+        object.__setattr__(t, name, value)
+
+    check_str("name", t.name)
+    kind = check_choice("kind", t.kind, ("cluster", "superpod"))
+    n_nodes = check_int("n_nodes", t.n_nodes, lo=1)
+    g = check_int("gpus_per_node", t.gpus_per_node, lo=1)
+    k = check_int("nics_per_node", t.nics_per_node, lo=1, hi=g)
+    npl = check_int("nodes_per_leaf", t.nodes_per_leaf, lo=1)
+    if kind == "cluster":
+        if g % k:
+            raise ValueError(f"nics_per_node must divide gpus_per_node={g}; got {k}")
+        fabric = check_choice("fabric", t.fabric, ("multi_plane", "multi_rail"))
+        cross = check_choice("cross_rail", t.cross_rail, ("pxn", "spine"))
+        if fabric == "multi_plane" and cross != "pxn":
+            raise ValueError(f"cross_rail must be 'pxn' when fabric='multi_plane'; got {cross!r}")
+        over = check_real("oversubscription", t.oversubscription, lo=1.0)
+    else:
+        if k != 1 or npl != n_nodes:
+            raise ValueError(f"nics_per_node must be 1 and nodes_per_leaf must be n_nodes for a "
+                             f"superpod; got {k} and {npl}")
+        fabric = check_choice("fabric", t.fabric, ("load_store",))
+        cross = check_choice("cross_rail", t.cross_rail, ("none",))
+        over = check_real("oversubscription", t.oversubscription, lo=1.0, hi=1.0)
+    for name, value in (("n_nodes", n_nodes), ("gpus_per_node", g), ("nics_per_node", k),
+                        ("nodes_per_leaf", npl), ("oversubscription", over)):
+        put(name, value)
+    offs, ip = _structure(kind, n_nodes, g, k, npl, cross, fabric)
+    got = t.iparams
+    if not (isinstance(got, np.ndarray) and got.shape == ip.shape and np.array_equal(got, ip)):
+        culprit = "n_nodes"
+        if isinstance(got, np.ndarray) and got.shape == ip.shape:
+            for name, slot, value in (("n_nodes", P_NODES, n_nodes), ("gpus_per_node", P_G, g),
+                                      ("nics_per_node", P_K, k), ("nodes_per_leaf", P_NPL, npl),
+                                      ("cross_rail", P_PXN, ip[P_PXN]),
+                                      ("fabric", P_PLANES, ip[P_PLANES]),
+                                      ("kind", P_KIND, ip[P_KIND])):
+                if got[slot] != value:
+                    culprit = name
+                    break
+            built = (f"n_nodes={int(got[P_NODES])}, gpus_per_node={int(got[P_G])}, "
+                     f"nics_per_node={int(got[P_K])}, nodes_per_leaf={int(got[P_NPL])}, "
+                     f"cross_rail={'pxn' if got[P_PXN] else 'spine'!r}")
+        else:
+            culprit, built = "iparams", "another structure"
+        value = getattr(t, culprit, None)
+        raise ValueError(
+            f"{culprit}={value!r:.40} does not match the link arrays and routes of this topology, "
+            f"which were built for {built}; build a new topology (cluster(...), "
+            "h800_cluster(...)) instead"
+        )
+    put("iparams", _frozen_array("iparams", got, as_int=True))
+    n_links = offs[-1]
+    put("capacity", _frozen_array("capacity", t.capacity, shape=(n_links,), lo=0.0, lo_open=True,
+                                  unit="bytes/s"))
+    put("latency", _frozen_array("latency", t.latency, shape=(n_links,), lo=0.0, unit="s"))
+    lk = _frozen_array("link_kind", t.link_kind, as_int=True, shape=(n_links,))
+    first = 0 if kind == "cluster" else NPU_OUT
+    for i in range(len(offs) - 1):
+        seg = lk[offs[i] : offs[i + 1]]
+        if seg.size and (seg.min() != first + i or seg.max() != first + i):
+            raise ValueError(f"link_kind must give links {offs[i]}..{offs[i + 1] - 1} the kind "
+                             f"{LINK_KINDS[first + i]!r}; it does not")
+    put("link_kind", lk)
+    h0, h1, h2 = (_hop_latencies(t.hop_latency) if kind == "superpod" else
+                  tuple(check_real(f"hop_latency[{i}]", v, lo=0.0, unit="s")
+                        for i, v in enumerate(_three(t.hop_latency))))
+    put("hop_latency", (h0, h1, h2))
+    put("sources", _check_sources(t.sources))
+
+
+def _three(hop_latency):
+    if isinstance(hop_latency, np.ndarray) and hop_latency.size == 3:
+        hop_latency = tuple(hop_latency.tolist())
+    if not isinstance(hop_latency, (tuple, list)) or len(hop_latency) != 3:
+        raise ValueError("hop_latency must be 3 numbers (local, 1 hop, 2 hops) in s; "
+                         f"got {_show(hop_latency)}")
+    return hop_latency
 
 
 # --------------------------------------------------------------------------- presets
@@ -457,7 +655,8 @@ def h800_cluster(n_nodes: int = 8, *, fabric: str = "multi_plane", cross_rail: s
                  nvlink_bw: float = gbyte_per_s(160), nic_bw: float = gbit_per_s(400)) -> Topology:
     """DeepSeek-V3-like H800 nodes: 8 GPUs, 8 NICs of 400 Gb/s, NVLink ~160 GB/s per direction.
 
-    Every default is labelled in ``.sources``.
+    Every default is labelled in ``.sources``. Sizes as in :func:`cluster` (about 5 million
+    nodes within the default memory budget).
 
     >>> print(h800_cluster(2).describe().splitlines()[0])
     H800 x 2 nodes: 2 nodes x 8 = 16 devices
@@ -481,7 +680,8 @@ H20_SOURCES = {
 
 def h20_cluster(n_nodes: int = 4, *, fabric: str = "multi_rail", cross_rail: str = "pxn",
                 nodes_per_leaf: int = 32, oversubscription: float = 1.0) -> Topology:
-    """H20-like nodes: 8 GPUs sharing 4 NICs of 400 Gb/s in pairs, NVLink 450 GB/s per direction."""
+    """H20-like nodes: 8 GPUs sharing 4 NICs of 400 Gb/s in pairs, NVLink 450 GB/s per direction.
+    Sizes as in :func:`cluster`."""
     return cluster(
         n_nodes, gpus_per_node=8, nics_per_node=4, nvlink_bw=gbyte_per_s(450),
         nic_bw=gbit_per_s(400), nodes_per_leaf=nodes_per_leaf, oversubscription=oversubscription,
@@ -502,15 +702,16 @@ CM384_SOURCES = {
 
 def cloudmatrix384(n_nodes: int = 48, *, local_latency: float = us(0.12),
                    one_hop_factor: float = 5.0, two_hop_factor: float = 11.5) -> Topology:
-    """A CloudMatrix384-like superpod; hop latencies as multiples of a local access.
+    """A CloudMatrix384-like superpod; hop latencies as multiples of a local access
+    (``local_latency`` at most 1 s, factors at most 1e6).
 
     >>> t = cloudmatrix384()
     >>> t.n_gpus, round(t.hop_latency[2] / t.hop_latency[0], 1)
     (384, 11.5)
     """
-    local = check_real("local_latency", local_latency, lo=0.0, lo_open=True, unit="s")
-    f1 = check_real("one_hop_factor", one_hop_factor, lo=1.0)
-    f2 = check_real("two_hop_factor", two_hop_factor, lo=f1)
+    local = check_real("local_latency", local_latency, lo=0.0, lo_open=True, hi=1.0, unit="s")
+    f1 = check_real("one_hop_factor", one_hop_factor, lo=1.0, hi=1e6)
+    f2 = check_real("two_hop_factor", two_hop_factor, lo=f1, hi=1e6)
     bw = gbyte_per_s(392)
     return superpod(
         n_nodes, npus_per_node=8, npu_bw=bw, node_uplink_bw=0.97 * 8 * bw,

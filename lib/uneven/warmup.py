@@ -11,6 +11,9 @@ import time
 
 import numpy as np
 
+# A command-line entry point (``python -m uneven.warmup``), not API: nothing is exported.
+__all__: list[str] = []
+
 # Each step calls the public entry points with tiny inputs of the types notebooks use.
 _STEPS = []
 

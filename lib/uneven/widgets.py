@@ -29,7 +29,17 @@ from IPython.display import Image, display
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from PIL import Image as Image_
 
-from .plots import DISPLAY_DPI, blank_figure, style
+from ._validate import (
+    _show,
+    check_bool,
+    check_callable,
+    check_instance,
+    check_int,
+    check_pair,
+    check_real,
+    check_str,
+)
+from .plots import DISPLAY_DPI, MAX_INCHES, blank_figure, style
 
 __all__ = ["Explorer", "explore", "reuse", "slider", "int_slider", "dropdown", "toggle"]
 
@@ -45,10 +55,20 @@ def reuse(fig, key: str, build: Callable) -> dict:
     would (axis limits, ticks, shapes); ``None`` means "always redraw everything".
     A figure that was cleared, or built for another key, is rebuilt.
     """
+    from matplotlib.figure import Figure
+
+    check_instance("fig", fig, Figure, "a matplotlib Figure")
+    check_str("key", key, max_len=200)
+    check_callable("build", build, "fig -> dict of artists")
     cache = getattr(fig, "_uneven_artists", None)
     if cache is None or cache[0] != key or not fig.axes:
         fig.clear()
-        art = build(fig)
+        try:
+            art = build(fig)
+        except Exception as err:  # the caller's build function: say which argument failed
+            raise ValueError(f"build failed on this figure: {type(err).__name__}: {err}") from err
+        if not isinstance(art, dict):
+            raise ValueError(f"build must return a dict of artists; it returned {_show(art)}")
         if getattr(fig, "_uneven_live", False):
             for artist in art.get("dynamic", ()):
                 artist.set_animated(True)  # left out of the background, drawn on top
@@ -69,26 +89,74 @@ def _encode_png(canvas) -> bytes:
 
 def slider(lo: float, hi: float, step: float, value: float, description: str,
            **kw) -> W.FloatSlider:
-    """A float slider that fires on release (``continuous_update=False``)."""
+    """A float slider that fires on release (``continuous_update=False``).
+
+    ``lo < hi``, ``step > 0`` and ``lo <= value <= hi``, all finite.
+    """
+    lo, hi, step, value = _range("slider", lo, hi, step, value, check_real)
+    description = check_str("description", description, max_len=500)
     return W.FloatSlider(min=lo, max=hi, step=step, value=value, description=description,
                          continuous_update=False, style={"description_width": "initial"}, **kw)
 
 
 def int_slider(lo: int, hi: int, step: int, value: int, description: str, **kw) -> W.IntSlider:
-    """An integer slider that fires on release."""
+    """An integer slider that fires on release (``lo < hi``, ``step >= 1``, ``value`` in
+    ``[lo, hi]``, all integers)."""
+    lo, hi, step, value = _range("int_slider", lo, hi, step, value, check_int)
+    description = check_str("description", description, max_len=500)
     return W.IntSlider(min=lo, max=hi, step=step, value=value, description=description,
                        continuous_update=False, style={"description_width": "initial"}, **kw)
 
 
 def dropdown(options, value, description: str, **kw) -> W.Dropdown:
-    """A dropdown; ``options`` as a list or a list of ``(label, value)`` pairs."""
+    """A dropdown; ``options`` as a list or a list of ``(label, value)`` pairs; ``value`` must
+    be one of the values."""
+    if isinstance(options, (str, bytes)) or not isinstance(options, (list, tuple)) or not (
+        1 <= len(options) <= 10_000
+    ):
+        raise ValueError(f"options must be a non-empty list of values or (label, value) pairs; "
+                         f"got {_show(options)}")
+    values = []
+    for opt in options:
+        if isinstance(opt, tuple):
+            if len(opt) != 2 or not isinstance(opt[0], str):
+                raise ValueError(f"options must hold values or (label, value) pairs; got "
+                                 f"{_show(opt)}")
+            values.append(opt[1])
+        else:
+            values.append(opt)
+    if not any(_same(value, v) for v in values):
+        raise ValueError(f"value must be one of the options' values; got {_show(value)}")
+    description = check_str("description", description, max_len=500)
     return W.Dropdown(options=options, value=value, description=description,
                       style={"description_width": "initial"}, **kw)
 
 
 def toggle(value: bool, description: str, **kw) -> W.Checkbox:
     """A checkbox."""
+    value = check_bool("value", value)
+    description = check_str("description", description, max_len=500)
     return W.Checkbox(value=value, description=description, indent=False, **kw)
+
+
+def _same(a, b) -> bool:
+    try:
+        return type(a) is type(b) and bool(a == b)
+    except Exception:  # e.g. arrays: not an option value
+        return False
+
+
+def _range(what, lo, hi, step, value, check):
+    lo = check("lo", lo)
+    hi = check("hi", hi)
+    if not lo < hi:
+        raise ValueError(f"lo must be below hi for a {what}; got lo={lo}, hi={hi}")
+    if check is check_int:
+        step = check_int("step", step, lo=1)
+    else:
+        step = check_real("step", step, lo=0.0, lo_open=True)
+    value = check("value", value, lo=lo, hi=hi)
+    return lo, hi, step, value
 
 
 class Explorer:
@@ -101,6 +169,16 @@ class Explorer:
     The figure is shown ``figsize`` inches wide at :data:`uneven.plots.DISPLAY_DPI` CSS pixels per
     inch (9 pt text is 12.5 px) and rendered at ``scale`` times that, so it stays sharp on HiDPI
     screens; 1.5 keeps an update under 50 ms on two cores (``make bench``).
+
+    >>> def draw(fig, state, **_):
+    ...     art = reuse(fig, "demo", lambda f: {"title": f.suptitle("")})
+    ...     art["title"].set_text(f"x doubled is {state:g}")
+    >>> ex = explore(lambda x: 2 * x, draw, {"x": slider(0.0, 1.0, 0.1, 0.5, "x")}, show=False)
+    >>> ex.state
+    1.0
+    >>> ex.controls["x"].value = 0.2
+    >>> ex.state, ex.error, sorted(ex.values())
+    (0.4, None, ['x'])
     """
 
     def __init__(self, compute: Callable, draw: Callable, controls: dict, *,
@@ -108,8 +186,21 @@ class Explorer:
                  columns: int = 2):
         if not callable(compute) or not callable(draw):
             raise ValueError("compute and draw must be callables")
-        if not isinstance(controls, dict) or not controls:
-            raise ValueError("controls must be a non-empty dict of name -> ipywidget")
+        if not isinstance(controls, dict) or not controls or not all(
+            isinstance(k, str) and isinstance(w, W.ValueWidget) for k, w in controls.items()
+        ):
+            raise ValueError("controls must be a non-empty dict of name -> ipywidget with a "
+                             f"value; got {_show(controls)}")
+        if presets is not None and not (isinstance(presets, dict) and all(
+            isinstance(k, str) and isinstance(v, dict) for k, v in presets.items()
+        )):
+            raise ValueError(f"presets must be a dict of name -> dict of control values; got "
+                             f"{_show(presets)}")
+        w, h = check_pair("figsize", figsize)
+        figsize = (check_real("figsize[0]", w, lo=0.5, hi=MAX_INCHES),
+                   check_real("figsize[1]", h, lo=0.5, hi=MAX_INCHES))
+        scale = check_real("scale", scale, lo=0.25, hi=4.0)
+        columns = check_int("columns", columns, lo=1, hi=12)
         self.compute = compute
         self.draw = draw
         self.controls = dict(controls)
@@ -225,9 +316,10 @@ class Explorer:
 def explore(compute: Callable, draw: Callable, controls: dict, *, presets: dict | None = None,
             show: bool = True, **kw) -> Explorer:
     """Build an :class:`Explorer`, draw its first figure, and (by default) display it."""
+    show = check_bool("show", show)
     ex = Explorer(compute, draw, controls, presets=presets, **kw)
     if ex.error is not None:
-        raise ValueError(f"the default control values do not compute: {ex.error}")
+        raise ValueError(f"the default values of controls do not compute: {ex.error}")
     if show:
         ex.show()
     return ex

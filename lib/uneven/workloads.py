@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._validate import check_int, check_real
+from ._validate import as_float_array, check_int, check_pair, check_real
+from .limits import PY_STEP, check_bytes, check_steps
 
 __all__ = [
     "rng_from",
@@ -36,10 +37,19 @@ def expert_popularity(n_experts: int, busiest_over_median: float, seed=0) -> np.
     """Routing probabilities whose busiest/median ratio is exactly ``busiest_over_median``.
 
     A power law ``p_r ~ r^-s`` over ranks r = 1..n (shuffled over experts by ``seed``), with s
-    chosen so that p_max / p_median hits the target. Ratio 1 gives uniform popularity.
+    chosen so that p_max / p_median hits the target. Ratio 1 gives uniform popularity; the
+    ratio may be at most 1e12, and ``n_experts`` at most about a million (a bisection of ~100
+    steps over the ranks, within the work budget of :mod:`uneven.limits`).
+
+    >>> p = expert_popularity(8, 4.0)
+    >>> round(float(p.sum()), 12), round(float(p.max() / np.median(p)), 6)
+    (1.0, 4.0)
     """
     n = check_int("n_experts", n_experts, lo=2)
-    ratio = check_real("busiest_over_median", busiest_over_median, lo=1.0)
+    ratio = check_real("busiest_over_median", busiest_over_median, lo=1.0, hi=1e12)
+    check_bytes("n_experts", n, 8 * 6 * n, "the rank and popularity vectors")
+    check_steps("n_experts", n, 150 * n * max(1, int(np.log2(n))), "the bisection over ranks")
+    rng = rng_from(seed)
     ranks = np.arange(1, n + 1, dtype=np.float64)
     median_rank = np.median(ranks)
 
@@ -49,9 +59,14 @@ def expert_popularity(n_experts: int, busiest_over_median: float, seed=0) -> np.
         p = ranks**-s
         return p.max() / np.median(p)
 
+    if n == 2 and ratio >= 2.0:  # the median of two is their mean: p_1 / median < 2 always
+        raise ValueError(f"busiest_over_median must be below 2 with n_experts=2 (the median of "
+                         f"two experts is their mean); got {ratio}")
     lo, hi = 0.0, max(1.0, np.log(ratio) / np.log(median_rank) * 2 + 1)
     while ratio_for(hi) < ratio:
         hi *= 2
+        if hi > 1e4:  # not reached for ratio <= 1e12 and n >= 3 (s < 100 suffices there)
+            raise ValueError(f"busiest_over_median={ratio} is not reachable with n_experts={n}")
     for _ in range(100):
         mid = 0.5 * (lo + hi)
         if ratio_for(mid) < ratio:
@@ -60,7 +75,7 @@ def expert_popularity(n_experts: int, busiest_over_median: float, seed=0) -> np.
             hi = mid
     p = ranks ** -(0.5 * (lo + hi))
     p /= p.sum()
-    return p[rng_from(seed).permutation(n)]
+    return p[rng.permutation(n)]
 
 
 def expert_loads(n_experts: int, n_tokens: int, busiest_over_median: float, seed=0) -> np.ndarray:
@@ -69,7 +84,7 @@ def expert_loads(n_experts: int, n_tokens: int, busiest_over_median: float, seed
     Rounds ``n_tokens * popularity`` by largest remainders, so the ratio is hit up to rounding
     (the production layer sampled in *Balancing and Beyond* had about 8x [chapter]).
     """
-    n_tokens = check_int("n_tokens", n_tokens, lo=1)
+    n_tokens = check_int("n_tokens", n_tokens, lo=1, hi=2**53)
     p = expert_popularity(n_experts, busiest_over_median, seed)
     exact = p * n_tokens
     loads = np.floor(exact).astype(np.int64)
@@ -96,29 +111,45 @@ def sequence_lengths(
     index ``tail_index`` (smaller = heavier), clipped to ``max_len``; the rest are log-normal around
     ``median``. The defaults are calibrated [model] to two facts of ByteScale's Byted data set
     (Fig. 4 [paper]): about 80% of samples have at most 4K tokens (here ~78%), and the 1% of samples
-    at 128K or more hold 44.3% of the tokens (here ~44%).
+    at 128K or more hold 44.3% of the tokens (here ~44%). ``max_len`` is at most 2**62;
+    ``n`` is limited by the memory budget of :mod:`uneven.limits` (about 50 million by default).
+
+    >>> sequence_lengths(4, seed=1).tolist()
+    [2119, 4731, 2087, 408]
     """
     n = check_int("n", n, lo=1)
+    check_bytes("n", n, 8 * 6 * n, "the samples and their temporaries")
     median = check_real("median", median, lo=1.0)
     tail_index = check_real("tail_index", tail_index, lo=0.0, lo_open=True)
     tail_start = check_real("tail_start", tail_start, lo=1.0)
     tail_fraction = check_real("tail_fraction", tail_fraction, lo=0.0, hi=1.0)
     min_len = check_int("min_len", min_len, lo=1)
-    max_len = check_int("max_len", max_len, lo=min_len)
+    max_len = check_int("max_len", max_len, lo=min_len, hi=2**62)
     rng = rng_from(seed)
-    body = rng.lognormal(np.log(median), 1.0, n)
-    tail = tail_start * (1.0 + rng.pareto(tail_index, n))
+    with np.errstate(over="ignore"):
+        body = rng.lognormal(np.log(median), 1.0, n)
+        tail = tail_start * (1.0 + rng.pareto(tail_index, n))
     lengths = np.where(rng.random(n) < tail_fraction, tail, body)
+    # Clip as floats, then cast: an overflowing sample becomes max_len, never a wrapped int64.
     return np.clip(np.round(lengths), min_len, max_len).astype(np.int64)
 
 
 def token_share_above(lengths, threshold: float) -> float:
-    """Fraction of all tokens that sit in sequences of at least ``threshold`` tokens."""
-    lengths = np.asarray(lengths, dtype=np.float64)
-    if lengths.size == 0 or lengths.sum() <= 0:
-        raise ValueError("lengths must be a non-empty array with a positive sum")
+    """Fraction of all tokens that sit in sequences of at least ``threshold`` tokens.
+
+    ``lengths``: tokens per sequence, each >= 0, with a positive (finite) sum.
+
+    >>> token_share_above([100, 300], 200)
+    0.75
+    """
+    lengths = as_float_array("lengths", lengths, ndim=1, lo=0.0)
+    with np.errstate(over="ignore"):
+        total = float(lengths.sum())
+    if lengths.size == 0 or not 0.0 < total < np.inf:
+        raise ValueError("lengths must be a non-empty array with a positive, finite sum; got "
+                         f"{lengths.size} entries summing to {total}")
     threshold = check_real("threshold", threshold, lo=0.0)
-    return float(lengths[lengths >= threshold].sum() / lengths.sum())
+    return float(lengths[lengths >= threshold].sum() / total)
 
 
 def episodic_delay_trace(
@@ -141,11 +172,13 @@ def episodic_delay_trace(
     """
     n_it = check_int("n_iterations", n_iterations, lo=1)
     n_links = check_int("n_links", n_links, lo=1)
+    check_bytes("n_iterations", n_it, 8 * n_it * n_links, "an n_iterations x n_links trace")
     n_ep = check_int("n_episodes", n_episodes, lo=0)
     ep_len = check_int("episode_length", episode_length, lo=1)
-    for name, pair in (("delay_range", delay_range), ("links_per_episode", links_per_episode)):
-        if not isinstance(pair, (tuple, list)) or len(pair) != 2:
-            raise ValueError(f"{name} must be a pair (low, high); got {pair!r}")
+    delay_range = check_pair("delay_range", delay_range)
+    links_per_episode = check_pair("links_per_episode", links_per_episode)
+    check_steps("n_episodes", n_ep, n_ep * PY_STEP + n_ep * ep_len * n_links,
+                "drawing the episodes")
     lo = check_real("delay_range[0]", delay_range[0], lo=0.0, unit="s")
     hi = check_real("delay_range[1]", delay_range[1], lo=lo, unit="s")
     kmin = check_int("links_per_episode[0]", links_per_episode[0], lo=1, hi=n_links)
@@ -178,14 +211,23 @@ def gaussian_delay_trace(
     """Delays (s) that re-draw every U(change_every) iterations.
 
     A random subset of links gets N(mean, std) clipped at 0, the others none (after PipeMorph's
-    dynamic trace generator [repo]).
+    dynamic trace generator [repo]). ``change_every`` is a pair (low, high) of iteration counts.
+    Size: the trace (8 bytes per entry) within the memory budget of :mod:`uneven.limits`, and
+    ``n_iterations / change_every[0]`` re-draws within its work budget.
+
+    >>> gaussian_delay_trace(6, 2, change_every=(3, 3), slow_fraction=1.0).shape
+    (6, 2)
     """
     n_it = check_int("n_iterations", n_iterations, lo=1)
     n_links = check_int("n_links", n_links, lo=1)
+    check_bytes("n_iterations", n_it, 8 * n_it * n_links, "an n_iterations x n_links trace")
     mean = check_real("mean", mean, lo=0.0, unit="s")
     std = check_real("std", std, lo=0.0, unit="s")
+    change_every = check_pair("change_every", change_every)
     a = check_int("change_every[0]", change_every[0], lo=1)
     b = check_int("change_every[1]", change_every[1], lo=a)
+    check_steps("change_every", change_every, -(-n_it // a) * (PY_STEP + 4 * n_links),
+                "one re-draw per change")
     frac = check_real("slow_fraction", slow_fraction, lo=0.0, hi=1.0)
     rng = rng_from(seed)
     trace = np.zeros((n_it, n_links))

@@ -43,9 +43,11 @@ What makes the engine fast
    sharing is not monotone, so a delay can propagate): on small random instances a targeted search
    found FCT-relative and makespan errors of at most ``0.8 * quantum``; the tests assert
    ``<= 2 * quantum`` there.
-   ``quantum=0`` is exact mode. In both modes completions within a relative ``1e-12`` of ``t_c``
-   (rounding-level ties) are handled as one event. Use :func:`batched_error` to measure what a
-   quantum costs on your instance.
+   ``quantum=0`` is exact mode. In both modes completions predicted within ``1e-12 (t_c - now)``
+   plus two ulps of ``t_c`` (rounding-level ties) are handled as one event. The tie window is
+   relative to the step, not to the clock, so exact mode is exact whatever the time offset: a run
+   shifted by 10^4 s gives the same completion times, up to the ulps of the shifted clock. Use
+   :func:`batched_error` to measure what a quantum costs on your instance.
 
    The relative window is short when events are dense (``t_c - now`` is then tiny), so it batches
    little in busy fabrics. ``window`` (seconds, absolute, default 0) widens it to
@@ -75,7 +77,15 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .._jit import njit
-from .._validate import as_float_array, as_int_array, check_real
+from .._validate import (
+    as_float_array,
+    as_int_array,
+    check_instance,
+    check_real,
+    frozen_array,
+    trusted,
+)
+from ..limits import MIN_BYTES, check_bytes
 
 __all__ = [
     "FluidResult",
@@ -85,9 +95,17 @@ __all__ = [
     "batched_error",
 ]
 
-# Completions this close (relative to the completion time) are one event: they differ only by
-# rounding, and treating them apart would cost an event each for sub-ulp leftovers.
+# Completions this close are one event: they differ only by rounding, and treating them apart
+# would cost an event each for sub-ulp leftovers. The window is relative to the step (t_c - now),
+# plus two ulps of the clock (_ULP2 * |t_c|): never relative to the clock alone, which at
+# t = 1e4 s would be 10 ns, thousands of ulps, and would let a flow miss bandwidth freed just
+# before it.
 _TIE = 1e-12
+_ULP2 = 4.440892098500626e-16  # two float64 ulps of 1.0 (2 * 2**-52)
+# Ranges every run must stay inside: the slowest possible rate and the latest possible finish
+# (checked before the kernel runs, so no division ever underflows to zero or overflows).
+_RATE_FLOOR = 1e-250
+_TIME_CEILING = 1e250
 
 
 # --------------------------------------------------------------------------- results
@@ -108,6 +126,10 @@ class FluidResult:
     * ``delivered`` (bytes, per flow): integral of the per-member rate over time; equals ``size``.
     * ``peak_utilization`` (per link): max over time of (sum of weight x rate) / capacity; <= 1.
     * ``quantum``, ``window``: the batching settings used (both 0 = exact).
+
+    Checked when made (also by direct construction): per-flow arrays of one length, per-link
+    arrays of one length, finite numbers (``finish`` may hold ``nan`` only for a flow that a
+    capped benchmark run did not finish).
     """
 
     finish: np.ndarray = field(repr=False)
@@ -121,10 +143,29 @@ class FluidResult:
     quantum: float
     window: float
 
+    def __post_init__(self):
+        put = object.__setattr__
+        finish = _checked_result_array("finish", self.finish, allow_nan=True)
+        n = finish.shape
+        put(self, "finish", finish)
+        put(self, "start", _checked_result_array("start", self.start, shape=n))
+        put(self, "delivered", _checked_result_array("delivered", self.delivered, shape=n))
+        link_bytes = _checked_result_array("link_bytes", self.link_bytes)
+        put(self, "link_bytes", link_bytes)
+        put(self, "peak_utilization", _checked_result_array(
+            "peak_utilization", self.peak_utilization, shape=link_bytes.shape))
+        put(self, "makespan", check_real("makespan", self.makespan, lo=0.0, unit="s"))
+        for name in ("n_events", "n_rate_updates"):
+            put(self, name, _check_count(name, getattr(self, name)))
+        put(self, "quantum", check_real("quantum", self.quantum, lo=0.0))
+        put(self, "window", check_real("window", self.window, lo=0.0, unit="s"))
+
     @property
     def fct(self) -> np.ndarray:
-        """Flow completion time (s) = finish - start, per flow."""
-        return self.finish - self.start
+        """Flow completion time (s) = finish - start, per flow (``nan`` where ``finish`` is)."""
+        out = self.finish - self.start
+        out.flags.writeable = False
+        return out
 
 
 @dataclass(frozen=True, eq=False)
@@ -146,12 +187,48 @@ class BatchedError:
     exact: FluidResult = field(repr=False)
     batched: FluidResult = field(repr=False)
 
+    def __post_init__(self):
+        for name in ("quantum", "window", "max_fct_rel_error", "max_finish_rel_error",
+                     "makespan_rel_error"):
+            object.__setattr__(self, name, check_real(name, getattr(self, name), lo=0.0))
+        check_instance("exact", self.exact, FluidResult)
+        check_instance("batched", self.batched, FluidResult)
+        if self.exact.finish.shape != self.batched.finish.shape:
+            raise ValueError("exact and batched must describe the same flows; got "
+                             f"{self.exact.finish.size} and {self.batched.finish.size} flows")
+
+
+def _check_count(name, value) -> int:
+    from .._validate import check_int
+
+    return check_int(name, value, lo=0)
+
+
+def _checked_result_array(name, value, *, shape=None, allow_nan=False) -> np.ndarray:
+    """A read-only float64 1-d array of finite numbers (or nan where allowed)."""
+    arr = frozen_array(name, value, ndim=1, allow_nan=allow_nan)
+    if arr.ndim != 1:
+        raise ValueError(f"{name} must be a 1-d array; got shape {arr.shape}")
+    if shape is not None and arr.shape != shape:
+        raise ValueError(f"{name} must have shape {shape} (one entry per flow or link); "
+                         f"got {arr.shape}")
+    bad = ~np.isfinite(arr)
+    if allow_nan:
+        bad &= ~np.isnan(arr)
+    if bad.any():
+        raise ValueError(f"{name} must contain only finite numbers")
+    arr.flags.writeable = False
+    return arr
+
 
 # --------------------------------------------------------------------------- validation
 
 
 def _check_paths(path_ptr, path_links, n_links: int):
     ptr = as_int_array("path_ptr", path_ptr, ndim=1)
+    if _FLOW_BYTES * ptr.size > MIN_BYTES:
+        check_bytes("path_ptr", f"{ptr.size - 1} flows", _FLOW_BYTES * ptr.size,
+                    "the per-flow state of the simulation")
     if ptr.size < 1:
         raise ValueError("path_ptr must have length n_flows + 1 >= 1 (CSR offsets); got []")
     if ptr[0] != 0:
@@ -168,6 +245,10 @@ def _check_paths(path_ptr, path_links, n_links: int):
         raise ValueError(
             f"path_ptr[-1] must equal len(path_links) = {links.size}; got {ptr[-1]}"
         )
+    need = _FLOW_BYTES * ptr.size + _ENTRY_BYTES * links.size + _LINK_BYTES * n_links
+    if need > MIN_BYTES:
+        check_bytes("path_links", f"{links.size} path entries", need,
+                    "the link -> flow index and the state of the simulation")
     if links.size:
         lo, hi = int(links.min()), int(links.max())
         if lo < 0 or hi >= n_links:
@@ -198,7 +279,49 @@ def _check_weight(weight, n_flows: int) -> np.ndarray:
             "weight must hold positive integers (a multiplicity: how many identical flows "
             f"the entry stands for); got weight[{i}] = {w[i]}"
         )
+    if w.size and float(w.sum()) > 2.0**53:
+        raise ValueError(
+            "weight must sum to at most 2**53, so that sums of weights stay exact integers; "
+            f"got a sum of {float(w.sum()):.3g}"
+        )
     return w
+
+
+def _check_ranges(cap, weight, size=None, arrival=None, latency=None) -> None:
+    """Refuse inputs whose rates or finish times would leave the range of a float.
+
+    Every flow's per-member rate is at least ``min(capacity) / sum(weight)`` (its bottleneck link
+    is shared by at most every flow), so it finishes at most ``size / that`` after it arrives.
+    """
+    if not weight.size or not cap.size:
+        return
+    w_total = float(weight.sum())  # exact: at most 2**53 (see _check_weight)
+    floor = float(cap.min()) / w_total
+    if not floor >= _RATE_FLOOR:
+        raise ValueError(
+            f"capacity and weight are too far apart: the smallest capacity {float(cap.min()):.3g} "
+            f"bytes/s shared by weights summing to {w_total:.3g} could leave a flow "
+            f"a rate below {_RATE_FLOOR:g} bytes/s; use capacities of sensible magnitude"
+        )
+    if size is None:
+        return
+    # Python floats: an overflow is inf, never a warning.
+    big = float(size.max())
+    horizon = float(arrival.max()) + big / floor + float(latency.max())
+    moved = float(weight.max()) * big * weight.size
+    if not (horizon <= _TIME_CEILING and moved <= _TIME_CEILING):
+        raise ValueError(
+            "size and capacity are too far apart: a flow of the largest size "
+            f"({big:.3g} bytes) at the slowest possible rate could finish later "
+            f"than {_TIME_CEILING:g} s, or the bytes moved exceed {_TIME_CEILING:g}; use sizes "
+            "and capacities of sensible magnitude"
+        )
+
+
+# Bytes the simulation allocates per flow, per path entry and per link (all its arrays).
+_FLOW_BYTES = 8 * 24
+_ENTRY_BYTES = 8 * 8
+_LINK_BYTES = 8 * 14
 
 
 def _prepare(path_ptr, path_links, capacity, size, arrival, weight, latency, quantum, window):
@@ -219,6 +342,7 @@ def _prepare(path_ptr, path_links, capacity, size, arrival, weight, latency, qua
     )
     quantum = check_real("quantum", quantum, lo=0.0)
     window = check_real("window", window, lo=0.0, unit="s")
+    _check_ranges(cap, weight, size, arrival, latency)
     return ptr, links, cap, size, arrival, weight, latency, quantum, window
 
 
@@ -483,7 +607,7 @@ def _simulate_kernel(path_ptr, path_links, link_ptr, slots_in, entry_flow, capac
             reach = quantum * (t_c - now)
             if window > reach:
                 reach = window
-            w_end = t_c + reach + _TIE * abs(t_c)
+            w_end = t_c + reach + _TIE * (t_c - now) + _ULP2 * abs(t_c)
             if w_end > t_arr:  # never batch past an arrival
                 w_end = t_arr
             t_b = t_c
@@ -595,7 +719,8 @@ def max_min_rates(path_ptr, path_links, capacity, weight=None) -> np.ndarray:
     of its m members gets). Flows with an empty path get ``inf``.
 
     Parameters: ``path_ptr``/``path_links`` CSR paths (link ids), ``capacity`` (bytes/s, > 0, per
-    link), ``weight`` (positive integers, per flow; default 1).
+    link), ``weight`` (positive integers summing to at most 2**53, per flow; default 1). Sizes as
+    in :func:`simulate_fluid`.
 
     >>> max_min_rates([0, 1, 3, 4], [0, 0, 1, 1], capacity=[1.0, 2.0]).tolist()
     [0.5, 0.5, 1.5]
@@ -603,6 +728,7 @@ def max_min_rates(path_ptr, path_links, capacity, weight=None) -> np.ndarray:
     cap = as_float_array("capacity", capacity, ndim=1, lo=0.0, lo_open=True, unit="bytes/s")
     ptr, links = _check_paths(path_ptr, path_links, cap.size)
     w = _check_weight(weight, ptr.size - 1)
+    _check_ranges(cap, w)
     link_ptr, slots, entry_flow, counts = _reverse_csr(ptr, links, cap.size)
     return _max_min_kernel(ptr, links, link_ptr, slots, entry_flow, counts, cap, w)
 
@@ -622,6 +748,13 @@ def simulate_fluid(path_ptr, path_links, capacity, size, arrival=None, weight=No
       ``window``: absolute batching window (s), >= 0; 0 is exact (see the module docstring).
 
     Returns a :class:`FluidResult`.
+
+    Size: about 200 bytes per flow, 64 per path entry and 112 per link must fit in the memory
+    budget of :mod:`uneven.limits` (2 GiB by default: some 5 million flows of 4 links). The run
+    takes at most ``2 n_flows`` events, each re-filling the component it touches, so the cost is
+    O(events x component size x log links). Capacities, sizes and weights must keep every rate
+    above 1e-250 bytes/s and every finish time below 1e250 s (refused otherwise), and the weights
+    must sum to at most 2**53.
 
     N-to-1 incast, 4 flows of 1 MB into a 1 GB/s link: each gets 250 MB/s, all finish at 4 ms.
 
@@ -652,7 +785,8 @@ def _run(ptr, links, cap, size, arrival, weight, latency, quantum, window, max_e
 def _result(finish, arrival, n_events, n_updates, link_bytes, delivered, peak, quantum, window):
     done = finish[~np.isnan(finish)]  # all of them, unless a benchmark capped the events
     makespan = float(done.max() - arrival.min()) if done.size else 0.0
-    return FluidResult(
+    return trusted(
+        FluidResult,
         finish=_frozen(finish),
         start=_frozen(arrival.copy()),
         makespan=makespan,
@@ -671,7 +805,8 @@ def batched_error(path_ptr, path_links, capacity, size, arrival=None, weight=Non
     """Run exact and batched (``quantum``, ``window``) simulations of one instance; compare them.
 
     Pass ``exact`` (a previous exact :class:`FluidResult` of the same instance) to skip the exact
-    run. Relative errors are 0 where both runs agree exactly (including 0/0).
+    run. Relative errors are 0 where both runs agree exactly (including 0/0). Sizes as in
+    :func:`simulate_fluid` (two runs).
 
     >>> e = batched_error([0, 1, 2], [0, 0], [1.0], [1.0, 1.001], quantum=0.01)
     >>> e.batched.n_events < e.exact.n_events, e.makespan_rel_error < 0.01
@@ -790,7 +925,8 @@ def _reference_simulate_fluid(path_ptr, path_links, capacity, size, arrival=None
         if max_events is not None and n_events >= max_events:
             break
         if t_c <= t_arr:
-            w_end = min(t_c + max(quantum * (t_c - now), window) + _TIE * abs(t_c), t_arr)
+            w_end = min(t_c + max(quantum * (t_c - now), window) + _TIE * (t_c - now)
+                        + _ULP2 * abs(t_c), t_arr)
             done = [f for f in active if due[f] <= w_end]
             t_b = max(due[f] for f in done)
             for f in active:

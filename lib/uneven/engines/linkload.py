@@ -26,7 +26,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .._jit import njit
-from .._validate import as_float_array, as_int_array, check_real
+from .._validate import _show, as_float_array, as_int_array, check_instance, check_real, trusted
+from ..limits import check_bytes, check_steps
 from ..topology import (
     KIND_SUPERPOD,
     LINK_KINDS,
@@ -56,21 +57,45 @@ class LinkLoads:
     """Bytes per directed link for one phase, and the phase time they imply.
 
     ``bytes`` (per link, bytes) and ``max_latency`` (s, the longest path used) are the raw result;
-    ``time()`` turns them into seconds with an optional per-kind efficiency.
+    ``time()`` turns them into seconds with an optional per-kind efficiency. Checked when made:
+    ``bytes`` has one finite entry >= 0 per link of ``topo`` (read-only), ``max_latency`` is
+    finite and >= 0.
     """
 
     topo: Topology = field(repr=False)
     bytes: np.ndarray = field(repr=False)
     max_latency: float
 
+    def __post_init__(self):
+        topo = check_instance("topo", self.topo, Topology, "from uneven.topology")
+        b = self.bytes
+        if not (isinstance(b, np.ndarray) and b.dtype == np.float64 and b.base is None
+                and b.flags.c_contiguous and b.shape == (topo.n_links,)):
+            b = as_float_array("bytes", b, shape=(topo.n_links,), lo=0.0, unit="bytes")
+        elif b.size and not (np.isfinite(b).all() and b.min() >= 0.0):
+            raise ValueError("bytes must contain only finite numbers >= 0 (bytes per link)")
+        b.flags.writeable = False
+        object.__setattr__(self, "bytes", b)
+        object.__setattr__(self, "max_latency",
+                           check_real("max_latency", self.max_latency, lo=0.0, unit="s"))
+
     def seconds_per_link(self, efficiency: dict | float | None = None) -> np.ndarray:
         """Drain time of each link (s): bytes / (capacity x efficiency of its kind)."""
-        return self.bytes / (self.topo.capacity * _efficiency(self.topo, efficiency))
+        eff = _efficiency(self.topo, efficiency)
+        with np.errstate(over="ignore", under="ignore"):
+            out = self.bytes / (self.topo.capacity * eff)
+        if not np.isfinite(out).all():
+            raise ValueError(
+                f"efficiency={_show(efficiency)} with these bytes gives a drain time beyond the "
+                "range of a float (a capacity far too small for the bytes); use capacities and "
+                "efficiencies of sensible magnitude"
+            )
+        return out
 
     def time(self, efficiency: dict | float | None = None) -> float:
         """Phase time (s) = slowest link's drain time + the longest path latency."""
         per_link = self.seconds_per_link(efficiency)
-        return float(per_link.max(initial=0.0)) + self.max_latency
+        return _finite_time(float(per_link.max(initial=0.0)) + self.max_latency, efficiency)
 
     def bottleneck(self, efficiency: dict | float | None = None) -> tuple[int, str, float]:
         """(link id, link name, drain seconds) of the most loaded link."""
@@ -89,8 +114,14 @@ class LinkLoads:
         """Bytes on the links of one kind as a 2-d array for heatmaps.
 
         GPU ports give ``n_nodes x gpus_per_node``, NIC links ``n_nodes x nics_per_node``, leaf
-        links ``nics_per_node x leaf groups``, superpod node links ``n_nodes x 1``.
+        links ``nics_per_node x leaf groups``, superpod node links ``n_nodes x 1``. ``kind`` must
+        be a kind this topology has (``nvl_*``, ``nic_*``, ``leaf_*`` on a cluster; ``npu_*``,
+        ``node_*`` on a superpod).
         """
+        from .._validate import check_choice
+
+        kinds = LINK_KINDS[:6] if self.topo.kind == "cluster" else LINK_KINDS[6:]
+        kind = check_choice("kind", kind, kinds)
         ids = self.topo.links_of_kind(kind)
         vals = self.bytes[ids]
         t = self.topo
@@ -120,10 +151,36 @@ def _efficiency(topo: Topology, efficiency) -> np.ndarray | float:
     return check_real("efficiency", efficiency, lo=0.0, hi=1.0, lo_open=True)
 
 
+def _loads_result(topo, loads, lat) -> LinkLoads:
+    """A :class:`LinkLoads` from a kernel's output (validated input, so no re-check)."""
+    loads.flags.writeable = False
+    return trusted(LinkLoads, topo=topo, bytes=loads, max_latency=float(lat))
+
+
 def _check_topo(topo) -> Topology:
     if not isinstance(topo, Topology):
         raise ValueError(f"topo must be a uneven.topology.Topology; got {type(topo).__name__}")
     return topo
+
+
+def _finite_time(t: float, efficiency=None) -> float:
+    if not np.isfinite(t):
+        raise ValueError(f"efficiency={_show(efficiency)} with these bytes gives a phase time "
+                         "beyond the range of a float")
+    return t
+
+
+def _check_total(name: str, arr, block=None) -> None:
+    """Per-link loads are sums of parts of the total bytes (times ``block``'s total): if a bound
+    on that total is finite, so are they. The bound uses Python floats (inf, never a warning)."""
+    if not arr.size:
+        return
+    total = float(arr.max()) * arr.size * MAX_ROUTE
+    if block is not None:
+        total *= float(block.max(initial=0.0)) * block.size if block.size else 0.0
+    if total > 1e300:
+        raise ValueError(f"{name} sums to more than a float can hold (bound {total:.3g}); "
+                         "use byte counts of sensible magnitude")
 
 
 # --------------------------------------------------------------------------- kernels
@@ -333,6 +390,9 @@ def _loads_kron(ip, lat, W, B, loads):
 def link_loads(topo: Topology, src, dst, nbytes) -> LinkLoads:
     """Per-link bytes of a phase given as flows ``src[i] -> dst[i]`` of ``nbytes[i]`` bytes.
 
+    Size: the flow arrays (24 bytes per flow) within the memory budget of :mod:`uneven.limits`
+    (2 GiB by default: about 80 million flows); the bytes must sum to a finite number.
+
     >>> from uneven.topology import h800_cluster
     >>> t = h800_cluster(2)
     >>> r = link_loads(t, [0], [8], [1e6])       # GPU 0 -> GPU 0 of the next node, same rail
@@ -349,26 +409,40 @@ def link_loads(topo: Topology, src, dst, nbytes) -> LinkLoads:
             f"src, dst and nbytes must have the same length; got {src.size}, {dst.size}, "
             f"{nbytes.size}"
         )
+    _check_total("nbytes", nbytes)
     loads = np.zeros(topo.n_links)
     lat = _loads_flows(topo.iparams, topo.latency, src, dst, nbytes, loads)
-    return LinkLoads(topo, loads, float(lat))
+    return _loads_result(topo, loads, lat)
 
 
 def link_loads_matrix(topo: Topology, traffic) -> LinkLoads:
-    """Per-link bytes of a phase given as an ``n_gpus x n_gpus`` byte matrix (row = sender)."""
+    """Per-link bytes of a phase given as an ``n_gpus x n_gpus`` byte matrix (row = sender).
+
+    Size: the matrix itself must fit in the memory budget of :mod:`uneven.limits` (2 GiB by
+    default: about 16,000 GPUs); :func:`link_loads_kron` describes far larger phases.
+
+    >>> from uneven.topology import h800_cluster
+    >>> T = np.zeros((16, 16)); T[0, 8] = 1e6
+    >>> link_loads_matrix(h800_cluster(2), T).bottleneck()[1]
+    'nic_up[node 0, nic 0]'
+    """
     topo = _check_topo(topo)
     n = topo.n_gpus
+    check_bytes("topo", topo.name, 8.0 * n * n, f"an {n} x {n} traffic matrix")
     T = as_float_array("traffic", traffic, shape=(n, n), lo=0.0, unit="bytes")
+    _check_total("traffic", T)
     loads = np.zeros(topo.n_links)
     lat = _loads_dense(topo.iparams, topo.latency, T, loads)
-    return LinkLoads(topo, loads, float(lat))
+    return _loads_result(topo, loads, lat)
 
 
 def link_loads_kron(topo: Topology, node_weights, block) -> LinkLoads:
     """Per-link bytes when GPU (a, i) sends ``node_weights[a, b] * block[i, j]`` to GPU (b, j).
 
     ``node_weights`` is ``n_nodes x n_nodes`` (dimensionless), ``block`` is
-    ``gpus_per_node x gpus_per_node`` (bytes); a GPU never sends to itself.
+    ``gpus_per_node x gpus_per_node`` (bytes); a GPU never sends to itself. Size: the weight
+    matrix must fit in the memory budget of :mod:`uneven.limits` (2 GiB by default: about
+    16,000 nodes, i.e. 131,072 GPUs of 8) and ``n_nodes^2`` steps in its work budget.
 
     >>> import numpy as np
     >>> from uneven.topology import h800_cluster
@@ -378,12 +452,15 @@ def link_loads_kron(topo: Topology, node_weights, block) -> LinkLoads:
     480.0
     """
     topo = _check_topo(topo)
-    W = as_float_array("node_weights", node_weights, shape=(topo.n_nodes, topo.n_nodes), lo=0.0)
-    g = topo.gpus_per_node
+    nn, g = topo.n_nodes, topo.gpus_per_node
+    check_bytes("topo", topo.name, 8.0 * (nn * nn + g * g), f"an {nn} x {nn} node weight matrix")
+    check_steps("topo", topo.name, nn * nn + g * g, "one pass over the node and GPU pairs")
+    W = as_float_array("node_weights", node_weights, shape=(nn, nn), lo=0.0)
     B = as_float_array("block", block, shape=(g, g), lo=0.0, unit="bytes")
+    _check_total("node_weights", W, B)
     loads = np.zeros(topo.n_links)
     lat = _loads_kron(topo.iparams, topo.latency, W, B, loads)
-    return LinkLoads(topo, loads, float(lat))
+    return _loads_result(topo, loads, lat)
 
 
 def _reference_link_loads(topo: Topology, src, dst, nbytes) -> tuple[np.ndarray, float]:

@@ -35,7 +35,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .._jit import njit
-from .._validate import as_float_array, as_int_array
+from .._validate import _show, as_float_array, as_int_array, check_int, frozen_array, trusted
+from ..limits import check_bytes
 
 __all__ = ["Timeline", "run_timeline", "edges_to_csr"]
 
@@ -45,7 +46,7 @@ class Timeline:
     """Result of :func:`run_timeline`.
 
     ``start``, ``finish``: per op, seconds. ``resource``: per op (as given). ``makespan``: the
-    latest finish (s; 0 for no ops). Arrays are read-only.
+    latest finish (s; 0 for no ops). Arrays are read-only; every field is checked when made.
     """
 
     start: np.ndarray = field(repr=False)
@@ -53,16 +54,29 @@ class Timeline:
     resource: np.ndarray = field(repr=False)
     makespan: float
 
+    def __post_init__(self):
+        from .._validate import check_real
+
+        start = frozen_array("start", self.start, ndim=1, lo=0.0)
+        object.__setattr__(self, "start", start)
+        object.__setattr__(self, "finish", frozen_array("finish", self.finish, shape=start.shape))
+        object.__setattr__(self, "resource", frozen_array("resource", self.resource, dtype="int",
+                                                          shape=start.shape, lo=0))
+        object.__setattr__(self, "makespan", check_real("makespan", self.makespan, lo=0.0,
+                                                        unit="s"))
+
 
 def edges_to_csr(n_ops, src, dst, delay=None):
     """Turn an edge list ``src[k] -> dst[k]`` (delay s) into the predecessor CSR of the engine.
 
-    Returns ``(dep_ptr, dep_src, dep_delay)`` with ``dep_ptr`` of length ``n_ops + 1``.
+    Returns ``(dep_ptr, dep_src, dep_delay)`` with ``dep_ptr`` of length ``n_ops + 1``; ``n_ops``
+    is limited by the memory budget of :mod:`uneven.limits`.
 
     >>> edges_to_csr(3, [0, 1], [2, 2], [0.1, 0.2])[0].tolist()
     [0, 0, 0, 2]
     """
     n = _check_n(n_ops)
+    check_bytes("n_ops", n, 16 * (n + 1), "the CSR offsets and edge counts")
     src = as_int_array("src", src, ndim=1, lo=0, hi=n - 1 if n else -1)
     dst = as_int_array("dst", dst, ndim=1, shape=(src.size,), lo=0, hi=n - 1 if n else -1)
     if delay is None:
@@ -100,7 +114,9 @@ def run_timeline(
     labels : optional sequence of n strings, used only to name ops in a deadlock message.
 
     Raises ``ValueError`` for malformed input and for a deadlock (a cycle of waits), naming the
-    ops and resources on one cycle.
+    ops and resources on one cycle. Size: about 120 bytes per op and 40 per edge must fit in the
+    memory budget of :mod:`uneven.limits` (2 GiB by default: some 15 million ops); the cost is
+    O(ops + edges). Resource ids may be any integers >= 0 (sparse ids cost nothing extra).
 
     >>> run_timeline([2.0, 1.0], [0, 0], sequence=[1, 0]).start.tolist()  # op 1 runs first
     [1.0, 0.0]
@@ -108,6 +124,8 @@ def run_timeline(
     dur = as_float_array("duration", duration, ndim=1, lo=0.0, unit="s")
     n = dur.size
     res = as_int_array("resource", resource, ndim=1, shape=(n,), lo=0)
+    n_edges = np.size(dep_src) if isinstance(dep_src, np.ndarray) else 0
+    check_bytes("duration", f"{n} ops", 120 * n + 40 * n_edges, "the timeline of the ops")
     if dep_ptr is None and dep_src is None and dep_delay is None:
         ptr = np.zeros(n + 1, dtype=np.int64)
         src = np.zeros(0, dtype=np.int64)
@@ -139,37 +157,62 @@ def run_timeline(
     else:
         rel = as_float_array("release", release, ndim=1, shape=(n,), lo=0.0, unit="s")
     seq = None if sequence is None else as_int_array("sequence", sequence, ndim=1, shape=(n,))
-    if labels is not None and len(labels) != n:
-        raise ValueError(f"labels must have one entry per op ({n}); got {len(labels)}")
+    if labels is not None:
+        if not isinstance(labels, (list, tuple, np.ndarray)) or np.ndim(labels) != 1:
+            raise ValueError(f"labels must be a list of n strings (one per op); "
+                             f"got {_show(labels)}")
+        if len(labels) != n:
+            raise ValueError(f"labels must have one entry per op ({n}); got {len(labels)}")
+        labels = [str(x)[:200] for x in labels]
+    check_bytes("dep_src", f"{n} ops, {src.size} edges", 120 * n + 40 * src.size,
+                "the timeline of the ops")
 
-    order_ptr, order_ops = _resource_orders(res, seq)
+    compact, n_res = _compact(res)
+    order_ptr, order_ops = _resource_orders(compact, seq, n_res)
     start = np.empty(n)
     finish = np.empty(n)
     done = np.zeros(n, dtype=np.int64)
     n_done = _timeline_kernel(dur, rel, order_ptr, order_ops, ptr, src, dly, start, finish, done)
     if n_done < n:
         raise ValueError(_deadlock_message(done, res, order_ptr, order_ops, ptr, src, labels))
-    return _freeze(start, finish, res)
+    timeline = _freeze(start, finish, res)
+    if not np.isfinite(timeline.makespan):  # finish >= 0, so a finite max means all are finite
+        raise ValueError("duration, dep_delay and release add up to a finish time beyond the "
+                         "range of a float; use times of sensible magnitude")
+    return timeline
+
+
+def _compact(res: np.ndarray):
+    """``(ids, count)``: resource ids renumbered 0..k-1 in the same order when they are sparse
+    (e.g. [0, 10**8]), so that per-resource arrays never grow with the largest id."""
+    if not res.size:
+        return res, 0
+    top = int(res.max())
+    if top >= 2 * res.size:
+        uniq, inverse = np.unique(res, return_inverse=True)
+        return inverse.astype(np.int64).reshape(res.shape), uniq.size
+    return res, top + 1
 
 
 def _check_n(n_ops) -> int:
-    from .._validate import check_int
-
     return check_int("n_ops", n_ops, lo=0)
 
 
 def _freeze(start, finish, res) -> Timeline:
     for a in (start, finish, res):
         a.flags.writeable = False
-    return Timeline(start, finish, res, float(finish.max()) if finish.size else 0.0)
+    return trusted(Timeline, start=start, finish=finish, resource=res,
+                   makespan=float(finish.max()) if finish.size else 0.0)
 
 
-def _resource_orders(res: np.ndarray, seq: np.ndarray | None = None):
+def _resource_orders(res: np.ndarray, seq: np.ndarray | None = None, n_res: int | None = None):
     """CSR of op ids per resource, in run order (resource, then sequence, then op id).
 
-    ``seq=None`` means the op id order, the common case, done by one counting sort.
+    ``seq=None`` means the op id order, the common case, done by one counting sort. ``n_res``:
+    the number of resources (default: the largest id + 1).
     """
-    n_res = int(res.max()) + 1 if res.size else 0
+    if n_res is None:
+        n_res = int(res.max()) + 1 if res.size else 0
     if seq is None:
         ids = np.arange(res.size, dtype=np.int64)
     else:

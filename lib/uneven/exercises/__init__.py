@@ -48,6 +48,11 @@ class Feedback:
     ok: bool
     message: str
 
+    def __post_init__(self):
+        if not isinstance(self.ok, bool) or not isinstance(self.message, str):
+            raise ValueError(f"ok must be a bool and message a string; got ok={self.ok!r:.40}, "
+                             f"message={self.message!r:.40}")
+
     def __repr__(self) -> str:
         return self.message
 
@@ -69,6 +74,45 @@ class Exercise:
     mistakes: tuple = field(default=())
     hint: str = ""
 
+    def __post_init__(self):
+        _check_fields(self.key, self.expected, self.kind, self.rtol, self.atol, self.unit,
+                      self.options, self.mistakes, self.hint)
+
+
+def _show(value) -> str:
+    from .._validate import _show as show
+
+    return show(value)
+
+
+def _check_fields(key, expected, kind, rtol, atol, unit, options, mistakes, hint) -> None:
+    if not isinstance(key, str) or not key or len(key) > 100:
+        raise ValueError(f"key must be a short non-empty string like '01.2'; got {_show(key)}")
+    if not isinstance(kind, str) or kind not in KINDS:
+        raise ValueError(f"kind must be one of {', '.join(KINDS)}; got {_show(kind)}")
+    if not callable(expected):
+        raise ValueError(f"expected must be a callable that computes the answer; got "
+                         f"{type(expected).__name__}")
+    from .._validate import check_real
+
+    for name, tol in (("rtol", rtol), ("atol", atol)):
+        check_real(name, tol, lo=0.0)
+    for name, text in (("unit", unit), ("hint", hint)):
+        if not isinstance(text, str):
+            raise ValueError(f"{name} must be a string; got {_show(text)}")
+    if isinstance(options, str) or not isinstance(options, (list, tuple)) or not all(
+        isinstance(o, str) and o for o in options
+    ):
+        raise ValueError(f"options must be a list of option letters; got {_show(options)}")
+    if kind == "choice" and not options:
+        raise ValueError("options must list the letters of a choice exercise; got none")
+    if isinstance(mistakes, str) or not isinstance(mistakes, (list, tuple)) or not all(
+        isinstance(m, (list, tuple)) and len(m) == 2 and isinstance(m[1], str)
+        and (callable(m[0]) or isinstance(m[0], str)) for m in mistakes
+    ):
+        raise ValueError("mistakes must be a list of (wrong value function or letters, message) "
+                         f"pairs; got {_show(mistakes)}")
+
 
 _REGISTRY: dict[str, Exercise] = {}
 
@@ -83,15 +127,7 @@ def register(key: str, expected: Callable, *, kind: str = "number", rtol: float 
     ``hint``: one sentence shown with *every* wrong answer (so it can point at the method, never
     at the value). ``options``: the letters of a choice exercise.
     """
-    if kind not in KINDS:
-        raise ValueError(f"kind must be one of {', '.join(KINDS)}; got {kind!r}")
-    if not callable(expected):
-        raise ValueError(f"expected must be a callable that computes the answer; got "
-                         f"{type(expected).__name__}")
-    if not (isinstance(rtol, Real) and rtol >= 0 and isinstance(atol, Real) and atol >= 0):
-        raise ValueError(f"rtol and atol must be numbers >= 0; got rtol={rtol!r}, atol={atol!r}")
-    if kind == "choice" and not options:
-        raise ValueError("options must list the letters of a choice exercise; got none")
+    _check_fields(key, expected, kind, rtol, atol, unit, options, mistakes, hint)
     _REGISTRY[key] = Exercise(key, expected, kind, float(rtol), float(atol), unit,
                               tuple(options), tuple(mistakes), hint)
 
@@ -105,9 +141,9 @@ def registered() -> list[str]:
 def exercise(key: str) -> Exercise:
     """The registered :class:`Exercise` called ``key`` (for tests and the classroom build)."""
     _load_notebook_exercises()
-    if key not in _REGISTRY:
+    if not isinstance(key, str) or key not in _REGISTRY:
         known = ", ".join(sorted(_REGISTRY)) or "none"
-        raise ValueError(f"key must name a registered exercise ({known}); got {key!r}")
+        raise ValueError(f"key must name a registered exercise ({known}); got {_show(key)}")
     return _REGISTRY[key]
 
 
@@ -137,8 +173,15 @@ def _close(ex: Exercise, a: float, b: float) -> bool:
     return math.isclose(a, b, rel_tol=ex.rtol, abs_tol=ex.atol)
 
 
+def _finite(x) -> bool:
+    try:
+        return math.isfinite(x)
+    except (OverflowError, TypeError, ValueError):
+        return False
+
+
 def _check_number(ex: Exercise, answer, expected) -> Feedback:
-    if not isinstance(answer, Real) or isinstance(answer, bool) or not math.isfinite(answer):
+    if not isinstance(answer, Real) or isinstance(answer, bool) or not _finite(answer):
         unit = f" (in {ex.unit})" if ex.unit else ""
         return Feedback(False, f"❌ Please give a single finite number{unit}.")
     answer = float(answer)
@@ -151,16 +194,20 @@ def _check_number(ex: Exercise, answer, expected) -> Feedback:
     return _wrong(ex)
 
 
-def _normalise(value):
+def _normalise(value, depth=0):
+    if depth > 20:
+        raise TypeError("answer is nested too deeply")
     if isinstance(value, (list, tuple)):
-        return tuple(_normalise(v) for v in value)
-    if hasattr(value, "tolist"):
-        return _normalise(value.tolist())
+        if len(value) > 10_000:
+            raise TypeError("answer is too long")
+        return tuple(_normalise(v, depth + 1) for v in value)
+    if hasattr(value, "tolist") and getattr(value, "size", 0) <= 10_000:
+        return _normalise(value.tolist(), depth + 1)
     if isinstance(value, str):
         return value.strip().lower()
     if isinstance(value, Integral) and not isinstance(value, bool):
         return int(value)
-    if isinstance(value, Real) and float(value).is_integer():
+    if isinstance(value, Real) and _finite(value) and float(value).is_integer():
         return int(value)
     return value
 

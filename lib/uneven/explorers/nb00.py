@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import plots
-from .._validate import check_choice, check_int, check_real
+from .._validate import check_choice, check_instance, check_int, check_real, check_str, frozen_array
 from ..collectives import all_to_all
 from ..topology import h800_cluster
 from ..units import MB, gbit_per_s, to_us
@@ -28,16 +28,30 @@ class A2AState:
     n_gpus: int
     ideal: float
 
+    def __post_init__(self):
+        for name in ("time", "ideal"):
+            object.__setattr__(self, name, check_real(name, getattr(self, name), lo=0.0,
+                                                      unit="s"))
+        check_str("bottleneck", self.bottleneck, max_len=200)
+        up = frozen_array("nic_up", self.nic_up, ndim=2, lo=0.0)
+        if up.size == 0:
+            raise ValueError("nic_up must hold one entry per NIC; got an empty array")
+        object.__setattr__(self, "nic_up", up)
+        object.__setattr__(self, "nic_down", frozen_array("nic_down", self.nic_down,
+                                                          shape=up.shape, lo=0.0))
+        object.__setattr__(self, "n_gpus", check_int("n_gpus", self.n_gpus, lo=1))
+
 
 def a2a_state(n_nodes: int = 4, mb_per_pair: float = 1.0, nic_gbps: float = 400.0,
               hot_factor: float = 1.0, fabric: str = "multi_plane") -> A2AState:
     """All-to-all where every GPU sends ``mb_per_pair`` MB to every other GPU, except that node 0
-    receives ``hot_factor`` times as much (a hot node). ``nic_gbps`` is each NIC's rate in Gb/s;
-    ``fabric`` is ``'multi_plane'`` (PXN) or ``'multi_rail'`` (cross-rail via shared spines)."""
+    receives ``hot_factor`` times as much (a hot node, at most 1e6). ``nic_gbps`` is each NIC's
+    rate in Gb/s (at most 1e9); ``mb_per_pair`` at most 1e9 MB; ``fabric`` is
+    ``'multi_plane'`` (PXN) or ``'multi_rail'`` (cross-rail via shared spines)."""
     n_nodes = check_int("n_nodes", n_nodes, lo=1, hi=4096)
-    s = check_real("mb_per_pair", mb_per_pair, lo=0.0, lo_open=True, unit="MB") * MB
-    nic = gbit_per_s(check_real("nic_gbps", nic_gbps, lo=0.0, lo_open=True, unit="Gb/s"))
-    hot = check_real("hot_factor", hot_factor, lo=1.0)
+    s = check_real("mb_per_pair", mb_per_pair, lo=0.0, lo_open=True, hi=1e9, unit="MB") * MB
+    nic = gbit_per_s(check_real("nic_gbps", nic_gbps, lo=1e-3, hi=1e9, unit="Gb/s"))
+    hot = check_real("hot_factor", hot_factor, lo=1.0, hi=1e6)
     fabric = check_choice("fabric", fabric, ("multi_plane", "multi_rail"))
     topo = h800_cluster(n_nodes, fabric=fabric, nic_bw=nic,
                         cross_rail="pxn" if fabric == "multi_plane" else "spine")
@@ -54,6 +68,10 @@ def draw_a2a(fig, state: A2AState, **_):
 
     Returns the layout key (the grid shape) for :class:`uneven.widgets.Explorer`.
     """
+    from matplotlib.figure import Figure
+
+    check_instance("fig", fig, Figure)
+    check_instance("state", state, A2AState, "from a2a_state(...)")
     busiest = max(state.nic_up.max(), state.nic_down.max(), 1e-300)  # one node: no NIC traffic
 
     def build(fig):

@@ -13,8 +13,18 @@ from functools import lru_cache
 import numpy as np
 
 from .. import plots
-from .._validate import check_choice, check_int, check_real
+from .._validate import (
+    _show,
+    as_float_array,
+    check_bool,
+    check_choice,
+    check_instance,
+    check_int,
+    check_real,
+    check_str,
+)
 from ..widgets import Explorer, dropdown, explore, int_slider, reuse, slider, toggle
+from ._common import check_dict, curve, instances, is_int, is_real
 
 __all__ = ["OP_RATIOS", "PIPELINE_CHOICES", "PipelineState", "pipeline_state", "draw_pipeline",
            "pipeline_explorer", "gantt_panels", "knee_figure", "sweep_figure", "trace_figure"]
@@ -41,6 +51,20 @@ class PipelineState:
     warmups: tuple
     notes: tuple = ()
 
+    def __post_init__(self):
+        from ..schedulers.pipeline import PipelineResult
+
+        check_instance("result", self.result, PipelineResult, "from simulate_pipeline")
+        for name in ("healthy_time", "delay"):
+            object.__setattr__(self, name, check_real(name, getattr(self, name), lo=0.0,
+                                                      unit="s"))
+        object.__setattr__(self, "link", check_int("link", self.link, lo=0,
+                                                   hi=max(self.result.schedule.p - 2, 0)))
+        if not isinstance(self.warmups, tuple) or not all(is_int(x) for x in self.warmups):
+            raise ValueError(f"warmups must be a tuple of integers; got {_show(self.warmups)}")
+        if not isinstance(self.notes, tuple) or not all(isinstance(x, str) for x in self.notes):
+            raise ValueError(f"notes must be a tuple of strings; got {_show(self.notes)}")
+
 
 def pipeline_state(delay_ms: float = 10.0, link: int = 0, schedule: str = "zb-h2",
                    delta: int = 3, ratio: str = "equal (F = B = W)", t_ms: float = 10.0,
@@ -51,7 +75,8 @@ def pipeline_state(delay_ms: float = 10.0, link: int = 0, schedule: str = "zb-h2
     warm-ups, dispatched live), or 'manual' (zero-bubble order with slackness ``delta`` on every
     link, replayed). ``ratio`` names an entry of :data:`OP_RATIOS`; ``t_ms`` scales it (ms).
     ``hol``: sends block the GPU stream. ``cap``: memory cap on stage 0's in-flight micro-batches
-    for 'pipemorph' (0 = none).
+    for 'pipemorph' (0 = none). Ranges: ``delay_ms`` 0..1e9, ``t_ms`` 1e-6..1e9, ``p`` 2..16,
+    ``m`` 1..256.
     """
     from ..schedulers.pipeline import pipeline_schedule, simulate_pipeline
 
@@ -59,17 +84,19 @@ def pipeline_state(delay_ms: float = 10.0, link: int = 0, schedule: str = "zb-h2
     ratio = check_choice("ratio", ratio, OP_RATIOS)
     p = check_int("p", p, lo=2, hi=16)
     m = check_int("m", m, lo=1, hi=256)
+    hol = check_bool("hol", hol)
+    cap = check_int("cap", cap, lo=0)
     notes = []
     link = check_int("link", link, lo=0)
     if link > p - 2:  # the slider allows 8 stages; a smaller pipeline has fewer links
         notes.append(f"link {link}↔{link + 1} does not exist with p = {p}: using {p - 2}↔{p - 1}")
         link = p - 2
-    delay = check_real("delay_ms", delay_ms, lo=0.0, unit="ms") * 1e-3
-    t = check_real("t_ms", t_ms, lo=0.0, lo_open=True, unit="ms") * 1e-3
+    delay = check_real("delay_ms", delay_ms, lo=0.0, hi=1e9, unit="ms") * 1e-3
+    t = check_real("t_ms", t_ms, lo=1e-6, hi=1e9, unit="ms") * 1e-3
     tf, tb, tw = (t * x for x in OP_RATIOS[ratio])
     delays = np.zeros(p - 1)
     delays[link] = delay
-    kw = {"hol": bool(hol)}
+    kw = {"hol": hol}
     if schedule == "1f1b":
         sched, mode = pipeline_schedule("1f1b", p, m), "replay"
     elif schedule in ("zb-h1", "zb-h2"):
@@ -101,7 +128,12 @@ def _healthy_time(sched, tf, tb, tw, mode, **kw) -> float:
 
 def draw_pipeline(fig, state: PipelineState, **_):
     """Gantt of the stages' GPU streams, with the iteration time against the healthy one."""
+    from matplotlib.figure import Figure
+
     from ..schedulers.pipeline import OP_KINDS
+
+    check_instance("fig", fig, Figure)
+    check_instance("state", state, PipelineState, "from pipeline_state(...)")
 
     def build(fig):
         ax = fig.subplots()
@@ -166,9 +198,13 @@ _DELTA_CMAP = "viridis"
 
 def gantt_panels(runs: dict, *, link: int = 0, title: str | None = None):
     """One Gantt row per run (``{delay_s: PipelineResult}``): the stages' GPU streams under a
-    delay on ``link``, iteration time in each panel's title (model)."""
-    from ..schedulers.pipeline import OP_KINDS
+    delay on ``link``, iteration time in each panel's title (model). At most 12 runs."""
+    from ..schedulers.pipeline import OP_KINDS, PipelineResult
 
+    check_dict("runs", runs, key=lambda c: is_real(c, lo=0.0), hi=12)
+    instances("runs", runs, PipelineResult)
+    link = check_int("link", link, lo=0)
+    title = None if title is None else check_str("title", title, max_len=500)
     n = len(runs)
     fig, axes = plots.figure(9.5, 2.35 * n + 0.4, nrows=n, sharex=True)
     axes = np.atleast_1d(axes)
@@ -193,6 +229,24 @@ def knee_figure(curves: dict, knees: dict, orders: dict, *, artifact: dict | Non
     slackness, three orders of the same warm-ups (``orders``: ``{label: DelaySweep}``)."""
     import matplotlib
 
+    from ..schedulers.pipeline import DelaySweep
+
+    check_dict("curves", curves, key=is_int, hi=16)
+    instances("curves", curves, DelaySweep)
+    check_dict("knees", knees, key=lambda d: d in curves, item=lambda c: is_real(c, lo=0.0),
+               hi=16)
+    if set(knees) != set(curves):
+        raise ValueError(f"knees must give a knee for every curve ({sorted(curves)}); got "
+                         f"{_show(sorted(knees))}")
+    check_dict("orders", orders, key=lambda k: isinstance(k, str), hi=3)
+    instances("orders", orders, DelaySweep)
+    for name, group in (("curves", curves), ("orders", orders)):
+        if any(sw.delays.size == 0 for sw in group.values()):
+            raise ValueError(f"{name} must hold sweeps of at least one delay")
+    if artifact is not None:
+        check_dict("artifact", artifact, key=is_int, hi=16)
+        artifact = {d: curve(f"artifact[{d}]", v) for d, v in artifact.items()}
+    t = check_real("t", t, lo=0.0, lo_open=True, unit="s")
     fig, (ax, ax2) = plots.figure(11, 4.0, ncols=2, width_ratios=(1.25, 1.0))
     cmap = matplotlib.colormaps[_DELTA_CMAP]
     deltas = sorted(curves)
@@ -243,7 +297,17 @@ def sweep_figure(sweeps: dict, healthy: float):
 
     ``sweeps``: ``{(link, name): DelaySweep}`` with ``name`` one of '1F1B', 'ZB-H2',
     'PipeMorph'; ``healthy``: the healthy iteration of ZB-H2 (s), drawn as healthy + c."""
+    from ..schedulers.pipeline import DelaySweep
+
+    check_dict("sweeps", sweeps, key=lambda k: isinstance(k, tuple) and len(k) == 2
+               and is_int(k[0]) and k[0] >= 0 and k[1] in _APPROACH, hi=24)
+    instances("sweeps", sweeps, DelaySweep)
+    if any(sw.delays.size == 0 for sw in sweeps.values()):
+        raise ValueError("sweeps must hold sweeps of at least one delay")
+    healthy = check_real("healthy", healthy, lo=0.0, unit="s")
     links = sorted({k for k, _ in sweeps})
+    if len(links) > 6:
+        raise ValueError(f"sweeps must cover at most 6 links; got {len(links)}")
     fig, axes = plots.figure(10.5, 6.0, ncols=len(links), nrows=2, sharex="col",
                              height_ratios=(1.6, 1.0))
     axes = np.asarray(axes).reshape(2, len(links))
@@ -280,6 +344,21 @@ def trace_figure(trace, results: dict, m: int, *, lines=("1F1B, HOL", "ZB-H2, HO
     ``m``: micro-batches per iteration. Shaded spans are the trace's delay episodes."""
     from matplotlib.patches import Patch
 
+    from ..schedulers.pipeline import TraceResult
+
+    trace = as_float_array("trace", trace, ndim=2, lo=0.0, unit="s")
+    if trace.shape[0] < 1 or trace.shape[0] > 100_000:
+        raise ValueError(f"trace must have 1 to 100,000 iterations; got {trace.shape[0]}")
+    check_dict("results", results, key=lambda k: isinstance(k, str), hi=16)
+    instances("results", results, TraceResult)
+    for n, r in results.items():
+        if r.iteration_times.shape != (trace.shape[0],) or not r.total_time > 0:
+            raise ValueError(f"results[{n!r}] must have one iteration time > 0 per trace row")
+    m = check_int("m", m, lo=1)
+    if isinstance(lines, str) or not isinstance(lines, (list, tuple)) or not all(
+        isinstance(n, str) and n in results for n in lines
+    ):
+        raise ValueError(f"lines must be a list of names in results; got {_show(lines)}")
     names = list(results)
     colors = {n: plots.color(_trace_key(n)) for n in names}
     dashes = {n: ((0, (4, 2)) if "cap" in n else "-") for n in names}

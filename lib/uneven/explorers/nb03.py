@@ -12,11 +12,21 @@ from functools import lru_cache
 import numpy as np
 
 from .. import plots
-from .._validate import check_choice, check_int, check_real
+from .._validate import (
+    _show,
+    as_float_array,
+    as_int_array,
+    check_choice,
+    check_instance,
+    check_int,
+    check_real,
+    frozen_array,
+)
 from ..topology import h800_cluster
 from ..units import gbit_per_s, to_us
 from ..widgets import Explorer, dropdown, explore, int_slider, reuse, slider
-from ._common import show_grid
+from ._common import check_dict, is_int, is_real, show_grid
+from ._common import curve as _curve
 
 __all__ = ["EpExploreState", "ep_explore_state", "draw_ep", "deepseek_explorer",
            "bytes_per_token_figure", "deepep_figure", "planes_figure", "tpot_figure"]
@@ -47,6 +57,19 @@ class EpExploreState:
     ratio: float
     max_nodes: int
 
+    def __post_init__(self):
+        for name in ("dispatch_nic", "dispatch_nvl", "combine_nic", "combine_nvl", "logical_bw",
+                     "true_bw", "ib_copies", "nvl_copies"):
+            object.__setattr__(self, name, check_real(name, getattr(self, name), lo=0.0))
+        for name in ("dispatch_time", "combine_time", "ratio"):
+            object.__setattr__(self, name, check_real(name, getattr(self, name), lo=0.0,
+                                                      lo_open=True))
+        recv = frozen_array("recv", self.recv, ndim=2, lo=0.0)
+        if recv.size == 0:
+            raise ValueError("recv must have one entry per GPU; got an empty array")
+        object.__setattr__(self, "recv", recv)
+        object.__setattr__(self, "max_nodes", check_int("max_nodes", self.max_nodes, lo=1))
+
 
 @lru_cache(maxsize=4)
 def _cached_routing(n_nodes, tokens_per_gpu, k, max_nodes, skew):
@@ -61,15 +84,17 @@ def ep_explore_state(ib_gbps: float = 400.0, nvl_ratio: float = 3.2, max_nodes: 
     """Route ``tokens_per_gpu`` tokens per GPU on ``n_nodes`` H800-like nodes (256 experts,
     node-limited top-``k`` with at most ``max_nodes`` nodes per token, capped at the node count)
     and time dispatch and combine. ``ib_gbps``: NIC rate (Gb/s); ``nvl_ratio``: NVLink bandwidth
-    per direction as a multiple of one NIC's; ``skew``: expert popularity spread (0 = uniform)."""
+    per direction as a multiple of one NIC's; ``skew``: expert popularity spread (0 = uniform).
+    Ranges: ``ib_gbps`` 1..1e9, ``nvl_ratio`` 0.1..1e6, ``skew`` 0..1000, ``tokens_per_gpu``
+    up to 8192, ``n_nodes`` one of 2, 4, 8, 16."""
     from ..ep_model import ep_round
 
-    ib = gbit_per_s(check_real("ib_gbps", ib_gbps, lo=1.0, unit="Gb/s"))
-    ratio = check_real("nvl_ratio", nvl_ratio, lo=0.1)
+    ib = gbit_per_s(check_real("ib_gbps", ib_gbps, lo=1.0, hi=1e9, unit="Gb/s"))
+    ratio = check_real("nvl_ratio", nvl_ratio, lo=0.1, hi=1e6)
     n_nodes = check_choice("n_nodes", n_nodes, (2, 4, 8, 16))
     max_nodes = min(check_int("max_nodes", max_nodes, lo=1), n_nodes)
     k = check_int("k", k, lo=1, hi=max_nodes * 256 // n_nodes)
-    skew = check_real("skew", skew, lo=0.0)
+    skew = check_real("skew", skew, lo=0.0, hi=1e3)
     tokens_per_gpu = check_int("tokens_per_gpu", tokens_per_gpu, lo=1, hi=8192)
     dispatch_dtype = check_choice("dispatch_dtype", dispatch_dtype, ("fp8", "bf16"))
     topo = h800_cluster(n_nodes, nic_bw=ib, nvlink_bw=ratio * ib)
@@ -92,6 +117,10 @@ def draw_ep(fig, state: EpExploreState, **_):
     combine, as a share of each phase (the taller bar binds). Heatmap: how long each GPU's busier
     incoming port is busy in dispatch, as a share of the phase. Absolute times are in the title.
     Returns the layout key for :class:`uneven.widgets.Explorer`."""
+    from matplotlib.figure import Figure
+
+    check_instance("fig", fig, Figure)
+    check_instance("state", state, EpExploreState, "from ep_explore_state(...)")
     nic_vals = [state.dispatch_nic / state.dispatch_time, state.combine_nic / state.combine_time]
     nvl_vals = [state.dispatch_nvl / state.dispatch_time, state.combine_nvl / state.combine_time]
     ytop = 1.4  # room for the legend above bars that reach 1
@@ -170,6 +199,16 @@ def bytes_per_token_figure(caps, sweep: dict, limit: float):
     ``sweep``: ``{k: [fanout_per_token(M, k) for M in caps]}``; ``limit``: the NVLink/IB ratio."""
     import matplotlib
 
+    caps = _curve("caps", caps, lo=1.0)
+    keys = ("ib_copies", "nvlink_copies", "experts_per_node")
+
+    def row_ok(row):
+        return isinstance(row, dict) and all(is_real(row.get(k), lo=0.0) for k in keys) and (
+            row["ib_copies"] > 0)
+
+    check_dict("sweep", sweep, key=is_int, item=lambda rows: isinstance(rows, (list, tuple))
+               and len(rows) == caps.size and all(row_ok(r) for r in rows), hi=12)
+    limit = check_real("limit", limit, lo=0.0, lo_open=True)
     fig, (ax_ib, ax_fan) = plots.figure(11, 3.9, ncols=2)
     cmap = matplotlib.colormaps["viridis"]  # k is a number, not a named thing: one hue ramp
     shades = [cmap(0.15 + 0.65 * i / max(len(sweep) - 1, 1)) for i in range(len(sweep))]
@@ -205,7 +244,32 @@ def deepep_figure(rows: list, measured: dict, labels: dict, rows_fwd: list | Non
     the bytes through the NIC, DeepEP's measurements (``measured``: ``{ep: (dispatch,
     combine)}`` GB/s, labelled by ``labels``), and optionally the model with the forwarders'
     local writes counted (``rows_fwd``)."""
+    need = [f"{ph}_{what}" for ph in ("dispatch", "combine") for what in ("logical_GBps",
+                                                                          "true_GBps")]
+
+    def rows_ok(name, value, bounds=True):
+        if not isinstance(value, (list, tuple)) or not 1 <= len(value) <= 32 or not all(
+            isinstance(r, dict) and is_int(r.get("ep")) and r["ep"] >= 1
+            and all(is_real(r.get(k), lo=0.0) for k in need)
+            and (not bounds or all(isinstance(r.get(f"{ph}_bound"), str)
+                                   for ph in ("dispatch", "combine")))
+            for r in value
+        ):
+            raise ValueError(f"{name} must be a list of deepep_sweep rows; got {_show(value)}")
+
+    rows_ok("rows", rows)
     eps = [r["ep"] for r in rows]
+    check_dict("measured", measured, key=is_int, item=lambda v: isinstance(v, (tuple, list))
+               and len(v) == 2 and all(is_real(x, lo=0.0) for x in v), hi=32)
+    if not set(eps) <= set(measured):
+        raise ValueError(f"measured must give (dispatch, combine) for every EP size {eps}; "
+                         f"got {_show(sorted(measured))}")
+    check_dict("labels", labels, item=lambda t: isinstance(t, str), lo=0, hi=32)
+    if rows_fwd is not None:
+        rows_ok("rows_fwd", rows_fwd, bounds=False)
+        if len(rows_fwd) != len(rows):
+            raise ValueError(f"rows_fwd must have one row per row of rows ({len(rows)}); got "
+                             f"{len(rows_fwd)}")
     fig, axes = plots.figure(11, 4.2, ncols=2, sharey=True)
     with plots.style():
         for ax, phase, col in zip(axes, ("dispatch", "combine"), (0, 1), strict=True):
@@ -242,6 +306,21 @@ def planes_figure(times: dict, sizes, curve: dict, *, deployed: int = 2048):
     """Left: all-to-all time on each fabric (``times``: ``{label: seconds}``, labels starting
     with 'MPFT' or 'MRFT'). Right: network cost per endpoint of what is built at each size
     (``curve`` from :func:`uneven.fabric.cost_per_endpoint_curve`)."""
+    check_dict("times", times, key=lambda k: isinstance(k, str) and k.startswith(("MPFT",
+                                                                                 "MRFT")),
+               item=lambda t: is_real(t, lo=0.0), hi=16)
+    sizes = as_int_array("sizes", sizes, ndim=1, lo=1024)
+    if sizes.size == 0:
+        raise ValueError("sizes must have at least one cluster size")
+    if not isinstance(curve, dict):
+        raise ValueError(f"curve must be a dict from cost_per_endpoint_curve; got "
+                         f"{_show(curve)}")
+    for key in ("single plane", "MPFT"):
+        arr = as_float_array(f"curve[{key!r}]", curve.get(key), shape=sizes.shape,
+                             allow_nan=True)
+        if np.isnan(arr).all() and key == "MPFT":
+            raise ValueError("curve['MPFT'] must reach at least one of the sizes (all NaN)")
+    deployed = check_int("deployed", deployed, lo=1)
     fig, (ax_t, ax_c) = plots.figure(11.5, 3.8, ncols=2, width_ratios=(1.0, 1.2))
     with plots.style():
         labels = list(times)
@@ -281,6 +360,12 @@ def planes_figure(times: dict, sizes, curve: dict, *, deployed: int = 2048):
 def tpot_figure(bws, tpot, tpot_lat, points: dict, *, latency_us: float):
     """Decode TPOT lower bound (s) against the EP bandwidth per GPU (GB/s), bandwidth only and
     with a latency per exchange; ``points``: ``{GB/s: ms}`` the paper's own numbers."""
+    bws = _curve("bws", bws, lo=0.0)
+    tpot = _curve("tpot", tpot, n=bws.size, lo=1e-300)
+    tpot_lat = _curve("tpot_lat", tpot_lat, n=bws.size, lo=1e-300)
+    check_dict("points", points, key=lambda b: is_real(b, lo=0.0),
+               item=lambda t: is_real(t, lo=1e-300), hi=16)
+    latency_us = check_real("latency_us", latency_us, lo=0.0, unit="µs")
     fig, ax = plots.figure(7.5, 3.4)
     with plots.style():
         ax.plot(bws, np.asarray(tpot) * 1e3, label="bandwidth only (the paper's bound)")

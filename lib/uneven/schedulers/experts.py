@@ -34,7 +34,8 @@ from typing import NamedTuple
 import numpy as np
 
 from .._jit import njit
-from .._validate import as_float_array, as_int_array, check_int, check_real
+from .._validate import as_float_array, as_int_array, check_int, check_real, frozen_array
+from ..limits import check_bytes, check_steps
 
 # Indices cast to uint64 need no negative-index wrap-around code in the compiled kernels.
 _U = np.uint64
@@ -53,16 +54,26 @@ __all__ = [
 ]
 
 
-class Routing(NamedTuple):
+class _RoutingFields(NamedTuple):
+    expert_ids: np.ndarray
+    weights: np.ndarray
+
+
+class Routing(_RoutingFields):
     """The result of routing ``T`` tokens to ``k`` experts each.
 
     ``expert_ids`` int64 ``[T, k]``: chosen experts, best (largest biased score) first.
     ``weights`` float64 ``[T, k]``: gate weights (unitless), each row sums to ``route_scale``.
-    Unpacks like a tuple: ``ids, w = topk_route(scores, k)``.
+    Unpacks like a tuple: ``ids, w = topk_route(scores, k)``. Checked when made (ids >= 0, finite
+    weights of the same shape); both arrays are read-only.
     """
 
-    expert_ids: np.ndarray
-    weights: np.ndarray
+    __slots__ = ()
+
+    def __new__(cls, expert_ids, weights):
+        ids = frozen_array("expert_ids", expert_ids, dtype="int", ndim=2, lo=0)
+        w = frozen_array("weights", weights, shape=ids.shape)
+        return super().__new__(cls, ids, w)
 
 
 # --------------------------------------------------------------------------------------------
@@ -338,8 +349,19 @@ def _scores_and_bias(scores, bias):
     if bias is None:
         bias = np.zeros(n_experts)
     else:
-        bias = as_float_array("bias", bias, shape=(n_experts,))
+        # Bounded so that score + bias stays finite for any finite score below 1e300.
+        bias = as_float_array("bias", bias, shape=(n_experts,), lo=-1e300, hi=1e300)
     return scores, bias
+
+
+def _check_weights(out_w, route_scale, scores):
+    """Each row of weights must sum to ``route_scale``; it does not when the chosen scores sum
+    beyond the range of a float (scores near 1e308)."""
+    if out_w.size:
+        sums = out_w.sum(axis=1)
+        if not np.all(np.abs(sums - route_scale) <= 1e-6 * route_scale):
+            raise ValueError("scores must be small enough that k of them sum to a finite number "
+                             f"(largest score {float(np.max(scores)):.3g})")
 
 
 def _raise_bad_scores(scores, t):
@@ -351,8 +373,9 @@ def _raise_bad_scores(scores, t):
 def topk_route(scores, k: int, bias=None, route_scale: float = 1.0) -> Routing:
     """Plain top-k routing: each token picks the ``k`` experts with the largest ``scores + bias``.
 
-    ``scores``: float64 ``[tokens, experts]``, entries >= 0 (unitless gate scores).
-    ``bias``: optional float64 ``[experts]``, used for selection only.
+    ``scores``: float64 ``[tokens, experts]``, entries >= 0 (unitless gate scores; any size the
+    caller could allocate: the output is ``16 k`` bytes per token).
+    ``bias``: optional float64 ``[experts]``, used for selection only, entries within +-1e300.
     Returns :class:`Routing` (``expert_ids`` best first, ties to the lower index; ``weights`` =
     unbiased scores of the chosen experts normalised over the ``k`` and times ``route_scale``;
     if all ``k`` chosen scores are 0 the weights are equal).
@@ -374,6 +397,7 @@ def topk_route(scores, k: int, bias=None, route_scale: float = 1.0) -> Routing:
     )
     if bad >= 0:
         _raise_bad_scores(scores, bad)
+    _check_weights(out_w, route_scale, scores)
     return Routing(out_ids, out_w)
 
 
@@ -418,16 +442,20 @@ def node_limited_route(
     )
     if bad >= 0:
         _raise_bad_scores(scores, bad)
+    _check_weights(out_w, route_scale, scores)
     return Routing(out_ids, out_w)
 
 
 def expert_load(expert_ids, n_experts: int) -> np.ndarray:
     """Tokens routed to each expert: int64 ``[n_experts]`` counts of ``expert_ids`` entries.
 
+    ``n_experts`` up to the memory budget of :mod:`uneven.limits` (16 bytes each).
+
     >>> expert_load([[0, 2], [2, 1]], 4).tolist()
     [1, 1, 2, 0]
     """
     n_experts = check_int("n_experts", n_experts, lo=1)
+    check_bytes("n_experts", n_experts, 16 * n_experts, "one count per expert")
     ids = as_int_array("expert_ids", expert_ids, lo=0, hi=n_experts - 1)
     return np.bincount(ids.ravel(), minlength=n_experts).astype(np.int64)
 
@@ -460,9 +488,16 @@ def update_bias(bias, expert_load, gamma: float) -> np.ndarray:
     [-0.001, 0.001, 0.0]
     """
     bias = as_float_array("bias", bias, ndim=1)
+    if bias.size == 0:
+        raise ValueError("bias must have one entry per expert; got an empty array")
     load = as_float_array("expert_load", expert_load, shape=bias.shape, lo=0.0)
     gamma = check_real("gamma", gamma, lo=0.0)
-    return bias - gamma * np.sign(load - load.mean())
+    with np.errstate(over="ignore", invalid="ignore"):
+        out = bias - gamma * np.sign(load - load.mean())
+    if not np.isfinite(out).all():
+        raise ValueError(f"bias and gamma must be small enough that bias -/+ gamma stays finite; "
+                         f"got gamma={gamma:.3g} and |bias| up to {np.abs(bias).max():.3g}")
+    return out
 
 
 def synthetic_gate_scores(
@@ -477,7 +512,9 @@ def synthetic_gate_scores(
     Uniform(0, 1) scores (every expert equally popular); larger ``skew`` gives a wider spread of
     expert loads. The offsets come from ``popularity_seed`` (default: ``seed``) and the noise from
     ``seed``, so chunks generated with different ``seed`` and one ``popularity_seed`` share the
-    same hot experts. Returns float64 ``[n_tokens, n_experts]``.
+    same hot experts. Returns float64 ``[n_tokens, n_experts]`` in [0, 1] (a very large ``skew``
+    pushes an expert's scores to exactly 0 or 1). Size: the matrix and its temporaries (about
+    32 bytes per score) within the memory budget of :mod:`uneven.limits`.
 
     >>> s = synthetic_gate_scores(3, 4, seed=1)
     >>> s.shape, bool(((s >= 0) & (s < 1)).all())
@@ -485,6 +522,8 @@ def synthetic_gate_scores(
     """
     n_tokens = check_int("n_tokens", n_tokens, lo=0)
     n_experts = check_int("n_experts", n_experts, lo=1)
+    check_bytes("n_tokens", n_tokens, 32.0 * n_tokens * n_experts,
+                f"an n_tokens x {n_experts} score matrix and its temporaries")
     skew = check_real("skew", skew, lo=0.0)
     seed = check_int("seed", seed, lo=0)
     popularity_seed = seed if popularity_seed is None else popularity_seed
@@ -493,9 +532,15 @@ def synthetic_gate_scores(
     if skew == 0.0:
         return u  # exact Uniform(0, 1): no rounding from the odds formula
     z = np.random.default_rng([popularity_seed, 0]).standard_normal(n_experts)
-    w = np.exp(skew * z)
+    with np.errstate(over="ignore"):
+        w = np.exp(skew * z)
     uw = u * w
-    return uw / (uw + (1.0 - u))
+    with np.errstate(invalid="ignore", over="ignore"):
+        s = uw / (uw + (1.0 - u))
+    hot = ~np.isfinite(w)
+    if hot.any():  # odds multiplied by infinity: the limit is 1 (0 where u is exactly 0)
+        s[:, hot] = (u[:, hot] > 0.0).astype(np.float64)
+    return s
 
 
 def skew_for_load_ratio(
@@ -524,7 +569,10 @@ def skew_for_load_ratio(
     n_tokens = check_int("n_tokens", n_tokens, lo=1)
     seed = check_int("seed", seed, lo=0)
     max_skew = check_real("max_skew", max_skew, lo=0.0, lo_open=True)
-    iterations = check_int("iterations", iterations, lo=1)
+    iterations = check_int("iterations", iterations, lo=1, hi=200)
+    check_bytes("n_tokens", n_tokens, 32.0 * n_tokens * n_experts, "one sample of scores")
+    check_steps("n_tokens", n_tokens, 8.0 * (iterations + 2) * n_tokens * n_experts,
+                f"{iterations + 2} routings of n_tokens tokens over {n_experts} experts")
 
     def ratio(skew):
         s = synthetic_gate_scores(n_tokens, n_experts, skew, seed)
@@ -550,7 +598,8 @@ def expected_distinct_groups(n_experts: int, n_groups: int, k: int) -> float:
     ``E = G · (1 − C(N − N/G, k) / C(N, k))`` for ``N`` experts in ``G`` equal groups: each group
     is missed only when all ``k`` picks avoid its ``N/G`` experts. This is unconstrained top-k of
     i.i.d. scores. With groups = nodes it is the average nodes per token; with groups = GPUs, the
-    average distinct GPUs.
+    average distinct GPUs. Any ``n_experts`` below 2**63; ``k`` up to the memory budget of
+    :mod:`uneven.limits` (computed as a sum of ``k`` logarithms, not as exact binomials).
 
     >>> round(expected_distinct_groups(256, 8, 8), 2)
     5.29
@@ -560,7 +609,15 @@ def expected_distinct_groups(n_experts: int, n_groups: int, k: int) -> float:
     if n_experts % n_groups:
         raise ValueError(f"n_groups must divide n_experts ({n_experts}); got {n_groups}")
     k = check_int("k", k, lo=1, hi=n_experts)
-    miss = math.comb(n_experts - n_experts // n_groups, k) / math.comb(n_experts, k)
+    check_bytes("k", k, 16 * k, "one term per pick")
+    # C(N - N/G, k) / C(N, k) = prod_{i<k} (N - N/G - i) / (N - i), as a sum of log1p terms
+    # (exact big-integer binomials of N = 10**7 would take minutes).
+    a = n_experts - n_experts // n_groups
+    i = np.arange(k, dtype=np.float64)
+    if k > a:
+        miss = 0.0  # more picks than experts outside a group: every group is hit
+    else:
+        miss = float(np.exp(np.sum(np.log1p(-(n_experts - a) / (n_experts - i)))))
     return n_groups * (1.0 - miss)
 
 
@@ -575,6 +632,7 @@ def contiguous_placement(n_experts: int, n_gpus: int) -> np.ndarray:
     """
     n_gpus = check_int("n_gpus", n_gpus, lo=1)
     n_experts = check_int("n_experts", n_experts, lo=n_gpus)
+    check_bytes("n_experts", n_experts, 8 * n_experts, "one GPU id per expert")
     if n_experts % n_gpus:
         raise ValueError(f"n_gpus must divide n_experts ({n_experts}); got {n_gpus}")
     return np.arange(n_experts, dtype=np.int64) // (n_experts // n_gpus)

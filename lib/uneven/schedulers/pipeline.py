@@ -83,14 +83,19 @@ import numpy as np
 
 from .._jit import njit
 from .._validate import (
+    _show,
     as_float_array,
     as_int_array,
     check_bool,
     check_choice,
+    check_instance,
     check_int,
     check_real,
+    frozen_array,
+    trusted,
 )
 from ..engines.timeline import _deadlock_message, _resource_orders, _timeline_kernel
+from ..limits import check_bytes, check_steps
 
 __all__ = [
     "OP_KINDS",
@@ -116,6 +121,21 @@ SCHEDULE_KINDS = ("gpipe", "1f1b", "interleaved", "zb-h1", "zb-h2", "zb", "greed
 MODES = ("replay", "online", "replan")
 _FIXED = {"gpipe": 0, "1f1b": 1, "interleaved": 2, "zb-h1": 3, "zb-h2": 4}
 _TOL = 1e-9  # slack for ceil(c / t_F), so that 0.07 / 0.01 = 7.000000000000001 counts as 7
+#: Largest number of stages of a schedule (far beyond any real pipeline; each stage costs a few
+#: hundred bytes in a schedule, and :func:`simulate_pipeline` has its own size limits).
+MAX_STAGES = 1 << 20
+#: Largest number of model chunks per stage (interleaved).
+MAX_CHUNKS = 1 << 10
+#: Largest delay a re-plan turns into warm-ups: ``delays[i] / t_f`` above this many forward
+#: times is refused (no plan holds more micro-batches than this).
+MAX_REPLAN_RATIO = 2**31
+# Bytes a simulation allocates per op slot (2 p x ops per stage: compute ops and their sends),
+# counting the DAG, the timeline kernel's arrays and the result.
+_OP_BYTES = 320
+# Latest finish time a simulation may reach (s): beyond it, times would lose all precision.
+_TIME_CEILING = 1e250
+_SPLIT = ("zb-h1", "zb-h2", "zb", "greedy")
+_DISPATCHED = ("zb", "greedy")
 
 
 # --------------------------------------------------------------------------------------------
@@ -131,6 +151,16 @@ class PipelineSchedule:
     between their F and their B), ``None`` for ``greedy``. ``memory``: the budget of micro-batches
     held (F done, W not yet) on every stage, ``None`` for none. ``split_backward``: B and W are
     separate ops. ``dispatched``: the order comes from the dispatcher rather than a fixed recipe.
+
+    Every field is checked against the others when a schedule is made, by
+    :func:`pipeline_schedule`, by direct construction or by ``dataclasses.replace``: a schedule
+    of other ``p`` or ``m`` must be built anew (its warm-ups depend on them).
+
+    >>> import dataclasses
+    >>> dataclasses.replace(pipeline_schedule("1f1b", 8, 64), m=2)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ValueError: warmups must have entries in [1, 2] (at most m = 2 micro-batches); got ...
     """
 
     kind: str
@@ -141,6 +171,9 @@ class PipelineSchedule:
     split_backward: bool
     dispatched: bool
     memory: int | None = None
+
+    def __post_init__(self):
+        _validate_schedule(self)
 
 
 def pipeline_schedule(kind: str, p: int, m: int, v: int = 1, warmups=None,
@@ -160,9 +193,9 @@ def pipeline_schedule(kind: str, p: int, m: int, v: int = 1, warmups=None,
     (2, 2, 2, 1)
     """
     kind = check_choice("kind", kind, SCHEDULE_KINDS)
-    p = check_int("p", p, lo=1)
+    p = check_int("p", p, lo=1, hi=MAX_STAGES)
     m = check_int("m", m, lo=1)
-    v = check_int("v", v, lo=1)
+    v = check_int("v", v, lo=1, hi=MAX_CHUNKS)
     if kind == "interleaved":
         if v < 2:
             raise ValueError(f"v must be an integer >= 2 for kind='interleaved'; got {v}")
@@ -180,17 +213,10 @@ def pipeline_schedule(kind: str, p: int, m: int, v: int = 1, warmups=None,
         raise ValueError("warmups is required for kind='zb' (a list of p warm-up counts); got None")
     if warmups is not None:
         w = _check_warmups(warmups, p, m)
-    elif kind in ("1f1b", "zb-h1"):
+    elif kind == "1f1b":
         w = tuple(min(p - i, m) for i in range(p))
-    elif kind == "zb-h2":
-        w = tuple(min(2 * (p - i) - 1, m) for i in range(p))
-    elif kind == "gpipe":
-        w = (m,) * p
-    elif kind == "interleaved":
-        w = tuple(_interleaved_warmup(p, m, v, i) + 1 if m != p else m * v for i in range(p))
-        w = tuple(min(x, m * v) for x in w)
-    else:  # greedy
-        w = None
+    else:
+        w = _formula_warmups(kind, p, m, v)  # None for greedy
     split = kind in ("zb-h1", "zb-h2", "zb", "greedy")
     dispatched = kind in ("zb", "greedy")
     if memory is not None:
@@ -220,6 +246,83 @@ def _check_warmups(warmups, p, m) -> tuple:
 def _interleaved_warmup(p, m, v, s):
     """Megatron's count of warm-up chunk forwards (before the first steady forward)."""
     return 2 * (p - s - 1) + (v - 1) * p
+
+
+def _formula_warmups(kind, p, m, v):
+    """The warm-ups a kind comes with (``None`` for kinds that take them from the caller)."""
+    if kind == "zb-h1":
+        return tuple(min(p - i, m) for i in range(p))
+    if kind == "zb-h2":
+        return tuple(min(2 * (p - i) - 1, m) for i in range(p))
+    if kind == "gpipe":
+        return (m,) * p
+    if kind == "interleaved":
+        w = tuple(_interleaved_warmup(p, m, v, i) + 1 if m != p else m * v for i in range(p))
+        return tuple(min(x, m * v) for x in w)
+    return None
+
+
+def _validate_schedule(sc: PipelineSchedule) -> None:
+    """Check every field of a schedule against the others (see :class:`PipelineSchedule`)."""
+    def put(name, value):
+        object.__setattr__(sc, name, value)
+
+    anew = "; build the schedule anew with pipeline_schedule(...)"
+    kind = check_choice("kind", sc.kind, SCHEDULE_KINDS)
+    p = check_int("p", sc.p, lo=1, hi=MAX_STAGES)
+    m = check_int("m", sc.m, lo=1)
+    v = check_int("v", sc.v, lo=1, hi=MAX_CHUNKS)
+    if kind == "interleaved":
+        if v < 2 or m % p:
+            raise ValueError(f"v must be >= 2 and m a multiple of p for kind='interleaved'; got "
+                             f"p={p}, m={m}, v={v}{anew}")
+    elif v != 1:
+        raise ValueError(f"v must be 1 for kind={kind!r}; got {v}{anew}")
+    for name, want in (("split_backward", kind in _SPLIT), ("dispatched", kind in _DISPATCHED)):
+        value = check_bool(name, getattr(sc, name))
+        if value != want:
+            raise ValueError(f"{name} must be {want} for kind={kind!r}; got {value}{anew}")
+        put(name, value)
+    for name, value in (("kind", kind), ("p", p), ("m", m), ("v", v)):
+        put(name, value)
+    w = sc.warmups
+    if kind == "greedy":
+        if w is not None:
+            raise ValueError(f"warmups must be None for kind='greedy'; got {_show(w)}{anew}")
+    else:
+        top = m * v
+        if not _flat(w) or len(w) != p:
+            raise ValueError(f"warmups must be a tuple of p = {p} warm-up counts; "
+                             f"got {_show(w)}{anew}")
+        w = tuple(int(x) for x in as_int_array("warmups", w, ndim=1, shape=(p,)))
+        if min(w) < 1 or max(w) > top:
+            unit = f"m x v = {top} chunk forwards" if v > 1 else f"m = {m} micro-batches"
+            raise ValueError(f"warmups must have entries in [1, {top}] (at most {unit}); "
+                             f"got {_show(w)}{anew}")
+        if any(a < b for a, b in zip(w, w[1:], strict=False)):
+            raise ValueError(f"warmups must never increase along the pipe (w_i >= w_(i+1)); "
+                             f"got {_show(w)}")
+        formula = _formula_warmups(kind, p, m, v)
+        if formula is not None and w != formula:
+            raise ValueError(f"warmups must be {_show(formula)} for kind={kind!r} with p={p}, "
+                             f"m={m}; got {_show(w)}{anew}")
+    put("warmups", w)
+    mem = sc.memory
+    if kind == "zb-h1":
+        want = min(p, m)
+    elif kind == "zb-h2":
+        want = min(2 * p - 1, m)
+    else:
+        want = None
+    if mem is not None:
+        mem = check_int("memory", mem, lo=1)
+    if kind == "zb":
+        if mem is not None:
+            mem = check_int("memory", mem, lo=max(w), hi=m)
+    elif mem != want:
+        raise ValueError(f"memory must be {want} for kind={kind!r} with p={p}, m={m}; "
+                         f"got {_show(mem)}{anew}")
+    put("memory", mem)
 
 
 def slackness(warmups) -> np.ndarray:
@@ -270,17 +373,18 @@ def absorption_bound(delta, t_f, t_b, t_w=0.0):
     >>> absorption_bound(2, 1.0, 1.0, t_w=1.0)  # ZB-H2 with its memory budget
     2.0
     """
-    d = np.asarray(delta)
-    if d.dtype.kind not in "iu" and not (
-        d.dtype.kind == "f" and np.all(np.isfinite(d)) and np.all(d == np.round(d))
-    ):
-        raise ValueError(f"delta must be an integer or an array of integers; got {delta!r}")
+    d = as_float_array("delta", delta)
+    if not np.all(d == np.round(d)):
+        raise ValueError(f"delta must be an integer or an array of integers; got {_show(delta)}")
     tf = _positive("t_f", t_f)
     tb = _positive("t_b", t_b)
     tw = check_real("t_w", t_w, lo=0.0, unit="s")
-    d = d.astype(np.float64)
-    out = np.where(d >= 1.0, ((d - 1.0) * (tf + tb) + d * tw) / 2.0, 0.0)
-    return float(out) if out.ndim == 0 else out
+    with np.errstate(over="ignore", invalid="ignore"):
+        out = np.where(d >= 1.0, ((d - 1.0) * (tf + tb) + d * tw) / 2.0, 0.0)
+    if not np.isfinite(out).all():
+        raise ValueError(f"delta, t_f, t_b and t_w give a bound beyond the range of a float; "
+                         f"got delta up to {d.max():.3g}")
+    return float(out[0]) if np.ndim(delta) == 0 else out.reshape(np.shape(delta))
 
 
 def _positive(name, value) -> float:
@@ -300,6 +404,8 @@ def replan_warmups(delays, t_f, *, m=None, cap=None) -> tuple:
     rule used here: if ``cap < p`` the plan is ``min(p - i, cap)`` (1F1B-like, some links get
     Δ = 0); otherwise every link gets Δ = 1 and the remaining ``cap - p`` units go one by one
     to the link furthest below its wish (ties: the longer delay, then the upstream link).
+    Sizes: at most :data:`MAX_STAGES` stages; a delay may be at most :data:`MAX_REPLAN_RATIO`
+    forward times; any ``cap`` (the shares are computed in closed form, not unit by unit).
 
     >>> replan_warmups([0.03, 0.0, 0.0], t_f=0.01)
     (10, 5, 3, 1)
@@ -308,13 +414,24 @@ def replan_warmups(delays, t_f, *, m=None, cap=None) -> tuple:
     """
     c = as_float_array("delays", delays, ndim=1, lo=0.0, unit="s")
     p = c.size + 1
+    if p > MAX_STAGES:
+        raise ValueError(f"delays must have at most {MAX_STAGES - 1} entries (one per link); "
+                         f"got {c.size}")
     tf = _per_stage("t_f", t_f, p, positive=True)
     if m is not None:
         m = check_int("m", m, lo=1)
     if cap is not None:
         cap = check_int("cap", cap, lo=1)
+    cl, tl = c.tolist(), tf.tolist()
+    ratio = [cl[i] / tl[i] for i in range(p - 1)]  # Python floats: an overflow is inf
+    for i, r in enumerate(ratio):
+        if not r <= MAX_REPLAN_RATIO:
+            raise ValueError(
+                f"delays[{i}] / t_f must be at most {MAX_REPLAN_RATIO} forward times (no plan "
+                f"holds more micro-batches); got {cl[i]:.3g} s / {tl[i]:.3g} s"
+            )
     want = np.array(
-        [math.ceil(c[i] / tf[i] - _TOL) + 2 if c[i] > 0 else 2 for i in range(p - 1)],
+        [math.ceil(ratio[i] - _TOL) + 2 if cl[i] > 0 else 2 for i in range(p - 1)],
         dtype=np.int64,
     )
     if cap is None or 1 + int(want.sum()) <= cap:
@@ -322,18 +439,67 @@ def replan_warmups(delays, t_f, *, m=None, cap=None) -> tuple:
     elif cap < p:
         return _clip_m(tuple(min(p - i, cap) for i in range(p)), m)
     else:
-        delta = np.ones(p - 1, dtype=np.int64)
-        for _ in range(cap - p):
-            deficit = want - delta
-            if deficit.max() <= 0:
-                break
-            # largest deficit, then longer delay, then upstream link
-            best = max(range(p - 1), key=lambda i: (deficit[i], c[i], -i))
-            delta[best] += 1
+        delta = _share_slack(want, c, cap - p)
     w = np.ones(p, dtype=np.int64)
-    for i in range(p - 2, -1, -1):
-        w[i] = w[i + 1] + delta[i]
+    w[:-1] += np.cumsum(delta[::-1])[::-1]
     return _clip_m(tuple(int(x) for x in w), m)
+
+
+def _share_slack(want, c, units):
+    """Every link gets slackness 1 and then ``units`` more, one at a time, each to the link
+    furthest below its wish (ties: the longer delay, then the upstream link).
+
+    Done in closed form rather than one unit at a time: taking from the largest deficit first
+    lowers every deficit above some level ``L`` to ``L`` (which costs ``S(L) = sum(max(0,
+    d - L))`` units), and the ``units - S(L)`` left over go one each to the links at level ``L``
+    in tie order. So the cost does not grow with ``units`` (a cap of 10**9 is as quick as 10).
+    """
+    d = want - 1  # deficits after the first unit each; all >= 1
+    if units >= int(d.sum()):
+        return want.copy()
+    lo, hi = 0, int(d.max())  # S(hi) = 0 <= units < S(0): find the least L with S(L) <= units
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if int(np.maximum(d - mid, 0).sum()) <= units:
+            hi = mid
+        else:
+            lo = mid + 1
+    level = lo
+    delta = 1 + (d - np.minimum(d, level))
+    left = units - int(np.maximum(d - level, 0).sum())
+    if left:
+        at_level = np.flatnonzero(d >= level)
+        order = sorted(at_level.tolist(), key=lambda i: (-c[i], i))
+        delta[order[:left]] += 1
+    return delta
+
+
+def _reference_share_slack(want, c, units):
+    """The rule of :func:`_share_slack` applied one unit at a time (test oracle)."""
+    delta = np.ones(want.size, dtype=np.int64)
+    for _ in range(units):
+        deficit = want - delta
+        if deficit.max() <= 0:
+            break
+        best = max(range(want.size), key=lambda i: (deficit[i], c[i], -i))
+        delta[best] += 1
+    return delta
+
+
+def _flat(value) -> bool:
+    """A tuple, list or 1-d array whose entries are not themselves sequences."""
+    if isinstance(value, np.ndarray):
+        return value.ndim == 1
+    return isinstance(value, (tuple, list)) and not any(
+        isinstance(x, (tuple, list, np.ndarray)) for x in value
+    )
+
+
+def _int_tuple(name, value, n) -> tuple:
+    if not _flat(value) or len(value) != n:
+        raise ValueError(f"{name} must be a tuple of {n} integers (one per stage); "
+                         f"got {_show(value)}")
+    return tuple(int(x) for x in as_int_array(name, value, ndim=1, shape=(n,), lo=0))
 
 
 def _clip_m(w, m):
@@ -380,6 +546,34 @@ class PipelineResult:
     resource_names: tuple = field(repr=False)
     kind_names: tuple = field(default=OP_KINDS, repr=False)
 
+    def __post_init__(self):
+        put = object.__setattr__
+        sched = check_instance("schedule", self.schedule, PipelineSchedule,
+                               "from pipeline_schedule(...)")
+        p = sched.p
+        put(self, "iteration_time", check_real("iteration_time", self.iteration_time, lo=0.0,
+                                               unit="s"))
+        for name in ("bubble_fraction", "busy", "peak_memory"):
+            put(self, name, frozen_array(name, getattr(self, name), shape=(p,)))
+        put(self, "warmups", _int_tuple("warmups", self.warmups, p))
+        put(self, "mode", check_choice("mode", self.mode, MODES))
+        put(self, "hol", check_bool("hol", self.hol))
+        res = frozen_array("resource", self.resource, dtype="int", ndim=1, lo=0)
+        n = res.shape
+        put(self, "resource", res)
+        for name in ("start", "finish"):
+            put(self, name, frozen_array(name, getattr(self, name), shape=n))
+        for name in ("kind", "microbatch", "chunk", "stage"):
+            put(self, name, frozen_array(name, getattr(self, name), dtype="int", shape=n, lo=0))
+        if n[0] and (self.kind.max() >= len(OP_KINDS) or self.stage.max() >= p
+                     or res.max() >= 3 * p):
+            raise ValueError(f"kind, stage and resource must be op codes < {len(OP_KINDS)}, "
+                             f"stages < p = {p} and resources < 3p")
+        for name in ("resource_names", "kind_names"):
+            names = getattr(self, name)
+            if not isinstance(names, tuple) or not all(isinstance(x, str) for x in names):
+                raise ValueError(f"{name} must be a tuple of strings; got {_show(names)}")
+
     def order(self, stage: int) -> list:
         """The ops of one stage's GPU stream in run order, e.g. ``['F0', 'F1', 'B0', ...]``.
 
@@ -412,6 +606,20 @@ class TraceResult:
     warmups: np.ndarray = field(repr=False)
     switched: np.ndarray = field(repr=False)
     peak_memory: np.ndarray = field(repr=False)
+
+    def __post_init__(self):
+        put = object.__setattr__
+        times = frozen_array("iteration_times", self.iteration_times, ndim=1, lo=0.0)
+        put(self, "iteration_times", times)
+        warm = frozen_array("warmups", self.warmups, dtype="int", ndim=2, lo=0)
+        if warm.shape[0] != times.size:
+            raise ValueError(f"warmups must have one row per iteration ({times.size}); got "
+                             f"shape {warm.shape}")
+        put(self, "warmups", warm)
+        put(self, "switched", frozen_array("switched", self.switched, dtype="bool",
+                                           shape=times.shape))
+        put(self, "peak_memory", frozen_array("peak_memory", self.peak_memory,
+                                              shape=warm.shape, lo=0.0))
 
     @property
     def total_time(self) -> float:
@@ -450,6 +658,12 @@ def simulate_pipeline(
     delays the order is planned under before it is replayed; default zero, a healthy network.
     The PipeMorph artifact's Fig. 8 plans each curve's order this way, under a small delay.
 
+    Size: one iteration has ``2 p (2 or 3) m v`` op slots (compute ops and their sends), about
+    320 bytes each, within the memory budget of :mod:`uneven.limits` (2 GiB by default: e.g.
+    p = 64, m = 16,384 for 1F1B); the dispatcher (dispatched kinds, ``online``, ``replan``) takes
+    about ``p`` steps per op, within the work budget (2e9 by default: e.g. p = 64, m = 40,000).
+    Every finish time must stay below 1e250 s.
+
     >>> zb = pipeline_schedule("zb-h2", p=4, m=12)
     >>> [round(simulate_pipeline(zb, 0.01, 0.01, 0.01, delays=[c, 0, 0]).iteration_time, 3)
     ...  for c in (0.0, 0.01, 0.02)]
@@ -459,13 +673,15 @@ def simulate_pipeline(
     p, v = sched.p, sched.v
     ld = _link_array("delays", delays, p, v)
     lt = _link_array("transfer", transfer, p, v)
-    warm = _mode_warmups(sched, mode, ld, tf, cap)
-    plan = None
+    pd = None
     if plan_delays is not None:
         if mode != "replay" or not sched.dispatched:
             raise ValueError("plan_delays applies to mode='replay' of a dispatched kind (zb-h1, "
                              f"zb-h2, zb, greedy); got kind={sched.kind!r}, mode={mode!r}")
-        plan = _plan(sched, tf, tb, tw, _link_array("plan_delays", plan_delays, p, v), lt, hol)
+        pd = _link_array("plan_delays", plan_delays, p, v)
+    _check_size(sched, mode, tf, tb, tw, ld if pd is None else np.maximum(ld, pd), lt)
+    warm = _mode_warmups(sched, mode, ld, tf, cap)
+    plan = None if pd is None else _plan(sched, tf, tb, tw, pd, lt, hol)
     return _simulate(sched, tf, tb, tw, ld, lt, mode, hol, warm, plan=plan)
 
 
@@ -488,7 +704,9 @@ def simulate_trace(
     warm-ups live. ``replan`` switches plans only at iteration boundaries: iteration ``k`` runs the
     warm-ups planned from row ``k - lag`` (the delays the monitor reported by then; the healthy
     plan while ``k < lag``), dispatched live under row ``k``. ``lag=0`` is an oracle. Other
-    arguments as in :func:`simulate_pipeline`. Identical iterations are simulated once.
+    arguments as in :func:`simulate_pipeline`. Identical iterations are simulated once; the
+    distinct ones together must fit the work budget of :mod:`uneven.limits` (each as in
+    :func:`simulate_pipeline`).
     """
     sched, tf, tb, tw, mode, hol = _check_common(schedule, t_f, t_b, t_w, mode, hol)
     p, v = sched.p, sched.v
@@ -503,6 +721,9 @@ def simulate_trace(
         raise ValueError("delay_trace must have at least one row (iteration); got 0")
     lag = check_int("lag", lag, lo=0)
     lt = _link_array("transfer", transfer, p, v)
+    n_distinct = len({row.tobytes() for row in trace})
+    _check_size(sched, mode, tf, tb, tw, trace.max(axis=0, initial=0.0), lt, runs=n_distinct,
+                runs_name="delay_trace")
     plan = None
     if mode == "replay" and sched.dispatched:
         plan = _plan(sched, tf, tb, tw, np.zeros(max(p, 1)), lt, hol)
@@ -545,6 +766,21 @@ class DelaySweep:
     peak_memory: np.ndarray = field(repr=False)
     warmups: np.ndarray = field(repr=False)
 
+    def __post_init__(self):
+        put = object.__setattr__
+        cs = frozen_array("delays", self.delays, ndim=1, lo=0.0)
+        put(self, "delays", cs)
+        put(self, "iteration_times", frozen_array("iteration_times", self.iteration_times,
+                                                  shape=cs.shape, lo=0.0))
+        put(self, "extra", frozen_array("extra", self.extra, shape=cs.shape))
+        warm = frozen_array("warmups", self.warmups, dtype="int", ndim=2, lo=0)
+        if warm.shape[0] != cs.size:
+            raise ValueError(f"warmups must have one row per delay ({cs.size}); got shape "
+                             f"{warm.shape}")
+        put(self, "warmups", warm)
+        put(self, "peak_memory", frozen_array("peak_memory", self.peak_memory,
+                                              shape=warm.shape, lo=0.0))
+
 
 def delay_sweep(schedule: PipelineSchedule, t_f, t_b, t_w=0.0, *, link: int = 0, delays,
                 **kwargs) -> DelaySweep:
@@ -552,6 +788,7 @@ def delay_sweep(schedule: PipelineSchedule, t_f, t_b, t_w=0.0, *, link: int = 0,
 
     Other keyword arguments go to :func:`simulate_pipeline` (``mode``, ``hol``, ``transfer``,
     ``cap``, ``plan_delays``); the zero-delay run they are compared with uses the same ones.
+    All ``len(delays) + 1`` runs together must fit the work budget of :mod:`uneven.limits`.
 
     >>> s = pipeline_schedule("greedy", 2, 30)
     >>> sw = delay_sweep(s, 0.01, 0.01, 0.01, delays=[0.0, 0.01, 0.02], plan_delays=[0.005])
@@ -567,6 +804,15 @@ def delay_sweep(schedule: PipelineSchedule, t_f, t_b, t_w=0.0, *, link: int = 0,
     if n_links == 0:
         raise ValueError(f"schedule must have at least 2 stages to delay a link; got p={p}")
     cs = as_float_array("delays", delays, ndim=1, lo=0.0, unit="s")
+    if cs.size:
+        d = np.zeros(n_links)
+        d[link] = cs.max()
+        _check_common(schedule, t_f, t_b, t_w, kwargs.get("mode", "replay"),
+                      kwargs.get("hol", False))
+        _check_size(schedule, kwargs.get("mode", "replay"), _per_stage("t_f", t_f, p, True),
+                    _per_stage("t_b", t_b, p, True), _per_stage("t_w", t_w, p, False),
+                    _link_array("delays", d, p, schedule.v), np.zeros(max(p, 1)),
+                    runs=cs.size + 1, runs_name="delays")
     base = simulate_pipeline(schedule, t_f, t_b, t_w, delays=0.0, **kwargs).iteration_time
     times = np.empty(cs.size)
     peaks = np.empty((cs.size, p))
@@ -605,6 +851,30 @@ def _check_common(schedule, t_f, t_b, t_w, mode, hol):
             f"the zero-bubble kinds); got mode={mode!r}"
         )
     return schedule, tf, tb, tw, mode, hol
+
+
+def _check_size(sched, mode, tf, tb, tw, ld, lt, runs=1, runs_name=None):
+    """Refuse a simulation beyond the memory or work budget, or whose times could overflow."""
+    p, m, v = sched.p, sched.m, sched.v
+    n_per = (3 if sched.split_backward else 2) * m * v
+    n_slots = 2 * p * n_per
+    size = f"p={p}, m={m}" + (f", v={v}" if v > 1 else "")
+    check_bytes("schedule", size, _OP_BYTES * n_slots, f"{n_slots:,} op slots of one iteration")
+    dispatch = mode != "replay" or sched.dispatched
+    steps = n_slots * (p if dispatch else 4) * runs
+    what = "dispatching every op past every stage" if dispatch else "building and timing the ops"
+    if runs > 1:
+        check_steps(runs_name, f"{runs} distinct runs of {size}", steps, what)
+    else:
+        check_steps("schedule", size, steps, what)
+    # Python floats: an overflow is inf, never a warning.
+    horizon = (m * (sum(tf.tolist()) + sum(tb.tolist()) + sum(tw.tolist()))
+               + 2.0 * m * v * p * (float(ld.max()) + float(lt.max())))
+    if not horizon <= _TIME_CEILING:
+        raise ValueError(
+            f"t_f, t_b, t_w, delays and transfer could put a finish time beyond {_TIME_CEILING:g} "
+            f"s (bound {horizon:.3g} s for p={p}, m={m}); use times of sensible magnitude"
+        )
 
 
 def _per_stage(name, value, p, positive):
@@ -727,7 +997,8 @@ def _simulate(sched, tf, tb, tw, ld, lt, mode, hol, warm, plan):
         a.flags.writeable = False
     bubble = 1.0 - busy / makespan
     bubble.flags.writeable = False
-    return PipelineResult(
+    return trusted(
+        PipelineResult,
         iteration_time=makespan,
         bubble_fraction=bubble,
         busy=busy,
