@@ -54,3 +54,34 @@ def test_compute_unit_tax_rows():
     assert rows[3].share <= rows[4].share  # more SMs taken, never cheaper
     with pytest.raises(ValueError, match="comm_sms"):
         compute_unit_tax(n_steps=1, comm_sms=(200,))
+
+
+def test_hardened_inputs():
+    import dataclasses
+
+    from uneven.counterfactuals import TaxRow
+
+    row = TaxRow("x", "y", 2.0, 1.0)
+    for change, name in (({"on": 0.0}, "on"), ({"off": float("nan")}, "off"),
+                         ({"system": None}, "system"), ({"on": 1e300}, "on")):
+        with pytest.raises(ValueError, match=name):
+            dataclasses.replace(row, **change)
+    for bad in ([1 + 1j], ["a"], [[1.0, 2.0]], [True], np.zeros(2000) + 1, [-np.inf]):
+        with pytest.raises(ValueError, match="factors"):
+            bandwidth_sweep(bad, ep=16, tokens_per_die=4)
+    with pytest.raises(ValueError, match="ep"):
+        bandwidth_sweep([1.0], ep=1024)  # beyond the largest die superpod
+    with pytest.raises(ValueError, match="t_op"):
+        network_fix_sweep(0.03, [0.5], t_op=1e-300)
+    with pytest.raises(ValueError, match="comm_sms"):
+        compute_unit_tax(comm_sms=np.broadcast_to(1.0, (2**40,)))
+    r = network_fix_sweep(0.03, [0.0, 1.0], p=4, m=12)
+    assert not r["zb_cpu"].flags.writeable and not r["shares"].flags.writeable
+
+
+def test_decode_runs_count_against_the_work_budget(monkeypatch):
+    monkeypatch.setenv("UNEVEN_MAX_STEPS", "1e6")
+    with pytest.raises(ValueError, match="n_steps=.*UNEVEN_MAX_STEPS"):
+        transport_before_after(n_steps=5)
+    with pytest.raises(ValueError, match="n_steps=.*UNEVEN_MAX_STEPS"):
+        compute_unit_tax(n_steps=5)

@@ -59,3 +59,29 @@ def test_roofline_and_hiding_ratio():
         ExpertCost("x", 1.0, 1.0, 1.0, 1.0, 0.0)
     with pytest.raises(ValueError, match="cost"):
         expert_time("H20", 4)
+
+
+def test_rows_and_costs_are_checked():
+    import dataclasses
+
+    from uneven.ep_fabrics import FabricDispatch
+
+    row = dispatch_on_fabrics(tokens_per_gpu=4)[-1]
+    for change, name in (({"family": "scale-sideways"}, "family"), ({"time": -1.0}, "time"),
+                         ({"core_model": {"x": float("nan")}}, "core_model"),
+                         ({"network": 1j}, "network"), ({"name": 7}, "name")):
+        with pytest.raises(ValueError, match=name):
+            dataclasses.replace(row, **change)
+    assert isinstance(row, FabricDispatch)
+    with pytest.raises(ValueError, match="seed"):
+        dispatch_on_fabrics(tokens_per_gpu=4, seed=-1)
+    c = EXPERT_COSTS["DeepSeek-V3 expert, H20 decode (FP8), shared NIC"]
+    for change, name in (({"hbm_bw": 5e-324}, "hbm_bw"), ({"token_time": 1e300}, "token_time"),
+                         ({"remote_fraction": 5e-324}, "remote_fraction")):
+        with pytest.raises(ValueError, match=name):
+            dataclasses.replace(c, **change)
+    with pytest.raises(ValueError, match="tokens"):
+        expert_time(c, 1e300)
+    with pytest.raises(ValueError, match="tokens"):
+        roofline_hiding_ratio(c, 5e-324)
+    assert expert_time(c, np.array(4.0)) == expert_time(c, 4)  # a 0-d array is a number

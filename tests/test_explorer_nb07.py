@@ -58,3 +58,63 @@ def test_figure_recipes_draw():
         assert plots.png_bytes(fig)[1:4] == b"PNG"
     md = nb07.evidence_markdown(evidence_rows())
     assert md.count("\n") == len(evidence_rows()) + 2 and "[chapter]" in md
+
+
+def test_state_and_recipes_refuse_bad_input_by_name():
+    import dataclasses
+
+    from uneven.counterfactuals import bandwidth_sweep, network_fix_sweep
+
+    s = nb07.uneven_state()
+    for change, name in (({"pieces": {"x": 1}}, "pieces"), ({"curves": {}}, "curves"),
+                         ({"curves": {**s.curves, "ubep": {"s": [0.5], "baseline": [np.nan],
+                                                           "system": [1.0]}}}, "curves")):
+        with pytest.raises(ValueError, match=name):
+            dataclasses.replace(s, **change)
+    with pytest.raises(ValueError, match="state"):
+        nb07.unevenness_figure("state")
+    with pytest.raises(ValueError, match="fig"):
+        nb07.draw_uneven(None, s)
+    t = policy_table([[1.0, 2.0], [1.5, 1.0]], ["a", "b"], ["x", "y"])
+    with pytest.raises(ValueError, match="defaults"):
+        nb07.policy_figure({"demo": t}, defaults={"demo": "c"})
+    with pytest.raises(ValueError, match="tables"):
+        nb07.policy_figure([t])
+    ns = np.array([1, 2, 8])
+    with pytest.raises(ValueError, match="closed"):
+        nb07.order_stats_figure(ns, {"g": [1.0, np.inf, 2.0]}, {})
+    with pytest.raises(ValueError, match="simulated"):
+        nb07.order_stats_figure(ns, {"g": ns * 0.1}, {"g": ([2], [0.1])})
+    with pytest.raises(ValueError, match="pieces"):
+        nb07.slow_pieces_figure({"ubep": s.pieces["deepseek"]})
+    sweep = network_fix_sweep(0.03, [0.0, 1.0], p=4, m=12)
+    bw = bandwidth_sweep([1, np.inf], ep=16, tokens_per_die=4)
+    ba = {("skewed", "A"): 2e-4, ("skewed", "B"): 1e-4, ("balanced", "A"): 1e-4,
+          ("balanced", "B"): 1e-4}
+    with pytest.raises(ValueError, match="before_after"):
+        nb07.network_fixes_figure(sweep, {**ba, ("skewed", "A"): 0.0}, bw)
+    with pytest.raises(ValueError, match="bandwidth"):
+        nb07.network_fixes_figure(sweep, ba, {**bw, "factors": [np.inf, np.inf]})
+    with pytest.raises(ValueError, match="sweep"):
+        nb07.network_fixes_figure({**sweep, "zb_cpu": sweep["zb_cpu"] * 1e300}, ba, bw)
+    with pytest.raises(ValueError, match="rows"):
+        nb07.compute_tax_figure([1, 2])
+    with pytest.raises(ValueError, match="bound"):
+        nb07.compute_tax_figure([TaxRow("a", "b", 2.0, 1.0)], bound=("c", np.nan))
+    with pytest.raises(ValueError, match="rows"):
+        nb07.fabrics_figure("rows")
+    rows = evidence_rows()
+    with pytest.raises(ValueError, match="rows"):
+        nb07.evidence_figure([{**rows[0], "kind": "blog"}])
+    with pytest.raises(ValueError, match="rows"):
+        nb07.evidence_markdown([{**rows[0], "claim": None}])
+    from uneven.expert_roofline import EXPERT_COSTS
+
+    kw = dict(decode_tokens=(1, 256), training_tokens=(2000, 20000),
+              decode_gain=([1, 4], [0.1, 0.2]), training_gain=0.1)
+    with pytest.raises(ValueError, match="costs"):
+        nb07.regimes_figure({"x": "cost"}, [1.0, 10.0], **kw)
+    with pytest.raises(ValueError, match="decode_gain"):
+        nb07.regimes_figure(EXPERT_COSTS, [1.0, 10.0], **{**kw, "decode_gain": ([1, 4], [0.1])})
+    with pytest.raises(ValueError, match="tokens"):
+        nb07.regimes_figure(EXPERT_COSTS, [0.0, 10.0], **kw)

@@ -97,3 +97,23 @@ def test_bad_inputs_name_the_parameter():
         simulate_max("gaussian", 10, trials=10**9)
     with pytest.raises(ValueError, match="n must be an integer"):
         expected_max("gaussian", True)
+
+
+def test_hardened_inputs_and_budgets(monkeypatch):
+    # ragged, string and bool inputs, an alpha whose 1 - 1/alpha rounds to 0, a huge scale
+    for bad in ([[1, 2], [3]], "3", [True, False], 10**400):
+        with pytest.raises(ValueError, match="n"):
+            harmonic(bad)
+    with pytest.raises(ValueError, match="alpha"):
+        expected_max("pareto", 4, alpha=1.0 + 1e-15)
+    with pytest.raises(ValueError, match="scale"):
+        simulate_max("gaussian", 4, scale=1e300)
+    assert harmonic(np.array(3)) == pytest.approx(11 / 6)  # a 0-d array is a number
+    assert expected_max("gaussian", [[2, 3]]).shape == (1, 2)
+    # loops that follow from a parameter are refused beyond the work budget, by name
+    monkeypatch.setenv("UNEVEN_MAX_STEPS", "1e6")
+    with pytest.raises(ValueError, match="n=.*UNEVEN_MAX_STEPS"):
+        expected_max("gaussian", np.arange(1, 1000))
+    with pytest.raises(ValueError, match="trials=.*UNEVEN_MAX_STEPS"):
+        simulate_max("exponential", 100, trials=10_000)
+    assert simulate_max("exponential", 4, trials=100)[0] > 0

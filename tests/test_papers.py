@@ -54,3 +54,21 @@ def test_evidence_rows_and_validation():
         Evidence("x", "paper", "testbed", "H800", "8 GPUs", gpus=(16, 8))
     with pytest.raises(ValueError, match="papers"):
         evidence_rows(["not a paper"])
+
+
+def test_evidence_and_papers_are_checked():
+    import dataclasses
+
+    e = paper("deepseek").evidence[0]
+    for change, name in (({"gpus": (True, 8)}, "gpus"), ({"gpus": 8}, "gpus"),
+                         ({"gpus": (1, 10**400)}, "gpus"), ({"hardware": 1j}, "hardware"),
+                         ({"label": ["paper"]}, "label")):
+        with pytest.raises(ValueError, match=name):
+            dataclasses.replace(e, **change)
+    p = paper("deepseek")
+    with pytest.raises(ValueError, match="evidence"):
+        dataclasses.replace(p, evidence=("not evidence",))
+    with pytest.raises(ValueError, match="public"):
+        dataclasses.replace(p, public=1)
+    with pytest.raises(ValueError, match="papers"):
+        evidence_rows("deepseek")

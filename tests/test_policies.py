@@ -95,3 +95,44 @@ def test_scaling_every_time_keeps_the_choice(scale):
     a = policy_table(t, ["a", "b", "c"], ["x", "y", "z"])
     b = policy_table(t * scale, ["a", "b", "c"], ["x", "y", "z"])
     assert a.fixed == b.fixed and np.allclose(a.loss, b.loss)
+
+
+def test_tables_are_checked_and_read_only():
+    import dataclasses
+
+    t = policy_table([[1.0, 4.0], [1.5, 2.0]], ["a", "b"], ["w1", "w2"], info={"a": (1, 2)})
+    assert not t.times.flags.writeable and t.info == {"a": (1, 2)}
+    for change, name in (({"times": [[1.0, 1j], [1.0, 1.0]]}, "times"),
+                         ({"times": [[1.0, 0.0], [1.0, 1.0]]}, "times"),
+                         ({"workloads": np.zeros((2, 2, 2))}, "workloads"),
+                         ({"policies": ["a", 3]}, "policies"),
+                         ({"info": {"c": 1}}, "info"),
+                         ({"info": {"a": float("nan")}}, "info"),
+                         ({"criterion": "median"}, "criterion")):
+        with pytest.raises(ValueError, match=name):
+            dataclasses.replace(t, **change)
+    mine = np.array([[1.0, 2.0], [2.0, 1.0]])
+    policy_table(mine, ["a", "b"], ["x", "y"])
+    assert mine.flags.writeable  # the caller's array is copied, not frozen
+
+
+def test_builders_name_their_own_parameters():
+    with pytest.raises(ValueError, match="workloads"):
+        core_split_table([(1024, 4)])  # beyond the largest die superpod (768 dies)
+    with pytest.raises(ValueError, match="workloads"):
+        core_split_table([(512, 4096)])  # more than 2**20 tokens in all
+    with pytest.raises(ValueError, match="options"):
+        transport_policy_table([4], options={"x": {"mode": "teleport"}})
+    with pytest.raises(ValueError, match="options"):
+        transport_policy_table([4], options={"x": {"placement": "EPLB"}})
+    with pytest.raises(ValueError, match="placement"):
+        transport_policy_table([4], placement="random")
+    with pytest.raises(ValueError, match="n_hosts"):
+        transport_policy_table([4], n_hosts=3)  # 24 GPUs do not divide 256 experts
+    d = {"healthy": [0.0, 0.0, 0.0]}
+    with pytest.raises(ValueError, match="baselines"):
+        warmup_policy_table(d, p=4, m=12, baselines=("1f1b", "1f1b"))
+    with pytest.raises(ValueError, match="profiles"):
+        warmup_policy_table({1: [0.0, 0.0, 0.0]}, p=4, m=12)
+    with pytest.raises(ValueError, match="t_op"):
+        warmup_policy_table({"x": [0.03, 0.0, 0.0]}, p=4, m=12, t_op=1e-300)

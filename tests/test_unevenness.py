@@ -55,3 +55,31 @@ def test_cache_and_validation():
         slow_piece("megatron", 0.5)
     with pytest.raises(ValueError, match="s"):
         slow_piece("ubep", -0.1)
+
+
+def test_pieces_and_knobs_are_checked(monkeypatch):
+    import dataclasses
+
+    r = slow_piece("ubep", 0.5)
+    for change, name in (({"per_rank": [1 + 1j]}, "per_rank"), ({"per_rank": []}, "per_rank"),
+                         ({"key": "adaptra"}, "key"), ({"baseline_ideal": 0.0}, "baseline_ideal"),
+                         ({"s": 2.0}, "s"), ({"value": float("inf")}, "value")):
+        with pytest.raises(ValueError, match=name):
+            dataclasses.replace(r, **change)
+    with pytest.raises(ValueError, match="hi"):
+        dataclasses.replace(KNOBS["ubep"], hi=1e308)
+    with pytest.raises(ValueError, match="piece"):
+        dataclasses.replace(KNOBS["ubep"], piece=3)
+    with pytest.raises(ValueError, match="keys"):
+        unevenness_curves(keys={"nope": 1})
+    with pytest.raises(ValueError, match="keys"):
+        unevenness_curves(keys=("ubep", "ubep"))
+    with pytest.raises(ValueError, match="s_values"):
+        unevenness_curves(np.array(0.5))
+    c = unevenness_curves([0.0, 0.5], keys=("ubep",))
+    assert not c["ubep"]["baseline"].flags.writeable
+    # uncached points count against the work budget; cached ones are free
+    monkeypatch.setenv("UNEVEN_MAX_STEPS", "1e6")
+    assert unevenness_curves([0.0, 0.5], keys=("ubep",))["ubep"]["s"].tolist() == [0.0, 0.5]
+    with pytest.raises(ValueError, match="s_values=.*UNEVEN_MAX_STEPS"):
+        unevenness_curves([0.123, 0.456], keys=("deepseek",))

@@ -18,6 +18,18 @@ library's models twice or more, changing a single thing:
   transport (decode), SMs that fused communication takes from the GEMMs (training layer).
 
 Times in seconds.
+
+>>> r = bandwidth_sweep([1, 4, np.inf], ep=16, tokens_per_die=8)
+>>> [round(float(x) * 1e6, 1) for x in r["baseline"]], round(r["barriers"] * 1e6)
+([49.5, 46.6, 45.7], 40)
+>>> rows = compute_unit_tax(n_steps=1, decode_tokens=1, comm_sms=(20,))
+>>> [round(row.share, 2) for row in rows]
+[0.02, 0.56, 0.12, 0.03]
+>>> r = transport_before_after(tokens_per_gpu=1, n_steps=1)
+>>> round(r["balanced", "SM-free"] * 1e6, 1)
+28.7
+>>> TaxRow("a model", "a setting", 2.0, 1.5).share
+0.25
 """
 
 from __future__ import annotations
@@ -26,7 +38,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._validate import as_float_array, check_int, check_real
+from ._validate import _raw_array, _show, as_float_array, check_int, check_real, check_str, trusted
+from .limits import PY_STEP, check_steps
 
 __all__ = [
     "network_fix_sweep",
@@ -41,13 +54,16 @@ def network_fix_sweep(delay: float, shares, *, link: int = 0, p: int = 8, m: int
                       t_op: float = 0.01) -> dict:
     """Iteration times (s) when a network-layer fix removes a share of a slow link's delay.
 
-    ``delay`` (s, one way) sits on ``link`` of a ``p``-stage ZB-H2 pipeline with ``m``
-    micro-batches and every op ``t_op`` (s); ``shares`` (0 … 1) are the parts of it the network
-    removes. Returns arrays over ``shares``: ``"zb_cpu"`` (ZB-H2 planned healthy and replayed,
-    sends on CPU processes), ``"zb_hol"`` (the same with sends on the GPU stream, a stuck send
-    blocking compute), and scalars ``"pipemorph"`` (PipeMorph's re-plan with CPU sends under the
-    *whole* delay: no network fix), ``"healthy"`` (no delay) and ``"knee"`` (the delay ZB-H2's
-    link absorbs with its memory budget, c* = ((Δ - 1)(t_F + t_B) + Δ t_W)/2 with Δ = 2).
+    ``delay`` (s, one way, at most 1e6) sits on ``link`` of a ``p``-stage ZB-H2 pipeline with
+    ``m`` micro-batches (``p <= 64``, ``m <= 1024``) and every op ``t_op`` (s, at most 1e6 and
+    at least ``delay / 1e9``);
+    ``shares`` (a 1-d list of numbers in [0, 1]) are the parts of it the network removes; their
+    two simulations each count against the work budget of :mod:`uneven.limits`. Returns arrays
+    over ``shares``: ``"zb_cpu"`` (ZB-H2 planned healthy and replayed, sends on CPU processes),
+    ``"zb_hol"`` (the same with sends on the GPU stream, a stuck send blocking compute), and
+    scalars ``"pipemorph"`` (PipeMorph's re-plan with CPU sends under the *whole* delay: no
+    network fix), ``"healthy"`` (no delay) and ``"knee"`` (the delay ZB-H2's link absorbs with
+    its memory budget, c* = ((Δ - 1)(t_F + t_B) + Δ t_W)/2 with Δ = 2).
 
     >>> r = network_fix_sweep(0.03, [0.0, 1.0], p=4, m=12)
     >>> [round(x * 1e3) for x in r["zb_cpu"]], round(r["pipemorph"] * 1e3)
@@ -55,14 +71,18 @@ def network_fix_sweep(delay: float, shares, *, link: int = 0, p: int = 8, m: int
     """
     from .schedulers.pipeline import absorption_bound, pipeline_schedule, simulate_pipeline
 
-    c = check_real("delay", delay, lo=0.0, unit="s")
-    sh = as_float_array("shares", shares, ndim=1, lo=0.0)
-    if sh.size and sh.max() > 1.0:
-        raise ValueError(f"shares must be in [0, 1]; largest is {sh.max()}")
+    c = check_real("delay", delay, lo=0.0, hi=_MAX_S, unit="s")
+    sh = as_float_array("shares", shares, ndim=1, lo=0.0, hi=1.0)
+    sh.flags.writeable = False
     p = check_int("p", p, lo=2, hi=64)
     m = check_int("m", m, lo=1, hi=1024)
     link = check_int("link", link, lo=0, hi=p - 2)
-    t = check_real("t_op", t_op, lo=0.0, lo_open=True, unit="s")
+    t = check_real("t_op", t_op, lo=0.0, lo_open=True, hi=_MAX_S, unit="s")
+    if c > _MAX_DELAY_OPS * t:
+        raise ValueError(f"delay / t_op must be at most {_MAX_DELAY_OPS:g} ops (no plan holds "
+                         f"more micro-batches); got {c:g} s / {t:g} s")
+    check_steps("shares", f"{sh.size} shares", (2 * sh.size + 2) * (6 * p * p * m + PY_STEP),
+                "two pipeline iterations per share")
     zb = pipeline_schedule("zb-h2", p, m)
 
     def delays(x):
@@ -71,13 +91,21 @@ def network_fix_sweep(delay: float, shares, *, link: int = 0, p: int = 8, m: int
         return d
 
     cpu = np.array([simulate_pipeline(zb, t, t, t, delays=delays(c * (1 - f))).iteration_time
-                    for f in sh])
+                    for f in sh], dtype=np.float64)
     hol = np.array([simulate_pipeline(zb, t, t, t, delays=delays(c * (1 - f)),
-                                      hol=True).iteration_time for f in sh])
+                                      hol=True).iteration_time for f in sh], dtype=np.float64)
+    cpu.flags.writeable = hol.flags.writeable = False
     pm = simulate_pipeline(zb, t, t, t, delays=delays(c), mode="replan").iteration_time
     healthy = simulate_pipeline(zb, t, t, t).iteration_time
     return {"shares": sh, "zb_cpu": cpu, "zb_hol": hol, "pipemorph": pm, "healthy": healthy,
             "knee": absorption_bound(2, t, t, t_w=t)}
+
+
+def _decode_steps(setup, n_steps, runs) -> float:
+    """Loop steps of ``runs`` decode simulations of ``n_steps`` steps (about 2 ms plus 150 ns per
+    token copy each step)."""
+    return runs * n_steps * (2000 * PY_STEP + 150.0 * setup.n_gpus * setup.tokens_per_gpu
+                             * setup.k)
 
 
 def transport_before_after(*, tokens_per_gpu: int = 64, n_steps: int = 20, seed: int = 2
@@ -85,13 +113,17 @@ def transport_before_after(*, tokens_per_gpu: int = 64, n_steps: int = 20, seed:
     """Median exposed communication (s) of one decode layer (EP32 on H20), per-expert overlap
     on, for ``{(state, transport): seconds}`` with state ``"skewed"`` (contiguous placement, one
     copy per expert: DeepEP's default) or ``"balanced"`` (NIC-aware placement, swaps, relay) and
-    transport ``"DeepEP-LL-like"`` or ``"SM-free"`` (:mod:`uneven.ep_transport`)."""
+    transport ``"DeepEP-LL-like"`` or ``"SM-free"`` (:mod:`uneven.ep_transport`).
+    ``tokens_per_gpu`` in [1, 4096], ``n_steps`` in [1, 10,000]; the four runs count against the
+    work budget of :mod:`uneven.limits`."""
     from .ep_decode import DecodeSetup, simulate_decode
     from .ep_transport import DEEPEP_LL, SM_FREE
 
     setup = DecodeSetup(tokens_per_gpu=check_int("tokens_per_gpu", tokens_per_gpu, lo=1,
                                                  hi=4096))
     n_steps = check_int("n_steps", n_steps, lo=1, hi=10_000)
+    seed = check_int("seed", seed, lo=0)
+    check_steps("n_steps", n_steps, _decode_steps(setup, n_steps, 4), "four decode runs")
     out = {}
     for state, kw in (("skewed", {"placement": "contiguous"}),
                       ("balanced", {"placement": "NIC-aware", "swaps": True, "mode": "relay"})):
@@ -106,31 +138,47 @@ def bandwidth_sweep(factors, *, ep: int = 64, tokens_per_die: int = 128, seed: i
     """Jitter-free dispatch latency (s) inside a superpod against the bandwidth a core can push.
 
     ``factors`` multiply :attr:`uneven.schedulers.cores.CoreCosts.core_bandwidth` (1 = the
-    CloudMatrix-like default; ``np.inf`` is allowed: bytes cost nothing). Returns arrays over
-    ``factors`` for ``"baseline"`` (serialised, two barriers) and ``"ubep"``, and ``"barriers"``:
-    the time the baseline spends in its two barriers (s, the same at every bandwidth).
+    CloudMatrix-like default): a number or a 1-d list of at most 1,024 numbers in
+    [1e-6, 1e12], or ``np.inf`` (bytes cost nothing). ``ep`` in [2, 768], ``tokens_per_die`` in
+    [1, 8192] with ``ep * tokens_per_die <= 2**20``; routing and planning count against the
+    work budget of :mod:`uneven.limits`. Returns arrays over ``factors`` (``np.inf`` kept, as
+    given) for ``"baseline"`` (serialised, two barriers) and ``"ubep"``, and ``"barriers"``: the
+    time the baseline spends in its two barriers (s, the same at every bandwidth).
     """
     from .schedulers.cores import CoreCosts, ep_traffic, phase_latency, phase_plan, scheme
 
-    try:
-        f = np.atleast_1d(np.asarray(factors, dtype=np.float64))
-    except (TypeError, ValueError):
-        raise ValueError(f"factors must be numbers > 0 (inf allowed); got {factors!r}") from None
-    if f.ndim != 1 or f.size == 0 or np.any(np.isnan(f)) or f.min() <= 0:
-        raise ValueError(f"factors must be numbers > 0 (inf allowed); got {factors!r}")
-    traffic = ep_traffic(check_int("ep", ep, lo=2, hi=1024),
-                         tokens_per_rank=check_int("tokens_per_die", tokens_per_die, lo=1,
-                                                   hi=8192), seed=seed)
+    raw = _raw_array("factors", factors, "numbers > 0 (inf allowed)")
+    f = np.array(raw, dtype=np.float64, ndmin=1)  # a real dtype: no warning converting it
+    if f.ndim != 1 or not 1 <= f.size <= 1024 or np.isnan(f).any() or not (
+            (f >= 1e-6) & ((f <= 1e12) | (f == np.inf))).all():
+        raise ValueError(f"factors must be a 1-d list of 1 to 1,024 numbers in [1e-6, 1e12] or "
+                         f"inf; got {_show(factors)}")
+    f.flags.writeable = False
+    ep = check_int("ep", ep, lo=2, hi=_MAX_EP)
+    tokens_per_die = check_int("tokens_per_die", tokens_per_die, lo=1, hi=8192)
+    if ep * tokens_per_die > 1 << 20:
+        raise ValueError(f"ep * tokens_per_die must be <= {1 << 20}; got {ep} * {tokens_per_die}")
+    seed = check_int("seed", seed, lo=0, hi=2**31 - 1)
+    check_steps("factors", f"{f.size} factors", 10.0 * ep * tokens_per_die * max(256, ep)
+                + 2 * f.size * (80.0 * ep * ep + 200 * PY_STEP),
+                "routing once and planning two schemes per factor")
+    traffic = ep_traffic(ep, tokens_per_rank=tokens_per_die, seed=seed)
     base = CoreCosts()
     out = {"factors": f, "baseline": [], "ubep": []}
     for x in f:
         costs = base.with_(core_bandwidth=base.core_bandwidth * x if np.isfinite(x) else 1e30)
         for kind in ("baseline", "ubep"):
             out[kind].append(phase_latency(phase_plan(traffic, costs, scheme(kind))))
-    out["baseline"] = np.array(out["baseline"])
-    out["ubep"] = np.array(out["ubep"])
+    for kind in ("baseline", "ubep"):
+        out[kind] = np.array(out[kind], dtype=np.float64)
+        out[kind].flags.writeable = False
     out["barriers"] = 2 * base.barrier_cost
     return out
+
+
+_MAX_S = 1e6  # s: the longest delay, op or transfer the counterfactuals accept
+_MAX_DELAY_OPS = 1e9  # a delay of at most this many ops (the pipeline planner's limit is 2**31)
+_MAX_EP = 768  # EP ranks of the largest die superpod (48 nodes of 16 dies)
 
 
 @dataclass(frozen=True)
@@ -139,7 +187,9 @@ class TaxRow:
 
     ``on``: step (or layer) time with communication taking compute resources; ``off``: the
     same with that cost removed and everything else equal. ``share``: ``(on - off) / on``, the
-    part of the step that communication on the compute units costs.
+    part of the step that communication on the compute units costs. ``system`` and ``setting``
+    are strings, ``on`` is in [1e-15, 1e15] s and ``off`` in [0, 1e15] s (checked on
+    construction).
     """
 
     system: str
@@ -147,10 +197,21 @@ class TaxRow:
     on: float
     off: float
 
+    def __post_init__(self):
+        check_str("system", self.system)
+        check_str("setting", self.setting)
+        object.__setattr__(self, "on", check_real("on", self.on, lo=1e-15, hi=1e15, unit="s"))
+        object.__setattr__(self, "off", check_real("off", self.off, lo=0.0, hi=1e15, unit="s"))
+
     @property
     def share(self) -> float:
         """``(on - off) / on``."""
         return (self.on - self.off) / self.on
+
+
+def _row(system, setting, on, off) -> TaxRow:
+    """A row the library computed: no second check."""
+    return trusted(TaxRow, system=system, setting=setting, on=float(on), off=float(off))
 
 
 def compute_unit_tax(*, transfer: float = 0.5e-3, delay: float = 0.03, comm_sms=(20, 24),
@@ -167,7 +228,10 @@ def compute_unit_tax(*, transfer: float = 0.5e-3, delay: float = 0.03, comm_sms=
       h_ffn = 2,048) with SP + EP and both overlaps, fused communication taking each of
       ``comm_sms`` SMs of 132 from the GEMMs beside it, vs none.
 
-    Returns a list of :class:`TaxRow`.
+    ``transfer`` and ``delay`` at most 1e6 s; ``comm_sms``: 1 to 131 SM counts, each in
+    [1, 131]; ``decode_tokens`` in [1, 4096] and ``n_steps`` in [1, 10,000] (the two decode
+    runs count against the work budget of :mod:`uneven.limits`). Returns a list of
+    :class:`TaxRow`.
     """
     from .ep_decode import DecodeSetup, simulate_decode
     from .ep_transport import DEEPEP_LL, Transport
@@ -175,8 +239,18 @@ def compute_unit_tax(*, transfer: float = 0.5e-3, delay: float = 0.03, comm_sms=
     from .schedulers.moe_layer import H800_NODE, layer_timeline
     from .schedulers.pipeline import pipeline_schedule, simulate_pipeline
 
-    transfer = check_real("transfer", transfer, lo=0.0, unit="s")
-    delay = check_real("delay", delay, lo=0.0, unit="s")
+    transfer = check_real("transfer", transfer, lo=0.0, hi=_MAX_S, unit="s")
+    delay = check_real("delay", delay, lo=0.0, hi=_MAX_S, unit="s")
+    if isinstance(comm_sms, np.ndarray) and comm_sms.ndim == 1 and comm_sms.size <= 131:
+        comm_sms = comm_sms.tolist()
+    if not isinstance(comm_sms, (list, tuple, range)) or not 1 <= len(comm_sms) <= 131:
+        raise ValueError(f"comm_sms must be a list of 1 to 131 SM counts; got {_show(comm_sms)}")
+    comm_sms = [check_int("comm_sms", x, lo=1, hi=131) for x in comm_sms]
+    setup = DecodeSetup(tokens_per_gpu=check_int("decode_tokens", decode_tokens, lo=1,
+                                                 hi=4096))
+    n_steps = check_int("n_steps", n_steps, lo=1, hi=10_000)
+    seed = check_int("seed", seed, lo=0)
+    check_steps("n_steps", n_steps, _decode_steps(setup, n_steps, 2), "two decode runs")
     rows = []
     zb = pipeline_schedule("zb-h2", 8, 24)
     for label, c in (("healthy links", 0.0), (f"{delay * 1e3:g} ms on link 0↔1", delay)):
@@ -184,22 +258,19 @@ def compute_unit_tax(*, transfer: float = 0.5e-3, delay: float = 0.03, comm_sms=
         d[0] = c
         on, off = (simulate_pipeline(zb, 0.01, 0.01, 0.01, delays=d, transfer=transfer,
                                      mode="replan", hol=h).iteration_time for h in (True, False))
-        rows.append(TaxRow("pipeline: sends on the GPU stream", label, on, off))
+        rows.append(_row("pipeline: sends on the GPU stream", label, on, off))
     no_tax = Transport(f"{DEEPEP_LL.name}, no SM tax", DEEPEP_LL.fixed, DEEPEP_LL.per_message,
                        0.0)
-    setup = DecodeSetup(tokens_per_gpu=check_int("decode_tokens", decode_tokens, lo=1,
-                                                 hi=4096))
     on, off = (simulate_decode(setup, placement="NIC-aware", swaps=True, mode="relay",
                                overlap=True, transport=tr, n_steps=n_steps, seed=seed).median()
                for tr in (DEEPEP_LL, no_tax))
-    rows.append(TaxRow(f"decode: {DEEPEP_LL.sm_tax:.0%} SM tax", f"{decode_tokens} tokens/GPU",
-                       on, off))
+    rows.append(_row(f"decode: {DEEPEP_LL.sm_tax:.0%} SM tax",
+                     f"{setup.tokens_per_gpu} tokens/GPU", on, off))
     off = layer_timeline(DEEPSEEK_V3, "sp_ep", inter_op=True, intra_op=True,
                          hw=H800_NODE.with_(comm_sms=0)).layer_time
     for sms in comm_sms:
-        sms = check_int("comm_sms", sms, lo=1, hi=131)
         on = layer_timeline(DEEPSEEK_V3, "sp_ep", inter_op=True, intra_op=True,
                             hw=H800_NODE.with_(comm_sms=sms)).layer_time
-        rows.append(TaxRow(f"training layer: {sms} of 132 SMs", "DeepSeek-V3-shaped, overlapped",
+        rows.append(_row(f"training layer: {sms} of 132 SMs", "DeepSeek-V3-shaped, overlapped",
                            on, off))
     return rows

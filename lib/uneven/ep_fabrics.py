@@ -28,9 +28,14 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ._validate import check_int
+from ._validate import _show, check_choice, check_int, check_mapping, check_real, check_str, trusted
 
-__all__ = ["FabricDispatch", "dispatch_on_fabrics", "BOUND_NAMES"]
+__all__ = ["FabricDispatch", "dispatch_on_fabrics", "BOUND_NAMES", "FAMILIES"]
+
+#: The two families of :class:`FabricDispatch`.
+FAMILIES = ("scale-out", "scale-up")
+_MAX_S = 1e15  # s: the longest time a row holds
+_MAX_BYTES = 1e18  # bytes per rank a row may hold
 
 #: Link kinds of :data:`uneven.topology.LINK_KINDS` grouped into the resource they belong to.
 BOUND_NAMES = {"nvl_out": "NVLink", "nvl_in": "NVLink", "nic_up": "NIC", "nic_down": "NIC",
@@ -48,6 +53,8 @@ class FabricDispatch:
     ``offered``: payload bytes each rank dispatches (the same on every row); ``network``: bytes
     per rank that cross a NIC (scale-out) or leave a node (superpod); ``core_model``: for the
     superpod, the core-level dispatch latency of the serialised baseline and of UBEP (s).
+    Checked on construction: strings, one of :data:`FAMILIES`, times in [0, 1e15] s, bytes in
+    [0, 1e18], ``core_model`` a dict of at most 16 names -> times.
     """
 
     family: str
@@ -60,6 +67,26 @@ class FabricDispatch:
     offered: float
     network: float
     core_model: dict = field(default_factory=dict)
+
+    def __post_init__(self):
+        put = object.__setattr__
+        put(self, "family", check_choice("family", self.family, FAMILIES))
+        for name in ("name", "notebook", "bound"):
+            check_str(name, getattr(self, name))
+        for name in ("time", "drain", "latency"):
+            put(self, name, check_real(name, getattr(self, name), lo=0.0, hi=_MAX_S, unit="s"))
+        for name in ("offered", "network"):
+            put(self, name, check_real(name, getattr(self, name), lo=0.0, hi=_MAX_BYTES,
+                                       unit="bytes"))
+        core = check_mapping("core_model", self.core_model)
+        if len(core) > 16:
+            raise ValueError(f"core_model must have at most 16 entries; got {len(core)}")
+        out = {}
+        for k, v in core.items():
+            if not isinstance(k, str):
+                raise ValueError(f"core_model keys must be strings; got {_show(k)}")
+            out[k] = check_real(f"core_model[{k!r}]", v, lo=0.0, hi=_MAX_S, unit="s")
+        put(self, "core_model", out)
 
 
 def _route(n_ranks, tokens, k, n_experts, seed):
@@ -85,7 +112,8 @@ def dispatch_on_fabrics(*, tokens_per_gpu: int = 128, k: int = 8, n_experts: int
        core-level model's dispatch latency (serialised baseline and UBEP, 128 tokens per die
        unless ``tokens_per_gpu`` says otherwise; INT8 copies of 7,172 bytes there).
 
-    Largest size: ``tokens_per_gpu <= 1024``.
+    Largest sizes: ``tokens_per_gpu <= 1024``, ``k <= 32``, ``n_experts <= 4096`` (a multiple
+    of 64), ``hidden <= 65536``; ``seed`` in [0, 2**31).
     """
     from .engines.linkload import link_loads_matrix
     from .ep_traffic import dispatch_bytes_per_token, ep_dispatch_traffic
@@ -99,6 +127,7 @@ def dispatch_on_fabrics(*, tokens_per_gpu: int = 128, k: int = 8, n_experts: int
     if n_experts % 64:
         raise ValueError(f"n_experts must be a multiple of 64 (EP64); got {n_experts}")
     hidden = check_int("hidden", hidden, lo=128, hi=1 << 16)
+    seed = check_int("seed", seed, lo=0, hi=2**31 - 1)
     copy = dispatch_bytes_per_token(hidden, "fp8")
     offered = tokens * k * copy
     cases = [
@@ -125,8 +154,9 @@ def dispatch_on_fabrics(*, tokens_per_gpu: int = 128, k: int = 8, n_experts: int
                                  hidden=hidden, seed=seed)
             extra = {label: phase_latency(phase_plan(traffic, CoreCosts(), core_scheme(kind)))
                      for label, kind in (("serialised baseline", "baseline"), ("UBEP", "ubep"))}
-        rows.append(FabricDispatch(
-            family, name, nb, loads.time(), drain, loads.max_latency,
-            BOUND_NAMES[LINK_KINDS[int(topo.link_kind[link])]], offered,
-            float(tr.network.sum()) / topo.n_gpus, extra))
+        rows.append(trusted(
+            FabricDispatch, family=family, name=name, notebook=nb, time=float(loads.time()),
+            drain=float(drain), latency=float(loads.max_latency),
+            bound=BOUND_NAMES[LINK_KINDS[int(topo.link_kind[link])]], offered=float(offered),
+            network=float(tr.network.sum()) / topo.n_gpus, core_model=extra))
     return rows

@@ -25,6 +25,9 @@ GEMMs, is worth paying — depends on the batch. Units: seconds, bytes, bytes/s.
 >>> c = EXPERT_COSTS["DeepSeek-V3 expert, H20 decode (FP8), shared NIC"]
 >>> round(crossover_tokens(c))
 37
+>>> e = ExpertCost("toy", 1e6, 1e12, 1e-9, 1e4, 1e10, 0.5)
+>>> expert_time(e, [0, 10, 1e4]).tolist(), round(roofline_hiding_ratio(e, 2000), 6)
+([0.0, 1e-06, 1e-05], 0.002)
 """
 
 from __future__ import annotations
@@ -33,10 +36,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._validate import as_float_array, check_real
+from ._validate import as_float_array, check_real, check_str
+
+_MAX_BYTES = 1e15  # bytes: the largest expert or token copy
+_MAX_BW = 1e18  # bytes/s
+#: Most tokens per expert :func:`expert_time` and :func:`roofline_hiding_ratio` accept.
+MAX_TOKENS = 1e12
 
 __all__ = ["ExpertCost", "EXPERT_COSTS", "expert_time", "crossover_tokens",
-           "roofline_hiding_ratio"]
+           "roofline_hiding_ratio", "MAX_TOKENS"]
 
 
 @dataclass(frozen=True)
@@ -47,7 +55,9 @@ class ExpertCost:
     bytes/s; ``token_time``: s of compute per token; ``copy_bytes``: bytes of one token's
     dispatch plus combine; ``link_bw``: bytes/s per GPU of the link the all-to-all crosses;
     ``remote_fraction``: share of the copies that cross it. ``source`` says where the numbers
-    come from.
+    come from. Checked on construction: ``weight_bytes`` in [0, 1e15], ``copy_bytes`` in
+    [1, 1e15], bandwidths in [1, 1e18], ``token_time`` in [1e-15, 1e3] s, ``remote_fraction`` in
+    [1e-12, 1].
     """
 
     name: str
@@ -60,12 +70,20 @@ class ExpertCost:
     source: str = ""
 
     def __post_init__(self):
-        check_real("weight_bytes", self.weight_bytes, lo=0.0, unit="bytes")
+        put = object.__setattr__
+        check_str("name", self.name)
+        check_str("source", self.source)
+        put(self, "weight_bytes", check_real("weight_bytes", self.weight_bytes, lo=0.0,
+                                             hi=_MAX_BYTES, unit="bytes"))
         for name in ("hbm_bw", "link_bw"):
-            check_real(name, getattr(self, name), lo=0.0, lo_open=True, unit="bytes/s")
-        check_real("token_time", self.token_time, lo=0.0, lo_open=True, unit="s")
-        check_real("copy_bytes", self.copy_bytes, lo=0.0, lo_open=True, unit="bytes")
-        check_real("remote_fraction", self.remote_fraction, lo=0.0, lo_open=True, hi=1.0)
+            put(self, name, check_real(name, getattr(self, name), lo=1.0, hi=_MAX_BW,
+                                       unit="bytes/s"))
+        put(self, "token_time", check_real("token_time", self.token_time, lo=1e-15, hi=1e3,
+                                           unit="s"))
+        put(self, "copy_bytes", check_real("copy_bytes", self.copy_bytes, lo=1.0,
+                                           hi=_MAX_BYTES, unit="bytes"))
+        put(self, "remote_fraction", check_real("remote_fraction", self.remote_fraction,
+                                                lo=1e-12, hi=1.0))
 
 
 def _costs():
@@ -112,16 +130,16 @@ def _check_cost(cost):
 
 def expert_time(cost: ExpertCost, tokens):
     """The roofline ``max(W / HBM, n · t_tok)`` (s) of an expert with ``tokens`` tokens (0 for 0
-    tokens); ``tokens`` a number or an array of numbers >= 0.
+    tokens); ``tokens`` a number or an array of numbers in [0, 1e12].
 
     >>> c = EXPERT_COSTS["DeepSeek-V3 expert, H20 decode (FP8), shared NIC"]
     >>> round(expert_time(c, 1) * 1e6, 1), round(expert_time(c, 100) * 1e6, 1)   # µs
     (11.0, 29.8)
     """
     c = _check_cost(cost)
-    n = as_float_array("tokens", tokens, lo=0.0)
+    n = as_float_array("tokens", tokens, lo=0.0, hi=MAX_TOKENS)
     t = np.where(n > 0, np.maximum(c.weight_bytes / c.hbm_bw, n * c.token_time), 0.0)
-    return float(t.ravel()[0]) if np.ndim(tokens) == 0 else t
+    return float(t.ravel()[0]) if _is_scalar(tokens) else t.reshape(np.shape(n))
 
 
 def crossover_tokens(cost: ExpertCost) -> float:
@@ -132,14 +150,20 @@ def crossover_tokens(cost: ExpertCost) -> float:
 
 def roofline_hiding_ratio(cost: ExpertCost, tokens):
     """``R(n)``: the expert's time over the time its ``n`` tokens' copies take on the link
-    (``n · copy_bytes · remote_fraction / link_bw``); ``tokens`` > 0, a number or an array.
+    (``n · copy_bytes · remote_fraction / link_bw``); ``tokens`` in [1e-6, 1e12], a number or
+    an array.
 
     >>> c = EXPERT_COSTS["Internal-352B expert, H800 training (BF16), NVLink"]
     >>> round(roofline_hiding_ratio(c, 8192), 2)     # notebook 04: 3.48 when compute-bound
     3.48
     """
     c = _check_cost(cost)
-    n = as_float_array("tokens", tokens, lo=0.0, lo_open=True)
+    n = as_float_array("tokens", tokens, lo=1e-6, hi=MAX_TOKENS)
     comm = n * c.copy_bytes * c.remote_fraction / c.link_bw
     r = np.asarray(expert_time(c, n)) / comm
-    return float(r.ravel()[0]) if np.ndim(tokens) == 0 else r
+    return float(r.ravel()[0]) if _is_scalar(tokens) else r.reshape(np.shape(n))
+
+
+def _is_scalar(x) -> bool:
+    return not isinstance(x, (list, tuple, np.ndarray)) or (isinstance(x, np.ndarray)
+                                                            and x.ndim == 0)

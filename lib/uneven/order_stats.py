@@ -25,6 +25,13 @@ Units: whatever ``scale`` is in (seconds in the notebooks).
 9.488
 >>> round(expected_max("gaussian", 2), 4), round(1 / math.sqrt(math.pi), 4)
 (0.5642, 0.5642)
+>>> expected_mean("exponential", scale=2.0), standard_deviation("gaussian", scale=2.0)
+(2.0, 2.0)
+>>> m, se = simulate_max("pareto", 4, trials=200, alpha=3.0, seed=2)
+>>> abs(m - expected_max("pareto", 4, alpha=3.0)) < 5 * se
+True
+>>> round(gaussian_max_asymptotic(64), 3), round(float(harmonic(8)), 4)
+(2.198, 2.7179)
 """
 
 from __future__ import annotations
@@ -33,11 +40,13 @@ import math
 
 import numpy as np
 
-from ._validate import as_int_array, check_choice, check_int, check_real
+from ._validate import _show, as_int_array, check_choice, check_int, check_real
+from .limits import PY_STEP, check_bytes, check_steps
 
 __all__ = [
     "DISTRIBUTIONS",
     "MAX_N",
+    "MAX_SCALE",
     "harmonic",
     "expected_max",
     "expected_mean",
@@ -53,47 +62,55 @@ MAX_N = 10**9
 _MAX_DRAWS = 50_000_000  # ranks × trials drawn by simulate_max
 _EULER_GAMMA = 0.5772156649015329
 _GRID = None  # the Gaussian quadrature grid, built on first use
+_GRID_POINTS = 24001
 
 
 def _ranks(name, n, lo):
-    """``n`` as an int64 array (at least 1-d) of rank counts in ``[lo, MAX_N]``; bools refused."""
-    if isinstance(n, (bool, np.bool_)) or np.asarray(n).dtype == bool:
+    """``(array, scalar)``: ``n`` as an int64 array (at least 1-d) of rank counts in
+    ``[lo, MAX_N]``, and whether ``n`` was a single number; bools refused."""
+    if isinstance(n, (bool, np.bool_)):
         raise ValueError(f"{name} must be an integer or an array of integers, not a bool; got "
-                         f"{n!r}")
-    return as_int_array(name, np.atleast_1d(n), lo=lo, hi=MAX_N)
+                         f"{_show(n)}")
+    arr = as_int_array(name, n, lo=lo, hi=MAX_N)  # refuses bools, ragged lists, strings
+    scalar = not isinstance(n, (list, tuple, np.ndarray)) or (
+        isinstance(n, np.ndarray) and n.ndim == 0)
+    return arr, scalar
 
 
 def harmonic(n) -> np.ndarray | float:
     """The harmonic number ``H_n = 1 + 1/2 + … + 1/n`` (``H_0 = 0``), for an int or an array.
 
     Exact summation up to n = 10**6, the asymptotic series ``ln n + γ + 1/(2n) - 1/(12n²) +
-    1/(120 n⁴)`` above it (relative error below 1e-16 there).
+    1/(120 n⁴)`` above it (relative error below 1e-16 there). Largest ``n``: 10**9 (an array
+    of them as large as the memory budget allows, :mod:`uneven.limits`).
 
     >>> harmonic(1), round(harmonic(4), 12)
     (1.0, 2.083333333333)
     >>> harmonic([1, 2, 3]).tolist()
     [1.0, 1.5, 1.8333333333333333]
     """
-    scalar = np.ndim(n) == 0
-    arr = _ranks("n", n, 0).ravel()
+    full, scalar = _ranks("n", n, 0)
+    arr = full.ravel()
+    check_bytes("n", f"{arr.size} rank counts", 40.0 * arr.size, "the harmonic numbers")
     out = np.empty(arr.size)
     small = arr <= 1_000_000
     if small.any():
         top = int(arr[small].max())
+        check_bytes("n", top, 24.0 * top, "a table of harmonic numbers up to max(n)")
         table = np.concatenate([[0.0], np.cumsum(1.0 / np.arange(1, top + 1))])
         out[small] = table[arr[small]]
     big = ~small
     if big.any():
         x = arr[big].astype(np.float64)
         out[big] = np.log(x) + _EULER_GAMMA + 1 / (2 * x) - 1 / (12 * x**2) + 1 / (120 * x**4)
-    return float(out[0]) if scalar else out.reshape(np.shape(n))
+    return float(out[0]) if scalar else out.reshape(full.shape)
 
 
 def _gaussian_grid():
     # x, φ(x) and log Φ(x) on [-12, 12] in steps of 1e-3; log Φ through erfc, accurate far out.
     global _GRID
     if _GRID is None:
-        x = np.linspace(-12.0, 12.0, 24001)
+        x = np.linspace(-12.0, 12.0, _GRID_POINTS)
         erfc = np.vectorize(math.erfc, otypes=[float])
         lower = 0.5 * erfc(-x / math.sqrt(2.0))  # Φ(x)
         upper = 0.5 * erfc(x / math.sqrt(2.0))  # 1 - Φ(x)
@@ -128,11 +145,19 @@ def gaussian_max_asymptotic(n) -> float:
     return a - (math.log(math.log(n)) + math.log(4.0 * math.pi)) / (2.0 * a)
 
 
+#: Largest ``scale`` accepted (any unit; keeps every moment and every simulated variance finite).
+MAX_SCALE = 1e100
+_MIN_B = 1e-9  # 1 - 1/alpha at least this: Gamma(1 - 1/alpha) stays finite and computable
+
+
 def _params(dist, scale, alpha):
     dist = check_choice("dist", dist, DISTRIBUTIONS)
-    scale = check_real("scale", scale, lo=0.0, lo_open=dist == "pareto")
+    scale = check_real("scale", scale, lo=0.0, lo_open=dist == "pareto", hi=MAX_SCALE)
     if dist == "pareto":
         alpha = check_real("alpha", alpha, lo=1.0, lo_open=True, hi=1e6)
+        if not 1.0 - 1.0 / alpha >= _MIN_B:
+            raise ValueError(f"alpha must be above 1 + 1e-9 (a finite mean of the maximum); got "
+                             f"{_show(alpha)}")
     return dist, scale, alpha
 
 
@@ -140,9 +165,12 @@ def expected_max(dist: str, n, *, scale: float = 1.0, alpha: float = 2.0):
     """``E[max(X_1 … X_n)]`` for ``n`` independent ranks with ``X`` from ``dist``.
 
     ``dist``: ``"exponential"`` (mean ``scale``), ``"gaussian"`` (mean 0, standard deviation
-    ``scale``) or ``"pareto"`` (minimum ``scale`` > 0, shape ``alpha`` > 1, so the mean is
-    finite). ``n``: an int or an array of ints in ``[1, 10**9]``; returns a float or an array.
-    Add a rank's fixed time to get the step: ``base + expected_max(...)``.
+    ``scale``) or ``"pareto"`` (minimum ``scale`` > 0, shape ``alpha`` in (1, 10**6], so the
+    mean is finite). ``n``: an int or an array of ints in ``[1, 10**9]``; returns a float or an
+    array. ``scale`` at most 1e100.
+    Add a rank's fixed time to get the step: ``base + expected_max(...)``. Each Gaussian entry
+    costs a quadrature over 24,001 points (counted against the work budget of
+    :mod:`uneven.limits`).
 
     >>> round(expected_max("gaussian", 10), 6)          # Tippett's table: 1.538753
     1.538753
@@ -150,16 +178,21 @@ def expected_max(dist: str, n, *, scale: float = 1.0, alpha: float = 2.0):
     2.6667
     """
     dist, scale, alpha = _params(dist, scale, alpha)
-    scalar = np.ndim(n) == 0
-    arr = _ranks("n", n, 1)
+    arr, scalar = _ranks("n", n, 1)
+    flat = arr.ravel()
+    if dist == "gaussian":
+        check_steps("n", f"{flat.size} rank counts", flat.size * (PY_STEP + 8 * _GRID_POINTS),
+                    "a quadrature per entry")
+    elif dist == "pareto":
+        check_steps("n", f"{flat.size} rank counts", flat.size * PY_STEP, "a gamma ratio per entry")
     if dist == "exponential":
-        out = scale * np.asarray(harmonic(arr), dtype=float).ravel()
+        out = scale * np.asarray(harmonic(flat), dtype=float).ravel()
     elif dist == "gaussian":
-        out = scale * np.array([_gaussian_e(int(k)) for k in arr.ravel()])
+        out = scale * np.array([_gaussian_e(int(k)) for k in flat])
     else:
         b = 1.0 - 1.0 / alpha
         out = scale * np.array([math.exp(math.lgamma(k + 1.0) + math.lgamma(b)
-                                         - math.lgamma(k + b)) for k in arr.ravel()])
+                                         - math.lgamma(k + b)) for k in flat])
     return float(out[0]) if scalar else out.reshape(arr.shape)
 
 
@@ -209,8 +242,11 @@ def simulate_max(dist: str, n: int, *, trials: int = 10_000, scale: float = 1.0,
     seed = check_int("seed", seed, lo=0)
     if n * trials > _MAX_DRAWS:
         raise ValueError(f"n * trials must be <= {_MAX_DRAWS:,} draws; got {n} * {trials}")
-    rng = np.random.default_rng(seed)
     per = max(1, 5_000_000 // n)
+    check_bytes("trials", trials, 8.0 * trials + 24.0 * min(per, trials) * n,
+                "the maxima and one chunk of draws with its temporaries")
+    check_steps("trials", trials, 20.0 * n * trials, "drawing n ranks per trial")
+    rng = np.random.default_rng(seed)
     maxima = np.empty(trials)
     for lo in range(0, trials, per):
         hi = min(trials, lo + per)

@@ -24,12 +24,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["Paper", "PAPERS", "paper", "Evidence", "EVIDENCE_KINDS", "LABELS", "evidence_rows"]
+from ._validate import _show, check_bool, check_choice, check_int, check_str
+
+__all__ = ["Paper", "PAPERS", "paper", "Evidence", "EVIDENCE_KINDS", "LABELS", "MAX_GPUS",
+           "evidence_rows"]
 
 #: Where a number was measured.
 EVIDENCE_KINDS = ("testbed", "production", "simulation", "analysis", "chapter-only")
 #: Where we read a number.
 LABELS = ("paper", "repo", "chapter", "3rd", "derived")
+#: Most accelerators an :class:`Evidence` run may state.
+MAX_GPUS = 10**7
 
 
 @dataclass(frozen=True)
@@ -43,7 +48,8 @@ class Evidence:
     ``note``: a caveat (another label's version of the same number, what is unverified);
     ``section``: where the notebook compares it with the model; ``source``: empty when the number
     is the paper's own, else the public document it comes from (a notebook's anchor, such as
-    DeepEP's README for a paper that is not public).
+    DeepEP's README for a paper that is not public). Checked on construction (strings, a
+    label and a kind from the lists, ``gpus`` two integers in [1, 10**7]).
     """
 
     claim: str
@@ -57,16 +63,18 @@ class Evidence:
     source: str = ""
 
     def __post_init__(self):
-        if self.label not in LABELS:
-            raise ValueError(f"label must be one of {', '.join(LABELS)}; got {self.label!r}")
-        if self.kind not in EVIDENCE_KINDS:
-            raise ValueError(f"kind must be one of {', '.join(EVIDENCE_KINDS)}; got "
-                             f"{self.kind!r}")
-        if self.gpus is not None and not (
-                len(self.gpus) == 2 and all(isinstance(g, int) and g > 0 for g in self.gpus)
-                and self.gpus[0] <= self.gpus[1]):
-            raise ValueError(f"gpus must be None or (fewest, most) positive ints; got "
-                             f"{self.gpus!r}")
+        for name in ("claim", "hardware", "scale", "note", "section", "source"):
+            check_str(name, getattr(self, name))
+        check_choice("label", self.label, LABELS)
+        check_choice("kind", self.kind, EVIDENCE_KINDS)
+        gpus = self.gpus
+        if gpus is not None:
+            if not isinstance(gpus, (tuple, list)) or len(gpus) != 2:
+                raise ValueError(f"gpus must be None or (fewest, most) positive ints; got "
+                                 f"{_show(gpus)}")
+            lo = check_int("gpus", gpus[0], lo=1, hi=MAX_GPUS)
+            hi = check_int("gpus", gpus[1], lo=lo, hi=MAX_GPUS)
+            object.__setattr__(self, "gpus", (lo, hi))
 
 
 @dataclass(frozen=True)
@@ -75,7 +83,9 @@ class Paper:
 
     ``headline``: one line for tables such as the start page's; ``evidence``: every headline
     number as :class:`Evidence`; ``public``: whether the paper's text could be read (else its
-    numbers are [chapter]); ``artifact``: the public code or logs used, if any.
+    numbers are [chapter]); ``artifact``: the public code or logs used, if any. Checked on
+    construction (strings, ``parallelism`` and ``workload`` from their lists, ``evidence`` a
+    tuple of at most 64 :class:`Evidence`, ``public`` a bool).
     """
 
     key: str
@@ -91,12 +101,16 @@ class Paper:
     artifact: str = ""
 
     def __post_init__(self):
-        from ._validate import check_choice, check_str
-
-        for name in ("key", "title", "venue", "slow_piece", "notebook", "headline"):
+        for name in ("key", "title", "venue", "slow_piece", "notebook", "headline", "artifact"):
             check_str(name, getattr(self, name))
         check_choice("parallelism", self.parallelism, ("PP", "DP×CP", "EP"))
         check_choice("workload", self.workload, ("training", "serving"))
+        check_bool("public", self.public)
+        ev = self.evidence
+        if not isinstance(ev, (tuple, list)) or len(ev) > 64 or not all(
+                isinstance(e, Evidence) for e in ev):
+            raise ValueError(f"evidence must be a tuple of at most 64 Evidence; got {_show(ev)}")
+        object.__setattr__(self, "evidence", tuple(ev))
 
 
 PAPERS = (
@@ -230,8 +244,6 @@ def paper(key: str) -> Paper:
     >>> paper("deepseek").venue
     'ISCA 2025'
     """
-    from ._validate import check_str
-
     key = check_str("key", key)
     for p in PAPERS:
         if p.key == key:
@@ -250,8 +262,9 @@ def evidence_rows(papers=None) -> list:
     ('01', '[chapter]')
     """
     papers = PAPERS if papers is None else papers
-    if isinstance(papers, str) or not hasattr(papers, "__iter__"):
-        raise ValueError(f"papers must be a list of Paper objects; got {papers!r}")
+    if not isinstance(papers, (list, tuple)) or len(papers) > 1000:
+        raise ValueError(f"papers must be a list of at most 1,000 Paper objects; got "
+                         f"{_show(papers)}")
     out = []
     for p in papers:
         if not isinstance(p, Paper):

@@ -42,16 +42,30 @@ are cached per ``(paper, s)``. Times in seconds.
 >>> r = slow_piece("pipemorph", 0.5)
 >>> round(r.value), round(r.baseline_step * 1e3), round(r.system_step * 1e3)   # ms
 (30, 480, 420)
+>>> KNOBS["ubep"].value(0.25), round(r.baseline_ratio, 3)
+(1.0, 1.143)
+>>> c = unevenness_curves([0.0, 0.5], keys=("pipemorph", "ubep"))
+>>> [round(float(x), 2) for x in c["ubep"]["baseline"]]
+[1.0, 1.11]
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cache, lru_cache
 
 import numpy as np
 
-from ._validate import check_choice, check_real
+from ._validate import (
+    _show,
+    as_float_array,
+    check_choice,
+    check_real,
+    check_str,
+    frozen_array,
+    trusted,
+)
+from .limits import check_steps
 
 __all__ = ["PAPER_KEYS", "Knob", "KNOBS", "SlowPiece", "slow_piece", "unevenness_curves",
            "GRID"]
@@ -60,6 +74,12 @@ __all__ = ["PAPER_KEYS", "Knob", "KNOBS", "SlowPiece", "slow_piece", "unevenness
 PAPER_KEYS = ("pipemorph", "bytescale", "deepseek", "megascale", "balancing", "ubep")
 #: The shared-scale values the notebook's curves and explorer use.
 GRID = tuple(round(0.1 * i, 1) for i in range(11))
+_MAX_KNOB = 1e300  # largest magnitude of a knob's ends (lo + s (hi - lo) stays finite)
+_MAX_QUANTITY = 1e15  # largest per-rank quantity or step time a SlowPiece holds
+#: Work of one uncached :func:`slow_piece` per paper, in loop steps of :mod:`uneven.limits`
+#: (about 1e6 per millisecond its model takes).
+PIECE_STEPS = {"pipemorph": 2_000_000, "bytescale": 4_000_000, "deepseek": 30_000_000,
+               "megascale": 4_000_000, "balancing": 25_000_000, "ubep": 10_000_000}
 
 
 @dataclass(frozen=True)
@@ -69,7 +89,8 @@ class Knob:
     ``piece``: the slow piece in words; ``name``: what the knob moves; ``reference``: the setting
     at ``s = 0.5``; ``baseline`` / ``system``: the two systems timed; ``rank``: what one entry
     of :attr:`SlowPiece.per_rank` belongs to, ``quantity`` what it is, in ``rank_unit``;
-    ``ideal``: how the balanced ideal is built.
+    ``ideal``: how the balanced ideal is built. Every text field is a string; ``lo`` and ``hi``
+    are finite numbers of magnitude at most 1e300 (checked on construction).
     """
 
     key: str
@@ -85,6 +106,14 @@ class Knob:
     rank_unit: str
     ideal: str
     quantity: str = ""
+
+    def __post_init__(self):
+        for name in ("key", "piece", "name", "unit", "reference", "baseline", "system", "rank",
+                     "rank_unit", "ideal", "quantity"):
+            check_str(name, getattr(self, name))
+        for name in ("lo", "hi"):
+            object.__setattr__(self, name, check_real(name, getattr(self, name), lo=-_MAX_KNOB,
+                                                      hi=_MAX_KNOB))
 
     def value(self, s: float) -> float:
         """The knob's value at shared-scale ``s`` (0 … 1)."""
@@ -126,9 +155,10 @@ KNOBS = {
 class SlowPiece:
     """One paper's slow piece at shared-scale ``s`` (knob ``value`` in the knob's unit).
 
-    ``per_rank``: the uneven quantity per rank under the baseline (see :data:`KNOBS`);
-    ``baseline_step`` / ``system_step``: step (or phase) time (s); ``baseline_ideal`` /
-    ``system_ideal``: each system's balanced ideal (s).
+    ``per_rank``: the uneven quantity per rank under the baseline (see :data:`KNOBS`; a
+    non-empty read-only array of numbers in [0, 1e15]); ``baseline_step`` / ``system_step``:
+    step (or phase) time (s, in [0, 1e15]); ``baseline_ideal`` / ``system_ideal``: each system's
+    balanced ideal (s, in (0, 1e15]). Checked on construction.
     """
 
     key: str
@@ -139,6 +169,23 @@ class SlowPiece:
     baseline_ideal: float
     system_step: float
     system_ideal: float
+
+    def __post_init__(self):
+        put = object.__setattr__
+        put(self, "key", check_choice("key", self.key, PAPER_KEYS))
+        put(self, "s", check_real("s", self.s, lo=0.0, hi=1.0))
+        put(self, "value", check_real("value", self.value, lo=-_MAX_KNOB, hi=_MAX_KNOB))
+        per_rank = frozen_array("per_rank", self.per_rank, ndim=1, lo=0.0)
+        if per_rank.size == 0 or per_rank.max() > _MAX_QUANTITY:
+            raise ValueError(f"per_rank must have at least one entry, each at most "
+                             f"{_MAX_QUANTITY:g}; got {_show(self.per_rank)}")
+        put(self, "per_rank", per_rank)
+        for name in ("baseline_step", "system_step"):
+            put(self, name, check_real(name, getattr(self, name), lo=0.0, hi=_MAX_QUANTITY,
+                                       unit="s"))
+        for name in ("baseline_ideal", "system_ideal"):
+            put(self, name, check_real(name, getattr(self, name), lo=1e-15, hi=_MAX_QUANTITY,
+                                       unit="s"))
 
     @property
     def baseline_ratio(self) -> float:
@@ -165,33 +212,58 @@ def slow_piece(key: str, s: float = 0.5) -> SlowPiece:
     """
     key = check_choice("key", key, PAPER_KEYS)
     s = round(check_real("s", s, lo=0.0, hi=1.0), 3)
-    return _slow_piece(key, s)
+    piece = _slow_piece(key, s)
+    _CACHED.add((key, s))
+    return piece
 
 
-@lru_cache(maxsize=256)
+_CACHED: set = set()  # (key, s) pairs in the cache of _slow_piece
+
+
+@cache  # at most 6 x 1,001 small results: s is rounded to 3 decimals
 def _slow_piece(key, s):
     value = KNOBS[key].value(s)
     per_rank, bs, bi, ss, si = _MODELS[key](value)
-    per_rank = np.asarray(per_rank, dtype=np.float64)
+    per_rank = np.array(per_rank, dtype=np.float64)
     per_rank.flags.writeable = False
-    return SlowPiece(key, s, value, per_rank, float(bs), float(bi), float(ss), float(si))
+    return trusted(SlowPiece, key=key, s=s, value=value, per_rank=per_rank,
+                   baseline_step=float(bs), baseline_ideal=float(bi), system_step=float(ss),
+                   system_ideal=float(si))
 
 
 def unevenness_curves(s_values=GRID, keys=PAPER_KEYS) -> dict:
     """``{key: {"s": array, "baseline": array, "system": array}}``: each system's step over its
-    balanced ideal at every ``s`` in ``s_values``."""
+    balanced ideal at every ``s`` in ``s_values`` (numbers in [0, 1], rounded to 3 decimals as
+    by :func:`slow_piece`; at most 1,001 of them), for each of ``keys`` (distinct entries of
+    :data:`PAPER_KEYS`). Arrays are read-only. Each point not yet cached costs one run of the
+    paper's model (up to about 25 ms), counted against the work budget of :mod:`uneven.limits`.
+    """
+    if not isinstance(keys, (list, tuple, np.ndarray)) or (
+            isinstance(keys, np.ndarray) and keys.ndim != 1):
+        raise ValueError(f"keys must be a list of paper keys; got {_show(keys)}")
+    if len(keys) > len(PAPER_KEYS):
+        raise ValueError(f"keys must be distinct entries of {PAPER_KEYS}; got {_show(keys)}")
+    keys = [check_choice("keys", k, PAPER_KEYS) for k in keys]
+    if len(set(keys)) != len(keys):
+        raise ValueError(f"keys must not repeat a paper; got {_show(keys)}")
+    if not isinstance(s_values, (list, tuple, np.ndarray)) or (
+            isinstance(s_values, np.ndarray) and s_values.ndim != 1):
+        raise ValueError(f"s_values must be a list of numbers in [0, 1]; got {_show(s_values)}")
+    if len(s_values) > 1001:
+        raise ValueError(f"s_values must have at most 1,001 entries; got {len(s_values)}")
+    s_arr = as_float_array("s_values", s_values, ndim=1, lo=0.0, hi=1.0)
+    s_arr.flags.writeable = False
+    rounded = {round(float(v), 3) for v in s_arr}
+    todo = sum(PIECE_STEPS[k] for k in keys for v in rounded if (k, v) not in _CACHED)
+    check_steps("s_values", f"{len(rounded)} values", todo,
+                "running each paper's model at each value not yet cached")
     out = {}
-    for name, value in (("s_values", s_values), ("keys", keys)):
-        if isinstance(value, str) or not hasattr(value, "__iter__"):
-            raise ValueError(f"{name} must be a list; got {value!r}")
-    s_arr = np.array([check_real("s_values", v, lo=0.0, hi=1.0) for v in s_values])
     for key in keys:
         rows = [slow_piece(key, float(v)) for v in s_arr]
-        out[check_choice("keys", key, PAPER_KEYS)] = {
-            "s": s_arr,
-            "baseline": np.array([r.baseline_ratio for r in rows]),
-            "system": np.array([r.system_ratio for r in rows]),
-        }
+        base = np.array([r.baseline_ratio for r in rows])
+        system = np.array([r.system_ratio for r in rows])
+        base.flags.writeable = system.flags.writeable = False
+        out[key] = {"s": s_arr, "baseline": base, "system": system}
     return out
 
 

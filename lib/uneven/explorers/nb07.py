@@ -4,7 +4,40 @@ The explorer (:func:`unevenness_explorer`) sets one unevenness knob per paper on
 of :mod:`uneven.unevenness` and shows each system's step time over its own balanced ideal. The
 figure recipes draw values the notebook computed with :mod:`uneven.policies`,
 :mod:`uneven.order_stats`, :mod:`uneven.counterfactuals`, :mod:`uneven.ep_fabrics`,
-:mod:`uneven.expert_roofline` and :mod:`uneven.papers`.
+:mod:`uneven.expert_roofline` and :mod:`uneven.papers`. Every recipe checks what it is given
+(types, shapes, finiteness, sizes) before it draws.
+
+>>> from uneven.counterfactuals import TaxRow, bandwidth_sweep, network_fix_sweep
+>>> from uneven.ep_fabrics import dispatch_on_fabrics
+>>> from uneven.expert_roofline import EXPERT_COSTS
+>>> from uneven.papers import evidence_rows
+>>> from uneven.policies import policy_table
+>>> state = uneven_state(deepseek=1.0)
+>>> round(state.pieces["deepseek"].baseline_ratio, 1)
+5.4
+>>> draw_uneven(plots.blank_figure(9.6, 4.9), state)
+'uneven'
+>>> fig = unevenness_figure(state)
+>>> fig = slow_pieces_figure(state.pieces)
+>>> t = policy_table([[1.0, 2.0], [1.5, 1.0]], ["a", "b"], ["x", "y"])
+>>> fig = policy_figure({"demo": t}, defaults={"demo": "a"})
+>>> ns = np.array([1, 2, 8])
+>>> fig = order_stats_figure(ns, {"g": ns * 0.1}, {"g": ([2], [0.1], [0.01])},
+...                          asymptote=(ns, ns * 0.1))
+>>> sweep = network_fix_sweep(0.03, [0.0, 0.5, 1.0], p=4, m=12)
+>>> before_after = {("skewed", "A"): 2e-4, ("skewed", "B"): 1.8e-4,
+...                 ("balanced", "A"): 1.5e-4, ("balanced", "B"): 1e-4}
+>>> fig = network_fixes_figure(sweep, before_after,
+...                            bandwidth_sweep([1, 4, np.inf], ep=16, tokens_per_die=8))
+>>> fig = compute_tax_figure([TaxRow("a", "b", 2.0, 1.0)], bound=("c", 0.2))
+>>> fig = fabrics_figure(dispatch_on_fabrics(tokens_per_gpu=4))
+>>> fig = regimes_figure(EXPERT_COSTS, np.geomspace(1, 1e4, 20), decode_tokens=(1, 256),
+...                      training_tokens=(2000, 20000), decode_gain=([1, 4, 16], [-0.1, 0, 0.1]),
+...                      training_gain=0.15)
+>>> rows = evidence_rows()
+>>> fig = evidence_figure(rows)
+>>> len(evidence_markdown(rows).splitlines()) == len(rows) + 2
+True
 """
 
 from __future__ import annotations
@@ -14,8 +47,21 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import plots
-from .._validate import check_real
+from .._validate import (
+    _raw_array,
+    _show,
+    as_float_array,
+    as_int_array,
+    check_instance,
+    check_mapping,
+    check_pair,
+    check_real,
+    check_str,
+    frozen_array,
+    trusted,
+)
 from ..widgets import Explorer, explore, reuse, slider
+from ._common import check_dict, instances
 
 __all__ = [
     "SYSTEM_COLORS",
@@ -49,6 +95,35 @@ _KIND_MARKERS = {"testbed": "o", "production": "s", "simulation": "^", "analysis
 _BASE_COLOR = plots.COLORS["grey"]
 #: Colour of a UB (load/store fabric) port, until the palette has a name for it.
 _UB_COLOR = plots.COLORS["purple"]
+_MAX_PLOT = 1e15  # largest magnitude a recipe plots (times in s, ratios, shares ...)
+_MAX_T = 1e9  # s: the longest time the section 3 and 5 recipes draw (in ms or µs)
+
+
+def _values(name, value, *, n=None, lo=-_MAX_PLOT, lo_open=False, hi=_MAX_PLOT, max_n=10_000):
+    """A 1-d array of 1 to ``max_n`` finite numbers in [lo, hi] (``n`` of them if given)."""
+    if _length(value) > max_n:
+        raise ValueError(f"{name} must have at most {max_n:,} entries; got {_length(value):,}")
+    arr = as_float_array(name, value, ndim=1, lo=lo, lo_open=lo_open, hi=hi)
+    if (n is not None and arr.size != n) or not 1 <= arr.size <= max_n:
+        raise ValueError(f"{name} must have {n or f'1 to {max_n:,}'} entries; got {arr.size}")
+    return arr
+
+
+def _length(value) -> int:
+    """Entries along the first axis of a list, tuple or array (0 for anything else)."""
+    if isinstance(value, (list, tuple)):
+        return len(value)
+    if isinstance(value, np.ndarray) and value.ndim:
+        return value.shape[0]
+    return 0
+
+
+def _number(name, value, lo=-_MAX_PLOT, hi=_MAX_PLOT, lo_open=False) -> float:
+    return check_real(name, value, lo=lo, hi=hi, lo_open=lo_open)
+
+
+def _label(name, value, max_len=300) -> str:
+    return check_str(name, value, max_len=max_len)
 
 
 # --------------------------------------------------------------------------- explorer
@@ -57,11 +132,46 @@ _UB_COLOR = plots.COLORS["purple"]
 @dataclass(frozen=True)
 class UnevenState:
     """The six slow pieces at the explorer's settings (``pieces``: key →
-    :class:`uneven.unevenness.SlowPiece`) and the curves over the shared scale (``curves``,
-    as :func:`uneven.unevenness.unevenness_curves`)."""
+    :class:`uneven.unevenness.SlowPiece`, keys among the paper keys) and the curves over the
+    shared scale (``curves``, as :func:`uneven.unevenness.unevenness_curves`, one per paper:
+    ``"s"`` in [0, 1] and the ``"baseline"`` and ``"system"`` ratios in [0, 1e30], read-only
+    arrays of equal length). Checked on construction."""
 
     pieces: dict
     curves: dict
+
+    def __post_init__(self):
+        from ..unevenness import PAPER_KEYS, SlowPiece
+
+        pieces = check_mapping("pieces", self.pieces)
+        for k, v in pieces.items():
+            if k not in PAPER_KEYS or not isinstance(v, SlowPiece) or v.key != k:
+                raise ValueError(f"pieces must map paper keys ({', '.join(PAPER_KEYS)}) to their "
+                                 f"SlowPiece; got {_show(k)}: {_show(v)}")
+        curves = check_mapping("curves", self.curves)
+        if set(curves) != set(PAPER_KEYS):
+            raise ValueError(f"curves must have one entry per paper ({', '.join(PAPER_KEYS)}); "
+                             f"got keys {_show(list(curves))}")
+        checked = {}
+        for key in PAPER_KEYS:
+            c = curves[key]
+            if not isinstance(c, dict) or set(c) != {"s", "baseline", "system"}:
+                raise ValueError(f"curves[{key!r}] must be a dict with 's', 'baseline' and "
+                                 f"'system'; got {_show(c)}")
+            s_ = frozen_array(f"curves[{key!r}]['s']", c["s"], ndim=1, lo=0.0)
+            if s_.size == 0 or s_.size > 1001 or s_.max() > 1.0:
+                raise ValueError(f"curves[{key!r}]['s'] must hold 1 to 1,001 values in [0, 1]; "
+                                 f"got {_show(c['s'])}")
+            out = {"s": s_}
+            for name in ("baseline", "system"):
+                arr = frozen_array(f"curves[{key!r}][{name!r}]", c[name], shape=s_.shape, lo=0.0)
+                if arr.max() > 1e30:
+                    raise ValueError(f"curves[{key!r}][{name!r}] must be ratios of at most 1e30; "
+                                     f"got {arr.max()}")
+                out[name] = arr
+            checked[key] = out
+        object.__setattr__(self, "pieces", dict(pieces))
+        object.__setattr__(self, "curves", checked)
 
 
 def uneven_state(pipemorph: float = 0.5, bytescale: float = 0.5, deepseek: float = 0.5,
@@ -74,7 +184,7 @@ def uneven_state(pipemorph: float = 0.5, bytescale: float = 0.5, deepseek: float
     values = {k: check_real(k, v, lo=0.0, hi=1.0) for k, v in zip(
         PAPER_KEYS, (pipemorph, bytescale, deepseek, megascale, balancing, ubep), strict=True)}
     pieces = {k: slow_piece(k, v) for k, v in values.items()}
-    return UnevenState(pieces, unevenness_curves())
+    return trusted(UnevenState, pieces=pieces, curves=unevenness_curves())
 
 
 def _panel_text(piece) -> str:
@@ -88,8 +198,13 @@ def draw_uneven(fig, state: UnevenState, **_):
     the baseline (grey, dashed) and the paper's system, with the current settings marked and
     written as "knob value: baseline × · system ×". Returns the layout key for
     :class:`uneven.widgets.Explorer`."""
+    from matplotlib.figure import Figure
+
     from ..papers import paper
     from ..unevenness import KNOBS, PAPER_KEYS
+
+    check_instance("fig", fig, Figure)
+    check_instance("state", state, UnevenState, "from uneven_state(...)")
 
     def build(fig):
         axes = fig.subplots(2, 3)
@@ -156,6 +271,7 @@ def unevenness_explorer(show: bool = True) -> Explorer:
 
 def unevenness_figure(state: UnevenState):
     """The explorer's picture as a standalone figure (for ``figures/``)."""
+    check_instance("state", state, UnevenState, "from uneven_state(...)")
     fig = plots.blank_figure(9.6, 4.9)
     with plots.style():
         draw_uneven(fig, state)
@@ -172,7 +288,21 @@ def policy_figure(tables: dict, *, defaults: dict | None = None):
     by default) marked too."""
     import matplotlib
 
-    defaults = defaults or {}
+    from ..policies import PolicyTable
+
+    check_dict("tables", tables, key=lambda k: isinstance(k, str) and len(k) <= 300, hi=6)
+    instances("tables", tables, PolicyTable)
+    for title, t in tables.items():
+        if len(t.policies) > 40 or len(t.workloads) > 40:
+            raise ValueError(f"tables[{title!r}] must have at most 40 policies and 40 workloads "
+                             f"to draw; got {len(t.policies)} x {len(t.workloads)}")
+    if sum(len(t.policies) for t in tables.values()) > 160:
+        raise ValueError("tables must have at most 160 policies in all (the figure's height)")
+    defaults = {} if defaults is None else check_mapping("defaults", defaults)
+    for title, d in defaults.items():
+        if title not in tables or not isinstance(d, str) or d not in tables[title].policies:
+            raise ValueError(f"defaults must map titles of tables to one of that table's "
+                             f"policies; got {_show(title)}: {_show(d)}")
     heights = [len(t.policies) for t in tables.values()]
     fig, axes = plots.figure(11.5, 0.33 * sum(heights) + 1.15 * len(tables) + 0.6,
                              nrows=len(tables), height_ratios=heights)
@@ -218,7 +348,26 @@ def order_stats_figure(ns, closed: dict, simulated: dict, *, asymptote=None):
     """Expected wait of the slowest of N ranks beyond the mean rank, in standard deviations of
     one rank's time, against N. ``closed``: ``{label: values over ns}``; ``simulated``:
     ``{label: (ns, means, standard errors)}`` drawn as points with error bars; ``asymptote``:
-    optional ``(ns, values)`` for the Gaussian's large-N form."""
+    optional ``(ns, values)`` for the Gaussian's large-N form. ``ns`` >= 1 (at most 10,000 of
+    them); at most four curves; every value finite, of magnitude at most 1e15."""
+    ns = _values("ns", ns, lo=1.0)
+    check_dict("closed", closed, key=lambda k: isinstance(k, str) and len(k) <= 200, hi=4)
+    closed = {k: _values(f"closed[{k!r}]", v, n=ns.size) for k, v in closed.items()}
+    check_dict("simulated", simulated, key=lambda k: isinstance(k, str) and k in closed, lo=0,
+               hi=4)
+    sims = {}
+    for k, v in simulated.items():
+        if not isinstance(v, (tuple, list)) or len(v) != 3:
+            raise ValueError(f"simulated[{k!r}] must be (ns, means, standard errors); got "
+                             f"{_show(v)}")
+        xs = _values(f"simulated[{k!r}] ns", v[0], lo=1.0, max_n=1000)
+        sims[k] = (xs, _values(f"simulated[{k!r}] means", v[1], n=xs.size),
+                   _values(f"simulated[{k!r}] standard errors", v[2], n=xs.size, lo=0.0))
+    if asymptote is not None:
+        xa, ya = check_pair("asymptote", asymptote)
+        xa = _values("asymptote", xa, lo=1.0)
+        asymptote = (xa, _values("asymptote", ya, n=xa.size))
+    simulated = sims
     fig, ax = plots.figure(6.4, 3.9)
     cols = [plots.COLORS[c] for c in ("blue", "orange", "red", "purple")]
     with plots.style():
@@ -243,9 +392,17 @@ def order_stats_figure(ns, closed: dict, simulated: dict, *, asymptote=None):
 
 def slow_pieces_figure(pieces: dict):
     """Six slow pieces in one panel: each rank's uneven quantity over its mean (dots; the
-    maximum marked), and what the baseline's step then takes over its balanced ideal (text)."""
+    maximum marked), and what the baseline's step then takes over its balanced ideal (text).
+    ``pieces``: ``{paper key: its SlowPiece}``, 1 to 6 of them, at most 10,000 ranks each."""
     from ..papers import paper
+    from ..unevenness import PAPER_KEYS, SlowPiece
 
+    check_dict("pieces", pieces, key=lambda k: isinstance(k, str) and k in PAPER_KEYS, hi=6)
+    instances("pieces", pieces, SlowPiece)
+    for k, pc in pieces.items():
+        if pc.key != k or pc.per_rank.size > 10_000:
+            raise ValueError(f"pieces[{k!r}] must be paper {k!r}'s SlowPiece with at most 10,000 "
+                             f"ranks; got {_show(pc)}")
     fig, ax = plots.figure(11.0, 4.0)
     rng = np.random.default_rng(0)
     with plots.style():
@@ -275,11 +432,66 @@ def slow_pieces_figure(pieces: dict):
 # --------------------------------------------------------------------------- section 3
 
 
+def _check_sweep(sweep) -> dict:
+    check_mapping("sweep", sweep)
+    missing = {"shares", "zb_cpu", "zb_hol", "pipemorph", "healthy"} - set(sweep)
+    if missing:
+        raise ValueError(f"sweep must come from network_fix_sweep (missing {sorted(missing)}); "
+                         f"got {_show(sweep)}")
+    shares = _values("sweep['shares']", sweep["shares"], lo=0.0, hi=1.0)
+    out = {"shares": shares}
+    for k in ("zb_cpu", "zb_hol"):
+        out[k] = _values(f"sweep[{k!r}]", sweep[k], n=shares.size, lo=0.0, lo_open=True,
+                         hi=_MAX_T)
+    for k in ("pipemorph", "healthy"):
+        out[k] = _number(f"sweep[{k!r}]", sweep[k], lo=0.0, lo_open=True, hi=_MAX_T)
+    return out
+
+
+def _check_before_after(before_after) -> dict:
+    check_dict("before_after", before_after, lo=4, hi=4,
+               key=lambda k: isinstance(k, tuple) and len(k) == 2
+               and k[0] in ("skewed", "balanced") and isinstance(k[1], str) and len(k[1]) <= 100)
+    trs = list(dict.fromkeys(t for _, t in before_after))
+    if len(trs) != 2 or any((s_, t) not in before_after for s_ in ("skewed", "balanced")
+                            for t in trs):
+        raise ValueError(f"before_after must give both states for two transports; got keys "
+                         f"{_show(list(before_after))}")
+    return {k: _number(f"before_after[{k!r}]", v, lo=0.0, lo_open=True, hi=_MAX_T)
+            for k, v in before_after.items()}
+
+
+def _check_bandwidth(bandwidth) -> dict:
+    check_mapping("bandwidth", bandwidth)
+    if not {"factors", "baseline", "ubep"} <= set(bandwidth):
+        raise ValueError(f"bandwidth must come from bandwidth_sweep; got {_show(bandwidth)}")
+    raw = bandwidth["factors"]
+    if _length(raw) > 64:
+        raise ValueError(f"bandwidth['factors'] must hold at most 64 factors; got {_length(raw)}")
+    f = np.array(_raw_array("bandwidth['factors']", raw, "numbers > 0 (inf allowed)"),
+                 dtype=np.float64, ndmin=1)
+    finite = np.isfinite(f)
+    if f.ndim != 1 or f.size == 0 or np.isnan(f).any() or not finite.any() or not (
+            (f > 0) & ((f <= 1e12) | ~finite)).all():
+        raise ValueError(f"bandwidth['factors'] must hold 1 to 64 factors in (0, 1e12] or inf, "
+                         f"at least one finite; got {_show(raw)}")
+    out = {"factors": f}
+    for k in ("baseline", "ubep"):
+        out[k] = _values(f"bandwidth[{k!r}]", bandwidth[k], n=f.size, lo=0.0, lo_open=True,
+                         hi=_MAX_T)
+    return out
+
+
 def network_fixes_figure(sweep: dict, before_after: dict, bandwidth: dict):
     """Three counterfactuals (model): a network fix removing part of a pipeline link's delay
     (``sweep`` from :func:`uneven.counterfactuals.network_fix_sweep`), a better transport before
-    and after balancing (``before_after``), more fabric bandwidth against a barrier-bound
-    dispatch (``bandwidth``)."""
+    and after balancing (``before_after``: ``{(state, transport): s}`` for the states
+    ``"skewed"`` and ``"balanced"`` and two transports, the first the baseline), more fabric
+    bandwidth against a barrier-bound dispatch (``bandwidth`` from
+    :func:`uneven.counterfactuals.bandwidth_sweep`). Times in (0, 1e9] s."""
+    sweep = _check_sweep(sweep)
+    before_after = _check_before_after(before_after)
+    bandwidth = _check_bandwidth(bandwidth)
     fig, (ax_p, ax_t, ax_b) = plots.figure(13.0, 4.0, ncols=3, width_ratios=(1.15, 1.0, 1.0))
     with plots.style():
         x = sweep["shares"] * 100
@@ -345,7 +557,14 @@ def network_fixes_figure(sweep: dict, before_after: dict, bandwidth: dict):
 def compute_tax_figure(rows: list, *, bound: tuple | None = None):
     """Share of the step that communication costs when it runs on the compute units, one bar
     per :class:`uneven.counterfactuals.TaxRow` (model); ``bound``: ``(label, share)`` drawn as an
-    extra hatched bar (e.g. 20 of 132 SMs held for the whole step [derived])."""
+    extra hatched bar (e.g. 20 of 132 SMs held for the whole step [derived]). At most 32 rows;
+    the bound's share in [0, 1]."""
+    from ..counterfactuals import TaxRow
+
+    rows = _objects("rows", rows, TaxRow, hi=32)
+    if bound is not None:
+        label, share = check_pair("bound", bound)
+        bound = (_label("bound", label), _number("bound", share, lo=0.0, hi=1.0))
     labels = [f"{r.system}\n{r.setting}" for r in rows]
     shares = [100 * r.share for r in rows]
     hatches = [""] * len(rows)
@@ -363,7 +582,8 @@ def compute_tax_figure(rows: list, *, bound: tuple | None = None):
             ax.text(v, yy, f" {v:.1f}%", va="center", fontsize=8)
         ax.set_yticks(y, labels, fontsize=8)
         ax.invert_yaxis()
-        ax.set_xlim(0, max(shares) * 1.2)
+        top = max(shares)
+        ax.set_xlim(min(0.0, 1.2 * min(shares)), 1.2 * top if top > 0 else 1.0)
         ax.set_xlabel("share of the step lost to communication on the compute units (%)")
         ax.grid(axis="y", visible=False)
         ax.set_title("communication on the compute units (model unless marked)", loc="left")
@@ -377,7 +597,12 @@ def fabrics_figure(rows: list):
     """One EP dispatch per topology family at equal bytes (``rows`` from
     :func:`uneven.ep_fabrics.dispatch_on_fabrics`): bytes on the busiest link plus path latency
     (link-load engine), coloured by the binding resource, and for the superpod the core-level
-    model's latency with barriers and per-write hop latency."""
+    model's latency with barriers and per-write hop latency. At most 40 bars in all."""
+    from ..ep_fabrics import FabricDispatch
+
+    rows = _objects("rows", rows, FabricDispatch, hi=40)
+    if len(rows) + sum(len(r.core_model) for r in rows) > 40:
+        raise ValueError("rows must make at most 40 bars (rows plus core-model entries)")
     bound_colors = {"NIC": plots.color("NIC"), "NVLink": plots.color("NVLink"),
                     "UB port": _UB_COLOR, "UB node uplink": _UB_COLOR,
                     "spine": plots.COLORS["sky"]}
@@ -392,7 +617,7 @@ def fabrics_figure(rows: list):
             labels.append(f"superpod, core model: {name}, INT8 copies (06)")
             drains.append(t * 1e6)
             lats.append(0.0)
-            cols.append(plots.color(name))
+            cols.append(plots.PALETTE.get(name, _BASE_COLOR))
             kinds.append("core")
     fig, ax = plots.figure(10.5, 0.42 * len(labels) + 1.3)
     with plots.style():
@@ -405,11 +630,14 @@ def fabrics_figure(rows: list):
             ax.text(d + lat, yy, f" {d + lat:.0f} µs", va="center", fontsize=8)
         ax.set_yticks(y, labels, fontsize=8)
         ax.invert_yaxis()
-        split = next(i for i, k in enumerate(kinds) if k != "scale-out")
-        ax.axhline(split - 0.5, color=plots.COLORS["grey"], lw=0.8)
-        ax.text(0.99, split - 0.62, "scale-out ↑   scale-up ↓", transform=ax.get_yaxis_transform(),
-                ha="right", va="bottom", fontsize=8, color=plots.COLORS["grey"])
-        ax.set_xlim(0, max(d + lat for d, lat in zip(drains, lats, strict=True)) * 1.18)
+        split = next((i for i, k in enumerate(kinds) if k != "scale-out"), 0)
+        if split:
+            ax.axhline(split - 0.5, color=plots.COLORS["grey"], lw=0.8)
+            ax.text(0.99, split - 0.62, "scale-out ↑   scale-up ↓",
+                    transform=ax.get_yaxis_transform(), ha="right", va="bottom", fontsize=8,
+                    color=plots.COLORS["grey"])
+        top = max(d + lat for d, lat in zip(drains, lats, strict=True))
+        ax.set_xlim(0, top * 1.18 if top > 0 else 1.0)
         ax.set_xlabel("one dispatch, 128 tokens per rank, top-8, FP8 (µs, model)")
         ax.grid(axis="y", visible=False)
         from matplotlib.patches import Patch
@@ -433,12 +661,29 @@ def regimes_figure(costs: dict, tokens, *, decode_tokens: tuple, training_tokens
     per expert for each :class:`uneven.expert_roofline.ExpertCost` in ``costs``, with the decode
     and training ranges shaded. Right: what per-expert overlap saves in a decode layer against
     tokens per GPU (``decode_gain``: ``(batches, share)``, notebook 05's model) beside what both
-    overlaps save in a training layer (``training_gain``, notebook 04's model)."""
-    from ..expert_roofline import crossover_tokens, roofline_hiding_ratio
+    overlaps save in a training layer (``training_gain``, notebook 04's model). ``costs``: at
+    most four; ``tokens``: 2 to 10,000 values in [1e-6, 1e12]; ranges ``(low, high)`` of
+    positive token counts; ``decode_gain``: 1 to 64 batches (positive integers) and their
+    shares; shares of magnitude at most 1e6."""
+    from ..expert_roofline import MAX_TOKENS, ExpertCost, crossover_tokens, roofline_hiding_ratio
 
+    check_dict("costs", costs, key=lambda k: isinstance(k, str) and len(k) <= 200, hi=4)
+    instances("costs", costs, ExpertCost)
+    n = _values("tokens", tokens, lo=1e-6, hi=MAX_TOKENS)
+    if n.size < 2:
+        raise ValueError(f"tokens must have at least 2 entries; got {n.size}")
+    decode_tokens = _range("decode_tokens", decode_tokens)
+    training_tokens = _range("training_tokens", training_tokens)
+    b, g = check_pair("decode_gain", decode_gain)
+    b = as_int_array("decode_gain", b, ndim=1, lo=1, hi=2**40)
+    if not 1 <= b.size <= 64:
+        raise ValueError(f"decode_gain must have 1 to 64 batches; got {b.size}")
+    b = b.tolist()
+    g = _values("decode_gain", g, n=len(b), lo=-1e6, hi=1e6)
+    decode_gain = (b, g)
+    training_gain = _number("training_gain", training_gain, lo=-1e6, hi=1e6)
     fig, (ax, ax_g) = plots.figure(12.0, 4.2, ncols=2, width_ratios=(1.3, 1.0))
     cols = [plots.COLORS[c] for c in ("red", "sky", "blue", "orange")]
-    n = np.asarray(tokens, dtype=float)
     with plots.style():
         ax.axvspan(*decode_tokens, color=plots.COLORS["red"], alpha=0.07, lw=0)
         ax.axvspan(*training_tokens, color=plots.COLORS["blue"], alpha=0.07, lw=0)
@@ -451,7 +696,8 @@ def regimes_figure(costs: dict, tokens, *, decode_tokens: tuple, training_tokens
         for (name, c), col in zip(costs.items(), cols, strict=False):
             ax.plot(n, roofline_hiding_ratio(c, n), color=col, lw=1.8, label=name)
             nx = crossover_tokens(c)
-            ax.plot([nx], [roofline_hiding_ratio(c, nx)], "o", color=col, ms=4)
+            if 1e-6 <= nx <= MAX_TOKENS:  # the dot where the expert turns compute-bound
+                ax.plot([nx], [roofline_hiding_ratio(c, nx)], "o", color=col, ms=4)
         ax.axhline(1.0, color=plots.COLORS["ink"], lw=0.9, ls="--")
         ax.text(n[-1], 1.05, "R = 1: compute as long as communication ", ha="right",
                 va="bottom", fontsize=7.5)
@@ -482,8 +728,11 @@ def evidence_figure(rows: list):
     """Where each headline number was measured: the accelerators of its run (log scale) per
     paper, marker and colour by kind of evidence, hollow for a public anchor that is not the
     paper's own number; numbers without a stated size are counted in the tick label (``rows``
-    from :func:`uneven.papers.evidence_rows`)."""
+    from :func:`uneven.papers.evidence_rows`; at most 500, for at most 20 papers)."""
+    rows = _rows("rows", rows, ("paper", "gpus", "kind"), hi=500)
     papers = list(dict.fromkeys(r["paper"] for r in rows))
+    if len(papers) > 20:
+        raise ValueError(f"rows must come from at most 20 papers; got {len(papers)}")
     fig, ax = plots.figure(10.0, 4.1)
     with plots.style():
         seen = set()
@@ -524,7 +773,9 @@ def evidence_figure(rows: list):
 
 def evidence_markdown(rows: list) -> str:
     """The evidence table as Markdown (one row per headline number; a public anchor's source
-    is named in its note)."""
+    is named in its note; ``rows`` from :func:`uneven.papers.evidence_rows`, at most 1,000)."""
+    rows = _rows("rows", rows, ("notebook", "paper", "claim", "label", "kind", "hardware",
+                                "scale", "note"), hi=1000, lo=0)
     head = ("| nb | paper | headline number | read in | measured on | hardware | scale | note |\n"
             "|---|---|---|---|---|---|---|---|\n")
     body = ""
@@ -534,3 +785,54 @@ def evidence_markdown(rows: list) -> str:
         body += (f"| {r['notebook']} | {r['paper']} | {r['claim']} | {r['label']} | "
                  f"{r['kind']} | {r['hardware']} | {r['scale']} | {note} |\n")
     return head + body
+
+
+def _objects(name, value, cls, *, lo=1, hi=32) -> list:
+    """``value`` as a list of ``lo`` to ``hi`` instances of ``cls``."""
+    if not isinstance(value, (list, tuple)) or not lo <= len(value) <= hi:
+        raise ValueError(f"{name} must be a list of {lo} to {hi} {cls.__name__}; got "
+                         f"{_show(value)}")
+    for i, v in enumerate(value):
+        check_instance(f"{name}[{i}]", v, cls)
+    return list(value)
+
+
+def _range(name, value) -> tuple:
+    """A ``(low, high)`` pair of token counts, 0 < low <= high <= 1e12."""
+    lo, hi = check_pair(name, value)
+    lo = check_real(name, lo, lo=0.0, lo_open=True, hi=1e12)
+    hi = check_real(name, hi, lo=lo, hi=1e12)
+    return lo, hi
+
+
+def _rows(name, rows, keys, *, lo=1, hi=1000) -> list:
+    """Rows of :func:`uneven.papers.evidence_rows`: dicts with string ``keys`` (``gpus``: None
+    or two integers, 1 <= fewest <= most; ``kind`` one of the kinds of evidence; ``source``
+    optional, a string)."""
+    from ..papers import EVIDENCE_KINDS, MAX_GPUS
+
+    if not isinstance(rows, (list, tuple)) or not lo <= len(rows) <= hi:
+        raise ValueError(f"{name} must be a list of {lo} to {hi} rows of evidence_rows(); got "
+                         f"{_show(rows)}")
+    for i, r in enumerate(rows):
+        where = f"{name}[{i}]"
+        if not isinstance(r, dict) or not set(keys) <= set(r):
+            raise ValueError(f"{where} must be a dict with keys {', '.join(keys)}; got {_show(r)}")
+        for k in keys:
+            if k == "gpus":
+                g = r[k]
+                if g is not None and not (
+                        isinstance(g, (tuple, list)) and len(g) == 2
+                        and all(isinstance(x, int) and not isinstance(x, bool) for x in g)
+                        and 1 <= g[0] <= g[1] <= MAX_GPUS):
+                    raise ValueError(f"{where}['gpus'] must be None or (fewest, most) positive "
+                                     f"integers; got {_show(g)}")
+            elif k == "kind":
+                if not (isinstance(r[k], str) and r[k] in EVIDENCE_KINDS):
+                    raise ValueError(f"{where}['kind'] must be one of {', '.join(EVIDENCE_KINDS)}"
+                                     f"; got {_show(r[k])}")
+            else:
+                check_str(f"{where}[{k!r}]", r[k])
+        if r.get("source") is not None:
+            check_str(f"{where}['source']", r["source"])
+    return list(rows)
