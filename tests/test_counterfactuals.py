@@ -33,6 +33,11 @@ def test_bandwidth_cannot_buy_back_the_barriers():
     for kind in ("baseline", "ubep"):
         assert np.all(np.diff(r[kind]) < 0)
     assert np.all(r["baseline"] - r["ubep"] > r["barriers"] * 0.5)
+    assert r["factors"][-1] == np.inf
+    # past the most a core may push (1e15 bytes/s), a factor stands for unlimited bandwidth
+    top = bandwidth_sweep([1e6, 1e12, np.inf], ep=32, tokens_per_die=32)
+    for kind in ("baseline", "ubep"):
+        assert top[kind][0] == top[kind][1] == top[kind][2] == r[kind][-1]
     with pytest.raises(ValueError, match="factors"):
         bandwidth_sweep([0.0])
 
@@ -70,7 +75,7 @@ def test_hardened_inputs():
         with pytest.raises(ValueError, match="factors"):
             bandwidth_sweep(bad, ep=16, tokens_per_die=4)
     with pytest.raises(ValueError, match="ep"):
-        bandwidth_sweep([1.0], ep=1024)  # beyond the largest die superpod
+        bandwidth_sweep([1.0], ep=1025)  # beyond the largest die superpod
     with pytest.raises(ValueError, match="t_op"):
         network_fix_sweep(0.03, [0.5], t_op=1e-300)
     with pytest.raises(ValueError, match="comm_sms"):

@@ -118,7 +118,7 @@ def test_tables_are_checked_and_read_only():
 
 def test_builders_name_their_own_parameters():
     with pytest.raises(ValueError, match="workloads"):
-        core_split_table([(1024, 4)])  # beyond the largest die superpod (768 dies)
+        core_split_table([(1025, 4)])  # beyond the largest die superpod (1,024 dies)
     with pytest.raises(ValueError, match="workloads"):
         core_split_table([(512, 4096)])  # more than 2**20 tokens in all
     with pytest.raises(ValueError, match="options"):

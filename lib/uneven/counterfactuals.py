@@ -139,13 +139,24 @@ def bandwidth_sweep(factors, *, ep: int = 64, tokens_per_die: int = 128, seed: i
 
     ``factors`` multiply :attr:`uneven.schedulers.cores.CoreCosts.core_bandwidth` (1 = the
     CloudMatrix-like default): a number or a 1-d list of at most 1,024 numbers in
-    [1e-6, 1e12], or ``np.inf`` (bytes cost nothing). ``ep`` in [2, 768], ``tokens_per_die`` in
-    [1, 8192] with ``ep * tokens_per_die <= 2**20``; routing and planning count against the
-    work budget of :mod:`uneven.limits`. Returns arrays over ``factors`` (``np.inf`` kept, as
-    given) for ``"baseline"`` (serialised, two barriers) and ``"ubep"``, and ``"barriers"``: the
-    time the baseline spends in its two barriers (s, the same at every bandwidth).
+    [1e-6, 1e12], or ``np.inf`` (bytes cost nothing). A factor that would take a core past
+    1e15 bytes/s (the most :class:`~uneven.schedulers.cores.CoreCosts` accepts; ``np.inf``
+    included) runs at that bandwidth: a 512-byte block then costs 0.5 fs,
+    nothing next to the hop latencies (0.1 µs and up), so it stands for unlimited bandwidth.
+    ``ep`` in [2, 1024], ``tokens_per_die`` in [1, 8192] with ``ep * tokens_per_die <= 2**20``;
+    routing and planning count against the work budget of :mod:`uneven.limits`. Returns arrays
+    over ``factors`` (``np.inf`` kept, as given) for ``"baseline"`` (serialised, two barriers)
+    and ``"ubep"``, and ``"barriers"``: the time the baseline spends in its two barriers (s, the
+    same at every bandwidth).
     """
-    from .schedulers.cores import CoreCosts, ep_traffic, phase_latency, phase_plan, scheme
+    from .schedulers.cores import (
+        MAX_RANKS,
+        CoreCosts,
+        ep_traffic,
+        phase_latency,
+        phase_plan,
+        scheme,
+    )
 
     raw = _raw_array("factors", factors, "numbers > 0 (inf allowed)")
     f = np.array(raw, dtype=np.float64, ndmin=1)  # a real dtype: no warning converting it
@@ -154,7 +165,7 @@ def bandwidth_sweep(factors, *, ep: int = 64, tokens_per_die: int = 128, seed: i
         raise ValueError(f"factors must be a 1-d list of 1 to 1,024 numbers in [1e-6, 1e12] or "
                          f"inf; got {_show(factors)}")
     f.flags.writeable = False
-    ep = check_int("ep", ep, lo=2, hi=_MAX_EP)
+    ep = check_int("ep", ep, lo=2, hi=MAX_RANKS)
     tokens_per_die = check_int("tokens_per_die", tokens_per_die, lo=1, hi=8192)
     if ep * tokens_per_die > 1 << 20:
         raise ValueError(f"ep * tokens_per_die must be <= {1 << 20}; got {ep} * {tokens_per_die}")
@@ -166,7 +177,7 @@ def bandwidth_sweep(factors, *, ep: int = 64, tokens_per_die: int = 128, seed: i
     base = CoreCosts()
     out = {"factors": f, "baseline": [], "ubep": []}
     for x in f:
-        costs = base.with_(core_bandwidth=base.core_bandwidth * x if np.isfinite(x) else 1e30)
+        costs = base.with_(core_bandwidth=min(base.core_bandwidth * x, _MAX_CORE_BANDWIDTH))
         for kind in ("baseline", "ubep"):
             out[kind].append(phase_latency(phase_plan(traffic, costs, scheme(kind))))
     for kind in ("baseline", "ubep"):
@@ -178,7 +189,9 @@ def bandwidth_sweep(factors, *, ep: int = 64, tokens_per_die: int = 128, seed: i
 
 _MAX_S = 1e6  # s: the longest delay, op or transfer the counterfactuals accept
 _MAX_DELAY_OPS = 1e9  # a delay of at most this many ops (the pipeline planner's limit is 2**31)
-_MAX_EP = 768  # EP ranks of the largest die superpod (48 nodes of 16 dies)
+# The bandwidth (bytes/s) bandwidth_sweep gives a core for an unlimited factor: the
+# largest CoreCosts accepts.
+_MAX_CORE_BANDWIDTH = 1e15
 
 
 @dataclass(frozen=True)

@@ -85,7 +85,6 @@ MAX_NAMES = 1024
 SERIAL_SPLIT = "all cores count, then send"
 _MAX_TIME = 1e15  # s: the largest time a table holds (ratios and means stay finite)
 _MAX_OP = 1e6  # s: the longest op or link delay a builder accepts
-_MAX_EP = 768  # EP ranks of the largest die superpod (48 nodes of 16 dies)
 #: Most delay profiles :func:`warmup_policy_table` compares (each is simulated under each plan).
 MAX_PROFILES = 64
 
@@ -414,14 +413,21 @@ def core_split_table(workloads, *, count_cores=(1, 2, 4, 8, 16, 24), costs=None,
 
     ``workloads``: ``(ep_size, tokens_per_die)`` pairs (uniform top-8 routing on a
     CloudMatrix-like superpod, :func:`uneven.schedulers.cores.ep_traffic` with ``seed``;
-    ``ep_size`` in [2, 768], ``tokens_per_die`` in [1, 8192], their product at most 2**20).
+    ``ep_size`` in [2, 1024], ``tokens_per_die`` in [1, 8192], their product at most 2**20).
     Candidates: UBEP's scheme with ``c`` counting cores beside ``cores - c`` senders, for each
     ``c`` in ``count_cores`` (below the core count), and :data:`SERIAL_SPLIT` — every core counts,
     then every core sends, with the same equal hop mix and flag inside each block (no barrier).
     ``costs``: a :class:`uneven.schedulers.cores.CoreCosts` (48 cores per die by default).
     Routing and planning count against the work budget of :mod:`uneven.limits`.
     """
-    from .schedulers.cores import CoreCosts, ep_traffic, phase_latency, phase_plan, scheme
+    from .schedulers.cores import (
+        MAX_RANKS,
+        CoreCosts,
+        ep_traffic,
+        phase_latency,
+        phase_plan,
+        scheme,
+    )
 
     costs = CoreCosts() if costs is None else costs
     check_instance("costs", costs, CoreCosts)
@@ -432,7 +438,7 @@ def core_split_table(workloads, *, count_cores=(1, 2, 4, 8, 16, 24), costs=None,
         if not (isinstance(w, (tuple, list)) and len(w) == 2):
             raise ValueError(f"workloads must be (ep_size, tokens_per_die) pairs; got "
                              f"{_show(w)}")
-        ep = check_int(f"workloads[{i}] ep_size", w[0], lo=2, hi=_MAX_EP)
+        ep = check_int(f"workloads[{i}] ep_size", w[0], lo=2, hi=MAX_RANKS)
         tok = check_int(f"workloads[{i}] tokens_per_die", w[1], lo=1, hi=8192)
         if ep * tok > 1 << 20:
             raise ValueError(f"workloads[{i}] must have ep_size * tokens_per_die <= {1 << 20}; "
