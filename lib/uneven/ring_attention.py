@@ -294,13 +294,15 @@ def ring_step_time(topo, rings, bytes_per_rank: float) -> float:
     b = check_real("bytes_per_rank", bytes_per_rank, lo=0.0, hi=1e18, unit="bytes")
     hi = topo.n_gpus - 1
     try:
-        one = np.ndim(rings) == 2  # one ring, an (N, g) array
+        nd = np.ndim(rings)  # 2: one ring, an (N, g) array
     except (ValueError, TypeError):  # a ragged list: a list of rings of different shapes
-        one = False
-    if one:
+        nd = -1
+    if nd == 2:
         arr = [_groups("rings", rings, hi=hi)]
     else:
-        if not isinstance(rings, (list, tuple, np.ndarray)) or not 1 <= len(rings) <= hi + 1:
+        if not isinstance(rings, (list, tuple, np.ndarray)) or nd == 0 or not (
+            1 <= len(rings) <= hi + 1
+        ):
             raise ValueError(f"rings must be one (N, g) array of GPU ids below {hi + 1} or a "
                              f"list of 1 to {hi + 1} of them; got {_show(rings)}")
         arr = [_groups(f"rings[{i}]", g, hi=hi) for i, g in enumerate(rings)]

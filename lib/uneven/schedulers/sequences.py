@@ -65,7 +65,6 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from functools import lru_cache
-from itertools import permutations
 from numbers import Real
 
 import numpy as np
@@ -1686,22 +1685,52 @@ def optimal_makespan(durations, widths, n_ranks: int) -> float:
                          f"{d.size}")
     if d.size and w.max() > R:
         raise ValueError(f"widths must be <= n_ranks={R}; the widest item needs {w.max()}")
-    best = math.inf
-    for perm in permutations(range(d.size)):
-        placed = []  # (start, end, width)
-        end = 0.0
-        for i in perm:
-            cands = sorted({0.0, *(b for _, b, _ in placed)})
-            for t in cands:
-                pts = [t] + [a for a, _, _ in placed if t < a < t + d[i]]
-                if all(sum(ww for a, b, ww in placed if a <= q < b) + w[i] <= R for q in pts):
-                    break
-            placed.append((t, t + d[i], int(w[i])))
-            end = max(end, t + d[i])
-            if end >= best:
-                break
-        best = min(best, end)
-    return float(best) if d.size else 0.0
+    if d.size == 0:
+        return 0.0
+    # No schedule beats the longest item, the area over the ranks, or the items wider than
+    # R / (k + 1), which run at most k at a time; an order that reaches this bound is optimal.
+    lower = max(float(d.max()), float((d * w).sum()) / R,
+                *(float(d[(k + 1) * w > R].sum()) / k for k in range(1, d.size + 1)))
+    dl, wl = d.tolist(), w.tolist()  # plain floats and ints: the search is pure Python
+    n = d.size
+    # an item identical to an earlier one goes after it (swapping them changes nothing)
+    twin = [max((j for j in range(i) if (dl[j], wl[j]) == (dl[i], wl[i])), default=-1)
+            for i in range(n)]
+    placed, used, best = [], [False] * n, [math.inf]
+
+    def start(di, wi):
+        """The earliest time the free ranks allow (serial schedule generation)."""
+        cands = sorted({0.0, *(b for _, b, _ in placed)})
+        for t in cands:
+            pts = [t] + [a for a, _, _ in placed if t < a < t + di]
+            if all(sum(ww for a, b, ww in placed if a <= q < b) + wi <= R for q in pts):
+                return t
+        return cands[-1]  # not reached: every item fits once all others have ended
+
+    def search(end, depth):
+        """Every order, depth first, sharing prefixes; a prefix that already ends no earlier
+        than the best schedule is cut. True once the lower bound is reached."""
+        if depth == n:
+            best[0] = min(best[0], end)
+            return best[0] <= lower
+        for i in range(n):
+            if used[i] or (twin[i] >= 0 and not used[twin[i]]):
+                continue
+            t = start(dl[i], wl[i])
+            new_end = max(end, t + dl[i])
+            if new_end >= best[0]:
+                continue
+            used[i] = True
+            placed.append((t, t + dl[i], wl[i]))
+            done = search(new_end, depth + 1)
+            placed.pop()
+            used[i] = False
+            if done:
+                return True
+        return False
+
+    search(0.0, 0)
+    return float(best[0])
 
 
 # --------------------------------------------------------------------------------------------
