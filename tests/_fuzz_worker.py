@@ -295,6 +295,7 @@ class Catalog:
         self.calls = {tid: [] for tid in self.targets}
         self.pool: dict[type, list] = {cls: [] for cls in self.public_classes}
         self._record()
+        self._pool_module_constants()
         self._pool_constructor_calls()
 
     # ---- learning valid calls from the doctests
@@ -396,6 +397,16 @@ class Catalog:
         elif isinstance(value, dict):
             for v in list(value.values())[:10]:
                 self._collect(v, depth + 1)
+
+    def _pool_module_constants(self):
+        """Instances a module holds as constants (tables such as a list of knobs) are valid
+        too: some classes are never returned by a function, only defined this way."""
+        for mod in public_modules():
+            for attr, value in list(vars(mod).items()):
+                if attr.startswith("__") or inspect.isclass(value) or callable(value) \
+                        or inspect.ismodule(value):
+                    continue
+                self._collect(value)
 
     def _pool_constructor_calls(self):
         """A valid instance is also a valid constructor call (its fields)."""
