@@ -184,7 +184,7 @@ def draw_balance(fig, state: BalanceState, **_):
         v[:, 2, 1] = v[:, 3, 1] = y + half
         return v
 
-    art = reuse(fig, ("balance", n_nics, n_gpus), build)
+    art = reuse(fig, f"balance-{n_nics}-{n_gpus}", build)
     art["ax_n"].set_ylim(0, nmax)
     art["ax_g"].set_xlim(0, tmax)
     heights = to_us(state.nic_in)
