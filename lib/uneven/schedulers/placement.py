@@ -66,6 +66,8 @@ Placement(n_gpus=2, gpus_per_node=2, gpus_per_nic=1, name='mine')
 
 from __future__ import annotations
 
+import math
+
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -369,7 +371,7 @@ def balanced_packing(weight, n_packs: int):
 
 def _packing_steps(rows, n, n_packs):
     """Loop steps of :func:`_packing` on ``rows`` rows of ``n`` items."""
-    return float(rows) * n * (n_packs + 2 * max(1.0, np.log2(n)))
+    return float(rows) * n * (n_packs + 2 * max(1.0, math.log2(n)))
 
 
 def _replicate_steps(rows, n, n_phy):
@@ -560,8 +562,7 @@ def placement_from_phy2log(phy2log, n_experts: int, n_gpus: int, *, gpus_per_nod
         missing = int(np.flatnonzero(logcnt == 0)[0])
         raise ValueError(f"phy2log must give every expert at least one slot; expert {missing} "
                          "has none")
-    check_bytes("phy2log", phy2log, 8.0 * (6 * p2l.size + n_experts * int(logcnt.max())),
-                f"log2phy: {n_experts:,} experts x {int(logcnt.max()):,} replicas of the busiest")
+    check_bytes("phy2log", phy2log, 8.0 * 6 * p2l.size, "the slot maps")
     name = check_str("name", name, max_len=200)
     if phyrank is None:
         order = np.argsort(p2l, kind="stable")
@@ -572,11 +573,20 @@ def placement_from_phy2log(phy2log, n_experts: int, n_gpus: int, *, gpus_per_nod
         rank = as_int_array("phyrank", phyrank, shape=(p2l.size,), lo=0)
         if rank.max() >= logcnt.max() or np.any(rank >= logcnt[p2l]):
             raise ValueError("phyrank must number each expert's replicas 0 .. logcnt-1")
-    log2phy = np.full((n_experts, int(logcnt.max())), -1, dtype=np.int64)
-    log2phy[p2l, rank] = np.arange(p2l.size, dtype=np.int64)
+    log2phy = _log2phy_of(p2l, logcnt, rank, "phy2log")
     if np.any((log2phy < 0) & (np.arange(log2phy.shape[1]) < logcnt[:, None])):
         raise ValueError("phyrank must number each expert's replicas 0 .. logcnt-1 once each")
     return _placement(p2l, logcnt, log2phy, n_gpus, gpn, gpnic, name)
+
+
+def _log2phy_of(p2l, logcnt, rank, name="n_slots"):
+    """The slots of each expert by replica rank, -1 padded (from consistent maps)."""
+    width = int(logcnt.max())
+    check_bytes(name, p2l.size, 8.0 * logcnt.size * width,
+                f"log2phy: {logcnt.size:,} experts x {width:,} replicas of the busiest")
+    log2phy = np.full((logcnt.size, width), -1, dtype=np.int64)
+    log2phy[p2l, rank] = np.arange(p2l.size, dtype=np.int64)
+    return log2phy
 
 
 def _placement(p2l, logcnt, log2phy, n_gpus, gpn, gpnic, name) -> Placement:
@@ -599,9 +609,10 @@ def contiguous_slots(n_experts: int, n_gpus: int, *, gpus_per_node: int = 8,
     n_experts = check_int("n_experts", n_experts, lo=n_gpus, hi=MAX_EXPERTS)
     if n_experts % n_gpus:
         raise ValueError(f"n_gpus must divide n_experts ({n_experts}); got {n_gpus}")
-    return placement_from_phy2log(np.arange(n_experts), n_experts, n_gpus,
-                                  gpus_per_node=gpus_per_node, gpus_per_nic=gpus_per_nic,
-                                  name="contiguous")
+    n_gpus, gpn, gpnic = _check_hosts(n_gpus, gpus_per_node, gpus_per_nic)
+    p2l = np.arange(n_experts, dtype=np.int64)
+    return _placement(p2l, np.ones(n_experts, dtype=np.int64), p2l.reshape(-1, 1).copy(),
+                      n_gpus, gpn, gpnic, "contiguous")
 
 
 def eplb_placement(load, n_slots: int, n_gpus: int, *, gpus_per_node: int = 8,
@@ -625,13 +636,9 @@ def eplb_placement(load, n_slots: int, n_gpus: int, *, gpus_per_node: int = 8,
     if w.size % n_groups:
         raise ValueError(f"n_groups must divide the number of experts ({w.size}); got "
                          f"{n_groups}")
-    p2l, l2p, _ = rebalance_experts(w[None, :], n_slots, n_groups, n_gpus // gpn, n_gpus)
-    # EPLB's replica ranks, recovered from its log2phy order
-    rank = np.empty(p2l.shape[1], dtype=np.int64)
-    valid = l2p[0] >= 0
-    rank[l2p[0][valid]] = np.nonzero(valid)[1]
-    return placement_from_phy2log(p2l[0], w.size, n_gpus, gpus_per_node=gpn, gpus_per_nic=gpnic,
-                                  phyrank=rank, name="EPLB")
+    p2l, l2p, cnt = rebalance_experts(w[None, :], n_slots, n_groups, n_gpus // gpn, n_gpus)
+    # EPLB's own maps (log2phy in its replica order): consistent, built here, not re-checked
+    return _placement(p2l[0], cnt[0], l2p[0], n_gpus, gpn, gpnic, "EPLB")
 
 
 def nic_aware_placement(load, n_slots: int, n_gpus: int, *, gpus_per_node: int = 8,
@@ -680,8 +687,9 @@ def nic_aware_placement(load, n_slots: int, n_gpus: int, *, gpus_per_node: int =
         nxt[(r_idx * n_packs + pack.ravel()), rank.ravel()] = items.ravel()
         items = nxt
     order = items.ravel()  # slot order: host, NIC, GPU, position
-    return placement_from_phy2log(phy2log[0][order], n_exp, n_gpus, gpus_per_node=gpn,
-                                  gpus_per_nic=gpnic, phyrank=prank[0][order], name="NIC-aware")
+    p2l, logcnt = phy2log[0][order], cnt[0]
+    return _placement(p2l, logcnt, _log2phy_of(p2l, logcnt, prank[0][order]), n_gpus, gpn, gpnic,
+                      "NIC-aware")
 
 
 # --------------------------------------------------------------------------------------------
