@@ -36,9 +36,12 @@ lab: install
 		--config=tools/lab_config.py \
 		$(ROOT_ARG) $(LAB_ARGS)
 
+# The suite is CPU-bound: one pytest-xdist worker per core (TEST_WORKERS=0 runs in one process).
+# Tests that share one expensive fixture (the browser, the site build) stay on one worker.
+TEST_WORKERS ?= 2
 test: install
 	$(BIN)/ruff check .
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadgroup)
 
 figures: install
 	$(BIN)/python tools/run_notebooks.py notebooks/*.ipynb

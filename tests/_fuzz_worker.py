@@ -301,6 +301,15 @@ class Catalog:
     def _record(self):
         import uneven  # noqa: F401
 
+        # The doctests are found before any function is wrapped: the finder keeps a function's
+        # doctest only when the function's globals are its module's, which a wrapper's are not.
+        finder = doctest.DocTestFinder(exclude_empty=True)
+        tests = []
+        for mod in public_modules():
+            try:
+                tests.extend(finder.find(mod))
+            except Exception:
+                continue
         originals = []
         by_object = {}
         for tid, t in self.targets.items():
@@ -330,19 +339,18 @@ class Catalog:
             originals.append((cls, mname, raw))
             setattr(cls, mname, self._wrap(tid, raw, method=True))
         try:
-            finder = doctest.DocTestFinder(exclude_empty=True)
             runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS, verbose=False)
-            for mod in public_modules():
+            for test in tests:
+                # The globals were copied before the patching: the wrapped functions go in here.
+                for attr, value in list(test.globs.items()):
+                    w = wrappers.get(id(value))
+                    if w is not None and value is by_object[id(value)][1]:
+                        test.globs[attr] = w
+                out = io.StringIO()
                 try:
-                    tests = finder.find(mod)
+                    runner.run(test, out=out.write, clear_globs=True)
                 except Exception:
-                    continue
-                for test in tests:
-                    out = io.StringIO()
-                    try:
-                        runner.run(test, out=out.write, clear_globs=True)
-                    except Exception:
-                        pass
+                    pass
         finally:
             for owner, attr, value in reversed(originals):
                 setattr(owner, attr, value)

@@ -45,7 +45,9 @@ VIEWPORT = {"width": 1400, "height": 1000}
 RUN_TIMEOUT = 600  # seconds for Run All of one notebook
 CHANGE_TIMEOUT = 8  # seconds for the explorer's figure to change after a control moves
 
-pytestmark = pytest.mark.browser
+# One JupyterLab and one Chromium for all notebooks: under pytest-xdist the whole module runs on
+# one worker.
+pytestmark = [pytest.mark.browser, pytest.mark.xdist_group("browser")]
 
 
 def _chromium() -> str | None:

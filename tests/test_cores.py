@@ -463,3 +463,167 @@ def test_blitted_explorer_draws_the_same_picture_as_a_fresh_one():
     moved.update()
     a, b = pixels(blitted), pixels(moved.png)
     assert a.shape == b.shape and (np.abs(a - b) > 8).mean() < 1e-3
+
+
+# --------------------------------------------------------------------------- hardening
+
+
+def test_library_results_are_read_only_and_equal_to_checked_construction(ep32):
+    """Results built on the trusted path hold read-only arrays, and building the same fields
+    directly (which runs every check) accepts them unchanged."""
+    from dataclasses import fields, replace
+
+    p = phase_plan(ep32, CoreCosts(cores=8), scheme("ubep", sync="flag"))
+    tl = core_timeline(p, jitter=1e-6, seed=3)
+    r = decode_steps(ep32, CoreCosts(cores=8), scheme("baseline"), n_steps=5, n_layers=2)
+    for obj in (ep32, p, tl, r):
+        for f in fields(obj):
+            v = getattr(obj, f.name)
+            if isinstance(v, np.ndarray):
+                assert not v.flags.writeable, (type(obj).__name__, f.name)
+        again = replace(obj)
+        for f in fields(obj):
+            a, b = getattr(obj, f.name), getattr(again, f.name)
+            assert np.array_equal(a, b) if isinstance(a, np.ndarray) else a == b
+
+
+@pytest.mark.parametrize("field_, value, match", [
+    ("n_count", 3, "n_count must be 1"),
+    ("send_offset", 0, "send_offset"),
+    ("send_time", "x", "send_time"),
+    ("send_time", np.full((32, 7), np.nan), "send_time"),
+    ("send_time", np.full((32, 7), 1e300), "send_time"),
+    ("count_time", np.zeros((32, 2)), "count_time"),
+    ("hop_copies", -np.ones((32, 7, 3), dtype=np.int64), "hop_copies"),
+    ("blocks", True, "blocks"),
+    ("phase", "gather", "phase"),
+    ("traffic", None, "traffic"),
+    ("poll_time", float("inf"), "poll_time"),
+])
+def test_phase_plan_checks_direct_construction(ep32, field_, value, match):
+    from dataclasses import replace
+
+    p = phase_plan(ep32, CoreCosts(cores=8), scheme("ubep"))
+    with pytest.raises(ValueError, match=match):
+        replace(p, **{field_: value})
+
+
+def test_traffic_timeline_and_steps_check_direct_construction(ep32):
+    from dataclasses import replace
+
+    with pytest.raises(ValueError, match="copies"):
+        replace(ep32, copies=np.ones((31, 31), dtype=np.int64))
+    with pytest.raises(ValueError, match="copies"):
+        replace(ep32, copies=np.full((32, 32), 2**40))
+    with pytest.raises(ValueError, match="hops"):
+        replace(ep32, hops=np.zeros((32, 32), dtype=np.int64))
+    with pytest.raises(ValueError, match="topo"):
+        replace(ep32, topo="pod")
+    with pytest.raises(ValueError, match="n_ranks"):
+        replace(ep32, n_ranks=True)
+    with pytest.raises(ValueError, match="k"):
+        replace(ep32, k=1.5)
+    tl = core_timeline(phase_plan(ep32, CoreCosts(cores=8), scheme("baseline")))
+    with pytest.raises(ValueError, match="cores"):
+        replace(tl, cores=9)
+    with pytest.raises(ValueError, match="core entries"):
+        replace(tl, core=np.full(tl.core.shape, 8))
+    with pytest.raises(ValueError, match="finish"):
+        replace(tl, finish=tl.start - 1e-6 * (tl.start > 0))
+    with pytest.raises(ValueError, match="end"):
+        replace(tl, end=np.zeros(3))
+    r = decode_steps(ep32, CoreCosts(cores=8), scheme("baseline"), n_steps=3, n_layers=1)
+    for bad in (np.zeros(0), None, np.array([np.inf]), [[1.0]], 0.5, [True]):
+        with pytest.raises(ValueError, match="tpot"):
+            replace(r, tpot=bad)
+    with pytest.raises(ValueError, match="n_layers"):
+        replace(r, n_layers=0)
+
+
+@pytest.mark.parametrize("kw, match", [
+    ({"core_bandwidth": 1e-300}, "core_bandwidth"), ({"barrier_cost": 1e300}, "barrier_cost"),
+    ({"local_latency": 10.0}, "local_latency"), ({"one_hop_factor": 1e300}, "one_hop_factor"),
+    ({"cores": 4.5}, "cores"), ({"poll_cost": 1 + 1j}, "poll_cost"),
+])
+def test_costs_bounded_so_every_time_stays_finite(kw, match):
+    with pytest.raises(ValueError, match=match):
+        CoreCosts(**kw)
+
+
+def test_fields_are_normalised():
+    c = CoreCosts(cores=8.0, barrier_cost=np.float32(1e-5))
+    assert type(c.cores) is int and type(c.barrier_cost) is float
+    s = Scheme(count_cores=np.int64(3), block_bytes=256.0)
+    assert type(s.count_cores) is int and type(s.block_bytes) is int
+
+
+def test_largest_ep_group_builds_and_budgets_refuse_by_name(ep32, monkeypatch):
+    assert die_superpod(64).n_gpus == M.MAX_RANKS
+    t = ep_traffic(M.MAX_RANKS, tokens_per_rank=1, seed=0)  # was refused as 'n_nodes'
+    assert t.copies.sum() == M.MAX_RANKS * 8
+    with pytest.raises(ValueError, match="n_nodes"):
+        die_superpod(65)
+    ep320 = ep_traffic(320, tokens_per_rank=1)
+    monkeypatch.setenv("UNEVEN_MAX_STEPS", "1e6")
+    p = phase_plan(ep32, CoreCosts(), scheme("ubep"))
+    with pytest.raises(ValueError, match="n_steps=.*UNEVEN_MAX_STEPS"):
+        latency_samples(p, 10**5)
+    with pytest.raises(ValueError, match="n_steps=.*UNEVEN_MAX_STEPS"):
+        decode_steps(ep32, CoreCosts(), scheme("ubep"), n_steps=1000)
+    with pytest.raises(ValueError, match="n_experts=.*UNEVEN_MAX_STEPS"):
+        ep_traffic(256, tokens_per_rank=64)
+    with pytest.raises(ValueError, match="costs=.*UNEVEN_MAX_STEPS"):
+        best_split(ep320, CoreCosts(cores=256), scheme("ubep"))
+    with pytest.raises(ValueError, match="jitter"):
+        latency_samples(p, 2, jitter=1e300)
+    with pytest.raises(ValueError, match="start"):
+        core_timeline(p, start=np.full(32, 1e300))
+
+
+def test_figure_recipes_refuse_bad_input_by_name(ep32):
+    from uneven.explorers import nb06
+
+    costs = CoreCosts(cores=8)
+    plan = phase_plan(ep32, costs, scheme("baseline"))
+    tl = core_timeline(plan)
+    with pytest.raises(ValueError, match="costs"):
+        nb06.hop_cost_figure([1.0], {"contiguous": plan})
+    with pytest.raises(ValueError, match="plans"):
+        nb06.hop_cost_figure(costs, {"nope": plan})
+    with pytest.raises(ValueError, match="plans"):
+        nb06.hop_cost_figure(costs, {"contiguous": tl})
+    with pytest.raises(ValueError, match="rank"):
+        nb06.gantt_figure({"UBEP": tl}, rank=32)
+    with pytest.raises(ValueError, match="timelines"):
+        nb06.gantt_figure({})
+    with pytest.raises(ValueError, match="rows"):
+        nb06.ablation_figure([("base", 0.0), ("x", 1e-4)])
+    with pytest.raises(ValueError, match="rows"):
+        nb06.ablation_figure([("base", float("nan"))])
+    good = {"serialised baseline": [2e-4, 3e-4], "UBEP": [1e-4, 2e-4]}
+    with pytest.raises(ValueError, match="eps"):
+        nb06.ep_sweep_figure([16, 8], good, good, paper={}, chapter={})
+    with pytest.raises(ValueError, match="median"):
+        nb06.ep_sweep_figure([8, 16], {"serialised baseline": [0.0, 1.0]}, good, paper={},
+                             chapter={})
+    with pytest.raises(ValueError, match="p99"):
+        nb06.ep_sweep_figure([8, 16], good, {"UBEP": [1e-4, 2e-4]}, paper={"x": {8: 1.0}},
+                             chapter={})
+    with pytest.raises(ValueError, match="paper"):
+        nb06.ep_sweep_figure([8, 16], good, good, paper={"x": {0: 1.0}}, chapter={})
+    r = decode_steps(ep32, costs, scheme("ubep"), n_steps=5, n_layers=1)
+    with pytest.raises(ValueError, match="extra"):
+        nb06.tpot_figure({"UBEP": r}, [0.0, 1.0], {"UBEP": [0.0]})
+    with pytest.raises(ValueError, match="sigmas"):
+        nb06.tpot_figure({"UBEP": r}, [-1.0], {"UBEP": [0.0]})
+    with pytest.raises(ValueError, match="state"):
+        nb06.draw_ubep(nb06.plots.blank_figure(), r)
+    s = nb06.ubep_state(ep=16, cores=8, batch=16)
+    from dataclasses import replace
+
+    with pytest.raises(ValueError, match="count_cores"):
+        replace(s, count_cores=8)
+    with pytest.raises(ValueError, match="base_samples"):
+        replace(s, base_samples=np.zeros(0))
+    with pytest.raises(ValueError, match="ubep"):
+        replace(s, ubep=r)

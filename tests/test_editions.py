@@ -327,6 +327,7 @@ def site(tmp_path_factory, numba_cache):
 
 @pytest.mark.slow
 @pytest.mark.editions
+@pytest.mark.xdist_group("site")  # one site build, on one worker
 def test_site_builds_from_a_clean_checkout_without_the_web(site):
     done = site["done"]
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-5000:]
@@ -356,6 +357,7 @@ def _page(path: Path) -> Path:
 
 @pytest.mark.slow
 @pytest.mark.editions
+@pytest.mark.xdist_group("site")
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=ids)
 def test_every_notebook_page_shows_its_figures_as_images(site, path):
     if site["done"].returncode != 0:
@@ -390,6 +392,7 @@ def _local_targets(page: Path, text: str):
 
 @pytest.mark.slow
 @pytest.mark.editions
+@pytest.mark.xdist_group("site")
 def test_no_broken_internal_link_in_the_built_site(site):
     """Beside Sphinx's own check (warnings are errors; its link check found nothing broken):
     every local href/src of every page points at a file of the site, and an anchor into a page

@@ -82,3 +82,59 @@ def test_busy_profiles_are_sorted_and_bounded_by_the_step():
     for name, busy in s.busy.items():
         assert np.all(np.diff(busy) <= 0)
         assert busy[0] <= s.steps[name]
+
+
+def test_explorer_state_is_checked_when_made():
+    from dataclasses import replace
+
+    s = nb02.hdp_explore_state()
+    assert all(not b.flags.writeable for b in s.busy.values())
+    assert replace(s).steps == s.steps  # a valid copy passes its own checks
+    for field, bad in (("steps", {"static mesh": 1.0}), ("steps", {**s.steps, "naive HDP": 0.0}),
+                       ("busy", {**s.busy, "naive HDP": np.zeros(0)}),
+                       ("comm_share", {**s.comm_share, "naive HDP": 1.5}),
+                       ("microbatches", (3, 2)), ("d_cp", True), ("fallback", 1),
+                       ("offloaded", -1)):
+        with pytest.raises(ValueError, match=field):
+            replace(s, **{field: bad})
+    with pytest.raises(ValueError, match="state"):
+        nb02.draw_hdp(nb02.plots.figure()[0], s.steps)
+    with pytest.raises(ValueError, match="fig"):
+        nb02.draw_hdp(None, s)
+
+
+def test_figure_recipes_refuse_bad_input_by_name():
+    from uneven.schedulers.sequences import FIG6A, CostModel, default_cost_model
+
+    cost = default_cost_model()
+    with pytest.raises(ValueError, match="labels"):
+        nb02.length_figure(None, [0.5], [0.5], {}, {})
+    with pytest.raises(ValueError, match="token_share"):
+        nb02.length_figure(["a"], [0.5], [2.0], {"length": [1], "samples": [1],
+                                                  "tokens": [1]}, {})
+    with pytest.raises(ValueError, match="cdf"):
+        nb02.length_figure(["a"], [0.5], [0.5], {"length": [1]}, {})
+    with pytest.raises(ValueError, match="cost"):
+        nb02.cost_figure(CostModel(0.0, 0.0, 1e-7), cost, FIG6A, [1e-3], pack_tokens=8192)
+    with pytest.raises(ValueError, match="pack_times"):
+        nb02.cost_figure(cost, cost, FIG6A, [0.0, 1e-3], pack_tokens=8192)
+    with pytest.raises(ValueError, match="fig6a"):
+        nb02.cost_figure(cost, cost, {"tokens": [1]}, [1e-3], pack_tokens=8192)
+    with pytest.raises(ValueError, match="pairs"):
+        nb02.ring_figure({"zigzag": [0, 0]}, [1024], [1e-3], {"a": [1e-3]}, {})
+    with pytest.raises(ValueError, match="step_comm"):
+        nb02.ring_figure({"zigzag": [1, 1]}, [1024], [1e-3], {"a": [1e-3, 1.0]}, {})
+    with pytest.raises(ValueError, match="thresholds"):
+        nb02.ring_figure({"zigzag": [1, 1]}, [1024], [1e-3], {"a": [1e-3]}, {"x": 0.0})
+    with pytest.raises(ValueError, match="steps"):
+        nb02.timeline_figure({"no such scheme": None})
+    with pytest.raises(ValueError, match="throughput"):
+        nb02.context_figure([2**18], {"static mesh": [float("inf")]})
+    with pytest.raises(ValueError, match="contexts"):
+        nb02.context_figure(None, {"static mesh": [1.0]})
+    with pytest.raises(ValueError, match="paper"):
+        nb02.ablation_figure(["a", "b"], [1.0], {})
+    with pytest.raises(ValueError, match="models"):
+        nb02.ablation_figure(["a"], [1.0], {"m": [1.0, 2.0]})
+    fig = nb02.ablation_figure(["a", "b"], [1.0, None], {"m": [1.2, float("nan")]})
+    assert fig is not None  # nan marks a rung the model leaves out

@@ -92,3 +92,56 @@ def test_figure_recipes_draw():
     for fig in figs:
         data, _ = fig._repr_mimebundle_()
         assert data["image/png"][:4] == b"\x89PNG"
+
+
+def test_state_is_checked_when_made_directly():
+    import dataclasses
+
+    s = nb04.megascale_state()
+    for field, bad in (("timeline", None), ("baseline", 0.0), ("r_nic", float("nan")),
+                       ("strategy", "ep"), ("n", True), ("notes", ["a note"]),
+                       ("baseline", s.timeline.layer_time / 1e4)):
+        with pytest.raises(ValueError, match=field):
+            dataclasses.replace(s, **{field: bad})
+    assert dataclasses.replace(s).baseline == s.baseline
+    from uneven.plots import blank_figure
+
+    with pytest.raises(ValueError, match="state"):
+        nb04.draw_megascale(blank_figure(), "state")
+    with pytest.raises(ValueError, match="fig"):
+        nb04.draw_megascale(None, s)
+    with pytest.raises(ValueError, match="show"):
+        nb04.megascale_explorer(show=1)
+
+
+def test_figure_recipes_refuse_bad_input_by_name():
+    t = layer_timeline()
+    rows = ablation()
+    paper = {r["label"]: 1.0 for r in rows}
+    h = [1024.0, 2048.0]
+    cases = [
+        ("timelines", lambda: nb04.layer_figure([t])),
+        ("timelines", lambda: nb04.layer_figure({"a": "t"})),
+        ("rows", lambda: nb04.ablation_figure([], paper)),
+        ("rows", lambda: nb04.ablation_figure(rows * 2, paper)),
+        ("paper", lambda: nb04.ablation_figure(rows, {})),
+        ("one_node", lambda: nb04.ablation_figure(rows, paper, one_node=(1.0,))),
+        ("runs", lambda: nb04.tile_figure({"x": (1e-3, 5e-4, "sideways")})),
+        ("runs", lambda: nb04.tile_figure({"x": (1e300, 5e-4, "gemm_a2a")})),
+        ("unit", lambda: nb04.tile_figure({"x": (1e-3, 5e-4, "gemm_a2a")}, unit="s")),
+        ("h_ffn", lambda: nb04.hiding_figure([0.0, 2048.0], {}, {})),
+        ("curves", lambda: nb04.hiding_figure(h, {("NVLink", "FP4"): [1.0, 2.0]}, {})),
+        ("curves", lambda: nb04.hiding_figure(h, {("NIC", "BF16"): [1.0, -2.0]}, {})),
+        ("marks", lambda: nb04.hiding_figure(h, {("NIC", "BF16"): [1.0, 2.0]}, {"x": None})),
+        ("points", lambda: nb04.hiding_figure(h, {("NIC", "BF16"): [1.0, 2.0]}, {},
+                                              {"p": (2048, 0.5, 0.1)})),
+        ("m_values", lambda: nb04.volume_figure([1], {"TP": [1]}, {"TP": [1]}, [0], {"TP": [1]},
+                                                n=2, crossover=1.0)),
+        ("ffn_mb", lambda: nb04.volume_figure([1, 2], {"TP": [1]}, {"TP": [1, 2]}, [1],
+                                              {"TP": [1]}, n=2, crossover=1.0)),
+        ("crossover", lambda: nb04.volume_figure([1], {"TP": [1]}, {"TP": [1]}, [1], {"TP": [1]},
+                                                 n=2, crossover=float("inf"))),
+    ]
+    for name, call in cases:
+        with pytest.raises(ValueError, match=name):
+            call()

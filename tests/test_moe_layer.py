@@ -202,3 +202,69 @@ def test_layer_validation():
         H800_NODE.with_(comm_sms=200)
     with pytest.raises(ValueError, match="n must"):
         layer_timeline(n=16)
+
+
+# --------------------------------------------------------------------------- hardening
+
+
+def test_node_model_fields_are_checked():
+    import dataclasses
+
+    assert H800_NODE.with_(total_sms=132.0).total_sms == 132
+    for field, bad in (("peak_flops", True), ("comm_sms", 132), ("alpha", float("inf")),
+                       ("sources", {"x": 1}), ("sources", None)):
+        with pytest.raises(ValueError, match=field):
+            dataclasses.replace(H800_NODE, **{field: bad})
+    with pytest.raises(ValueError, match="hw"):
+        layer_timeline(hw="H800")
+
+
+def test_absurd_hardware_is_refused_by_name_not_overflowed():
+    for hw in (H800_NODE.with_(peak_flops=1e-300),
+               H800_NODE.with_(peak_flops=1e-300, gemm_efficiency=1e-300),  # product is 0
+               H800_NODE.with_(nvlink_bw=5e-324, a2a_efficiency=0.5)):
+        with pytest.raises(ValueError, match="shape and hw"):
+            layer_timeline(hw=hw)
+        with pytest.raises(ValueError, match="shape and hw"):
+            cluster_layer_timeline(1, hw=hw)
+
+
+def test_layer_timeline_result_is_frozen_and_checked():
+    import dataclasses
+
+    t = layer_timeline()
+    for name in ("start", "finish", "resource", "kind", "item"):
+        assert not getattr(t, name).flags.writeable
+    for field, bad in (("kind", np.full(t.kind.size, 9)), ("strategy", "ep"),
+                       ("forward_time", t.layer_time * 2), ("names", ["qkv"]),
+                       ("finish", t.start - 1.0), ("inter_op", 1)):
+        with pytest.raises(ValueError, match=field):
+            dataclasses.replace(t, **{field: bad})
+    assert dataclasses.replace(t).layer_time == t.layer_time
+    with pytest.raises(ValueError, match="name"):
+        t.item_time(3)
+
+
+def test_cluster_run_is_frozen_checked_and_budgeted(monkeypatch):
+    import dataclasses
+
+    c = cluster_layer_timeline(2)
+    assert not c.gpu_time.flags.writeable and not c.loads.flags.writeable
+    with pytest.raises(ValueError, match="makespan"):
+        dataclasses.replace(c, makespan=0.0)
+    with pytest.raises(ValueError, match="gpu_time"):
+        dataclasses.replace(c, gpu_time=np.ones(5))
+    with pytest.raises(ValueError, match="gpus_per_node"):
+        cluster_layer_timeline(1, gpus_per_node=3)
+    monkeypatch.setenv("UNEVEN_MAX_BYTES", str(64 * 2**20))
+    with pytest.raises(ValueError, match="n_nodes"):
+        cluster_layer_timeline(4096, n_tiles=512)
+
+
+def test_iteration_model_and_mfu_refuse_results_beyond_the_float_range():
+    with pytest.raises(ValueError, match="layer_forward"):
+        iteration_model(2e6, 1.0, n_gpus=240)
+    with pytest.raises(ValueError, match="layer_forward"):
+        iteration_model(5e-324, 5e-324, n_gpus=240)
+    with pytest.raises(ValueError, match="tokens_per_s"):
+        mfu(1e308, 1e308, 1)

@@ -160,3 +160,41 @@ def test_tile_overlap_validation():
         tile_overlap(-1.0, 1e-3)
     with pytest.raises(ValueError, match="n_ranks must divide"):
         fused_time_closed_form(1.0, 1.0, 6, direction="a2a_gemm", n_ranks=4)
+
+
+# --------------------------------------------------------------------------- hardening
+
+
+def test_hiding_ratio_refuses_results_beyond_the_float_range():
+    with pytest.raises(ValueError, match="peak_flops"):
+        hiding_ratio(14336, 160e9, 5e-324)
+    with pytest.raises(ValueError, match="remote_fraction"):
+        hiding_ratio(14336, 160e9, remote_fraction=1.5)
+    with pytest.raises(ValueError, match="h_ffn"):  # the denominator underflows to 0
+        hiding_ratio(14336, 160e9, dispatch_bytes=5e-324, combine_bytes=0.0,
+                     remote_fraction=0.5)
+
+
+def test_tile_overlap_result_is_frozen_and_checked():
+    import dataclasses
+
+    r = tile_overlap(1e-3, 5e-4, n_tiles=8)
+    for name in ("start", "finish", "resource", "tile"):
+        arr = getattr(r, name)
+        assert not arr.flags.writeable and arr.shape == (16,)
+    for field, bad in (("n_tiles", True), ("fused_time", float("nan")), ("direction", "up"),
+                       ("resource", np.full(16, 2)), ("start", np.zeros(3)),
+                       ("n_pieces", 17)):
+        with pytest.raises(ValueError, match=field):
+            dataclasses.replace(r, **{field: bad})
+    same = dataclasses.replace(r)
+    assert same.fused_time == r.fused_time and same.speedup == r.speedup
+
+
+def test_tile_overlap_refuses_absurd_magnitudes():
+    with pytest.raises(ValueError, match="compute_time"):
+        tile_overlap(1e300, 1e300)
+    with pytest.raises(ValueError, match="compute_time"):  # a speedup beyond the float range
+        tile_overlap(5e-324, 1.0, n_tiles=1, direction="a2a_gemm", n_ranks=1)
+    with pytest.raises(ValueError, match="compute_time"):
+        fused_time_closed_form(1e308, 1e308, 1)

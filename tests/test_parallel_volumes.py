@@ -182,3 +182,60 @@ def test_model_counts():
     assert s.total_params() / 1e9 == pytest.approx(341.5, abs=0.5)
     assert s.m == 4 and s.f == pytest.approx(3.5)
     assert math.isclose(s.attention_params(), 4096 * 4096 * 2.5)
+
+
+# --------------------------------------------------------------------------- hardening
+
+
+def test_shape_fields_are_checked_and_normalised():
+    import dataclasses
+
+    s = _shape()
+    assert dataclasses.replace(s, hidden=64.0).hidden == 64 and isinstance(
+        dataclasses.replace(s, hidden=64.0).hidden, int)
+    for field, bad in (("hidden", True), ("seq_len", 10**400), ("name", 3), ("sources", None),
+                       ("top_k", 99), ("kv_heads", 3)):
+        with pytest.raises(ValueError, match=field):
+            dataclasses.replace(s, **{field: bad})
+    with pytest.raises(ValueError, match="shape"):
+        comm_volume("INTERNAL_352B", 8, "ffn", "ep")
+
+
+def test_layer_volume_is_checked_and_names_its_parameters():
+    import dataclasses
+
+    v = layer_volume(INTERNAL_352B, 8)
+    assert v.total == v.attention + v.ffn
+    with pytest.raises(ValueError, match="total"):
+        dataclasses.replace(v, total=v.total + 1e6)
+    with pytest.raises(ValueError, match="attention"):
+        dataclasses.replace(v, attention=math.nan)
+    with pytest.raises(ValueError, match="ffn_strategy"):
+        dataclasses.replace(v, ffn_strategy="dp")
+    for kw, name in (({"attention": ["sp"]}, "attention"), ({"ffn": "ep2"}, "ffn"),
+                     ({"bytes_per_value": 1e308}, "bytes_per_value")):
+        with pytest.raises(ValueError, match=name):
+            layer_volume(INTERNAL_352B, 8, **kw)
+
+
+def test_collective_time_refuses_overflow_and_underflow():
+    with pytest.raises(ValueError, match="nbytes_per_gpu"):
+        collective_time(1e308, 8, "ring", bandwidth=1e-10)
+    with pytest.raises(ValueError, match="bandwidth"):  # bandwidth x efficiency underflows to 0
+        collective_time(1.0, 8, "all_to_all", bandwidth=5e-324, a2a_efficiency=0.5)
+    with pytest.raises(ValueError, match="alpha"):
+        collective_time(1.0, 8, "ring", bandwidth=1e9, alpha=1e308)
+
+
+def test_group_comm_times_checks_the_topology_callable():
+    def boom(n_nodes):
+        raise RuntimeError("no cluster")
+
+    with pytest.raises(ValueError, match="topology"):
+        group_comm_times(INTERNAL_352B, 8, topology=boom)
+    with pytest.raises(ValueError, match="topology"):
+        group_comm_times(INTERNAL_352B, 8, topology=lambda n: None)
+    with pytest.raises(ValueError, match="topology"):
+        group_comm_times(INTERNAL_352B, 8, topology=h800_cluster(1))  # not a callable
+    with pytest.raises(ValueError, match="a2a_efficiency"):
+        group_comm_times(INTERNAL_352B, 8, a2a_efficiency=5e-324)

@@ -152,3 +152,37 @@ def test_ring_flows_and_validation():
         ring_volume(10, 2, 1.0, backward=1)
     with pytest.raises(ValueError, match="disjoint"):
         ring_step_time(h800_cluster(2), [[[0], [1]], [[1], [2]]], 1.0)
+
+
+def test_ranges_keep_every_result_finite():
+    from dataclasses import replace
+
+    r = ring_layer_time(1.0, 8192, 4, 4096, 100e9)
+    with pytest.raises(ValueError, match="step_comm"):
+        replace(r, step_comm=float("inf"))
+    with pytest.raises(ValueError, match="n_ranks"):
+        replace(r, n_ranks=True)
+    with pytest.raises(ValueError, match="bandwidth"):
+        ring_layer_time(1.0, 8192, 4, 4096, 5e-324)
+    with pytest.raises(ValueError, match="tokens"):
+        ring_volume(1e308, 4, 1e308)
+    with pytest.raises(ValueError, match="alpha"):
+        hide_threshold(5e-324, 4096, 100e9)
+    with pytest.raises(ValueError, match="chunk_tokens"):
+        causal_pairs(1 << 20, 1 << 24)  # more query-key pairs than int64 holds
+    assert causal_pairs(1 << 10, 1 << 24).dtype == np.int64
+
+
+def test_ring_step_time_reads_one_ring_or_a_list_of_rings():
+    topo = h800_cluster(2)
+    one = ring_step_time(topo, [[0, 1], [8, 9]], 1e6)
+    assert ring_step_time(topo, np.array([[0, 1], [8, 9]]), 1e6) == one
+    assert ring_step_time(topo, [[[0, 1], [8, 9]], [[2], [3]]], 1e6) >= one  # ragged list
+    for bad, name in ((np.array(0.0), "rings"), ([1, 2], "rings"), ([[0, 1], [8]], "rings"),
+                      ([[0, 16]], "rings"), (None, "rings")):
+        with pytest.raises(ValueError, match=name):
+            ring_step_time(topo, bad, 1e6)
+    with pytest.raises(ValueError, match="topo"):
+        ring_step_time("h800", [[0, 1]], 1e6)
+    with pytest.raises(ValueError, match="bytes_per_rank"):
+        ring_step_time(topo, [[0, 1]], float("nan"))

@@ -431,3 +431,98 @@ def test_validation_names_the_parameter():
         assignment_gradient([3], [(0, 0)], loss="mean")
     with pytest.raises(ValueError, match="assignment"):
         assignment_gradient([3, 4], [(0, 0)])
+
+
+def test_results_are_checked_when_made_and_read_only():
+    items = plan_items([20000, 3000, 5000], SMALL, "naive")
+    assert not items.width.flags.writeable and not items.tokens.flags.writeable
+    with pytest.raises(ValueError, match="width"):
+        replace(items, width=np.array([0, 1, 1][: items.n]))
+    with pytest.raises(ValueError, match="offload_ratio"):
+        replace(items, offload_ratio=np.full(items.n, 1.5))
+    with pytest.raises(ValueError, match="seq_ptr"):
+        replace(items, seq_ptr=items.seq_ptr[::-1].copy())
+    with pytest.raises(ValueError, match="scheme"):
+        replace(items, scheme="dynamic")
+    step = schedule_step([20000, 3000, 5000], SMALL, "naive")
+    assert not step.busy.flags.writeable and not step.start.flags.writeable
+    with pytest.raises(ValueError):
+        step.busy[0] = 1.0
+    with pytest.raises(ValueError, match="busy"):
+        replace(step, busy=step.busy[:-1])
+    with pytest.raises(ValueError, match="step_time"):
+        replace(step, step_time=float("nan"))
+    with pytest.raises(ValueError, match="items"):
+        replace(step, items=None)
+    with pytest.raises(ValueError, match="scheme"):
+        replace(step, scheme="static")  # naive items cannot make a static step
+    with pytest.raises(ValueError, match="resource"):
+        replace(step, resource=step.resource + SMALL.d_hdp)
+    assert replace(step, step_time=0.0).tokens_per_s == float("inf")  # documented
+    assert replace(step).step_time == step.step_time  # a valid copy passes its own checks
+    with pytest.raises(ValueError, match="name"):
+        replace(LLAMA_7B_GQA, name=7)
+    with pytest.raises(ValueError, match="pcie_bw"):
+        replace(SMALL, pcie_bw=1e-300)
+
+
+def test_cost_model_ranges_and_scalars():
+    c = default_cost_model()
+    assert isinstance(c.attention(8192), float) and isinstance(c.linear(8192.0), float)
+    assert c.attention(np.array([[1.0, 2.0]])).shape == (1, 2)
+    for bad in (-1.0, float("inf"), 2.0**60, True, "8K", [1 + 2j]):
+        with pytest.raises(ValueError, match="s"):
+            c.attention(bad)
+    with pytest.raises(ValueError, match="alpha"):
+        CostModel(1e300, 0.0, 0.0)
+    with pytest.raises(ValueError, match="beta_linear"):
+        c.crossover("1")
+    assert CostModel(0.0, 1e-7, 2e-7).crossover() == float("inf")  # documented
+    assert CostModel(5e-324, 0.0, 1e6).crossover() == float("inf")  # beyond a float
+    with pytest.raises(ValueError, match="attention"):
+        S.fit_cost_model([1.0, 2.0], [1e6, 1e6], [1.0, 1.0])  # alpha = 1e6 / s**2 fits > 1e6
+    with pytest.raises(ValueError, match="model"):
+        default_cost_model(replace(LLAMA_7B_GQA, ffn=1, kv_heads=32, heads=32))
+
+
+def test_work_and_memory_budgets_refuse_before_running(monkeypatch):
+    monkeypatch.setenv("UNEVEN_MAX_STEPS", "100000")
+    with pytest.raises(ValueError, match="UNEVEN_MAX_STEPS"):
+        best_fit_pack(np.full(20000, 3), 4)  # 20,000 bins to scan for 20,000 sequences
+    with pytest.raises(ValueError, match="durations.*UNEVEN_MAX_STEPS"):
+        list_schedule(np.ones(5000), np.ones(5000, dtype=int), 4096)
+    # the balance kernel stops by itself at its step limit
+    w = np.ones(50, dtype=np.int64)
+    d = np.ones(50)
+    ptr = np.arange(51, dtype=np.int64)
+    out = [np.empty(50, dtype=np.int64), np.empty(50, dtype=np.int64), np.empty(4)]
+    order = np.arange(50, dtype=np.int64)
+    assert S._balance_kernel(order, w, d, d, 4, 0.0, 1, False, False, 0, ptr, *out, 10) == -1
+    assert S._balance_kernel(order, w, d, d, 4, 0.0, 1, False, False, 0, ptr, *out) == 50
+    monkeypatch.setenv("UNEVEN_MAX_BYTES", str(2**20))
+    with pytest.raises(ValueError, match="UNEVEN_MAX_BYTES"):
+        assignment_gradient([100_000], [(0, 0)], dim=8)
+
+
+def test_inputs_are_refused_by_name():
+    with pytest.raises(ValueError, match="lengths"):
+        plan_items([SMALL.context + 1], SMALL, "naive")
+    with pytest.raises(ValueError, match="lengths"):
+        select_ranks([2.0**50], SMALL)
+    with pytest.raises(ValueError, match="setup"):
+        offload_ranks([1000], "setup")
+    with pytest.raises(ValueError, match="_naive"):
+        schedule_step([20000], SMALL, "balanced", _naive=0.5)
+    naive = schedule_step([20000], SMALL, "naive")
+    with pytest.raises(ValueError, match="_naive"):  # a naive step of other items
+        schedule_step([20000], SMALL, "balanced", _naive=naive)
+    with pytest.raises(ValueError, match="items"):
+        schedule_step([20000], HdpSetup(n_gpus=16, context=131072, capacity=16384),
+                      "naive", items=plan_items([131072], SMALL, "naive"))
+    for bad in (None, [(0, 0, 0)], [[]], [("a", 0)], [(0, True)], [[(0, 0)] * 5000]):
+        with pytest.raises(ValueError, match="assignment"):
+            assignment_gradient([3], bad)
+    with pytest.raises(ValueError, match="durations"):
+        list_schedule([1e300], [1], 1)
+    with pytest.raises(ValueError, match="edges"):
+        length_shares([1, 2], [0, float("inf")])

@@ -284,7 +284,7 @@ def fluid_transfers(topo: Topology, src, dst, nbytes, *, arrival=None, quantum: 
     ``src``, ``dst`` are GPU ids, ``nbytes`` bytes, ``arrival`` start times (s, default 0). Each
     transfer's finish time includes its route's latency. ``efficiency`` (a number or a dict per
     link kind) scales link capacities. Returns :class:`uneven.engines.fluid.FluidResult`. Sizes
-    as in :func:`uneven.engines.fluid.simulate_fluid`.
+    as in :func:`uneven.engines.fluid.simulate_fluid`, each at most 1e200 bytes.
 
     >>> from uneven.topology import h800_cluster
     >>> r = fluid_transfers(h800_cluster(2), [0, 1], [8, 8], [1e6, 1e6])   # 2-to-1 incast
@@ -297,7 +297,10 @@ def fluid_transfers(topo: Topology, src, dst, nbytes, *, arrival=None, quantum: 
     topo = _check_topo(topo)
     quantum = check_real("quantum", quantum, lo=0.0)
     ptr, links = topo.paths(src, dst)
-    nbytes = as_float_array("nbytes", nbytes, ndim=1, lo=0.0, lo_open=True, unit="bytes")
+    # Bounded far below the engine's range check (largest size over slowest rate), so that an
+    # absurd size is refused here under its own name.
+    nbytes = as_float_array("nbytes", nbytes, ndim=1, lo=0.0, lo_open=True, hi=1e200,
+                            unit="bytes")
     if nbytes.size != ptr.size - 1:
         raise ValueError(f"nbytes must have one entry per transfer ({ptr.size - 1}); "
                          f"got {nbytes.size}")

@@ -31,8 +31,7 @@ from ._validate import (
 from .engines.linkload import LinkLoads, link_loads_matrix
 from .ep_traffic import (
     EpTraffic,
-    combine_bytes_per_token,
-    dispatch_bytes_per_token,
+    _bytes_per_token,
     ep_dispatch_traffic,
     local_buffer_writes,
 )
@@ -289,8 +288,8 @@ def ep_round(
             f"topo has {topo.n_nodes} nodes of {topo.gpus_per_node}; build them alike"
         )
     mode = check_choice("mode", mode, ("dedup", "direct"))
-    bd = dispatch_bytes_per_token(hidden, dispatch_dtype)
-    bc = combine_bytes_per_token(hidden, combine_dtype)
+    bd = _bytes_per_token(hidden, dispatch_dtype, "dispatch_dtype")
+    bc = _bytes_per_token(hidden, combine_dtype, "combine_dtype")
     args = (routing.expert_ids, routing.src_gpu, routing.expert_gpu, routing.gpus_per_node)
     disp_t = ep_dispatch_traffic(*args, bd, mode=mode, n_gpus=topo.n_gpus)
     scale = bc / bd

@@ -49,11 +49,19 @@ bytes, bytes/s, FLOP/s.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from ._validate import check_bool, check_choice, check_int, check_real
+from ._validate import (
+    check_bool,
+    check_choice,
+    check_int,
+    check_real,
+    frozen_array,
+    trusted,
+)
 from .engines.timeline import edges_to_csr, run_timeline
 
 __all__ = [
@@ -84,6 +92,19 @@ ORDERS = ("sorted", "random")
 ROWS_PER_TILE = 128
 _MAX_TILES = 4096
 _MAX_RANKS = 1024
+#: Largest bytes per value accepted (FP64 is 8; room for packed formats with scales).
+_MAX_BYTES_PER_VALUE = 1024.0
+#: Largest time (s) any op or sum of ops may reach: far beyond any real kernel, and far enough
+#: below the float range that no sum of a fused pair's ops can overflow.
+_MAX_SECONDS = 1e300
+
+
+def _finite(value: float, names: str) -> float:
+    """``value`` if finite; else a ValueError naming the parameters that made it overflow."""
+    if not math.isfinite(value):
+        raise ValueError(f"{names} give a result beyond the range of a float ({value}); use "
+                         "values of sensible magnitude")
+    return value
 
 
 def hiding_ratio(h_ffn: float, bandwidth: float, peak_flops: float = H800["bf16_flops"], *,
@@ -95,8 +116,9 @@ def hiding_ratio(h_ffn: float, bandwidth: float, peak_flops: float = H800["bf16_
     ``h_ffn`` expert intermediate size; ``bandwidth`` bytes/s of the link the all-to-all crosses;
     ``peak_flops`` FLOP/s. The share of pairs that cross the link is ``remote_fraction`` if
     given, ``(n-1)/n`` if ``n`` is given, else 1 (the paper's approximation). ``dispatch_bytes``
-    and ``combine_bytes`` per value (BF16 2; FP8 with scales 1 + 4/128). ``backward``: the
-    backward pass (twice the GEMM work, the same bytes).
+    and ``combine_bytes`` per value (BF16 2; FP8 with scales 1 + 4/128), each in [0, 1024].
+    ``remote_fraction`` is a share in (0, 1]; ``n`` up to 2**20. ``backward``: the backward
+    pass (twice the GEMM work, the same bytes). A ratio beyond the range of a float is refused.
 
     >>> round(hiding_ratio(14336, 160e9, n=8), 2)           # exact for uniform EP over 8 GPUs
     3.98
@@ -109,18 +131,22 @@ def hiding_ratio(h_ffn: float, bandwidth: float, peak_flops: float = H800["bf16_
     if n is not None and remote_fraction is not None:
         raise ValueError("give n or remote_fraction, not both (n sets remote_fraction=(n-1)/n)")
     if remote_fraction is not None:
-        r = check_real("remote_fraction", remote_fraction, lo=0.0, lo_open=True)
+        r = check_real("remote_fraction", remote_fraction, lo=0.0, lo_open=True, hi=1.0)
     elif n is not None:
         n = check_int("n", n, lo=2, hi=1 << 20)
         r = (n - 1) / n
     else:
         r = 1.0
-    bd = check_real("dispatch_bytes", dispatch_bytes, lo=0.0, unit="bytes per value")
-    bc = check_real("combine_bytes", combine_bytes, lo=0.0, unit="bytes per value")
+    bd = check_real("dispatch_bytes", dispatch_bytes, lo=0.0, hi=_MAX_BYTES_PER_VALUE,
+                    unit="bytes per value")
+    bc = check_real("combine_bytes", combine_bytes, lo=0.0, hi=_MAX_BYTES_PER_VALUE,
+                    unit="bytes per value")
     if bd + bc <= 0:
         raise ValueError("dispatch_bytes + combine_bytes must be > 0; got 0")
     work = 2.0 if check_bool("backward", backward) else 1.0
-    return 6.0 * h_ffn * work * bw / ((bd + bc) * r * peak)
+    num, den = 6.0 * h_ffn * work * bw, (bd + bc) * r * peak
+    ratio = num / den if den > 0 else math.inf  # den underflows to 0 only for absurd inputs
+    return _finite(ratio, "h_ffn, bandwidth and peak_flops")
 
 
 def fused_time_closed_form(compute_time: float, comm_time: float, n_tiles: int, *,
@@ -129,7 +155,8 @@ def fused_time_closed_form(compute_time: float, comm_time: float, n_tiles: int, 
 
     ``"gemm_a2a"``: ``max(C, G) + min(c, g)``. ``"a2a_gemm"`` with rows sorted by source and
     ``n_ranks`` dividing ``n_tiles`` (the first ``L = T/n`` tiles are the GPU's own rows):
-    ``max(G, c + (T - L)·g, C + g)`` with ``c = C / (T - L)``.
+    ``max(G, c + (T - L)·g, C + g)`` with ``c = C / (T - L)``. ``n_tiles`` up to 4,096,
+    ``n_ranks`` up to 1,024; a time beyond the range of a float is refused.
 
     >>> fused_time_closed_form(1.0, 2.0, 4)
     2.25
@@ -140,16 +167,17 @@ def fused_time_closed_form(compute_time: float, comm_time: float, n_tiles: int, 
     C = check_real("comm_time", comm_time, lo=0.0, unit="s")
     T = check_int("n_tiles", n_tiles, lo=1, hi=_MAX_TILES)
     direction = check_choice("direction", direction, DIRECTIONS)
-    if direction == "gemm_a2a":
-        return max(C, G) + min(C / T, G / T)
     n = check_int("n_ranks", n_ranks, lo=1, hi=_MAX_RANKS)
+    names = "compute_time and comm_time"
+    if direction == "gemm_a2a":
+        return _finite(max(C, G) + min(C / T, G / T), names)
     if T % n:
         raise ValueError(f"n_ranks must divide n_tiles={T} for the closed form; got {n}")
     if n == 1:
         return G
     L = T // n
     g, c = G / T, C / (T - L)
-    return max(G, c + (T - L) * g, C + g)
+    return _finite(max(G, c + (T - L) * g, C + g), names)
 
 
 @dataclass(frozen=True)
@@ -159,7 +187,8 @@ class TileOverlap:
     ``fused_time`` (s) and ``sequential_time`` = G + C (s, no SM tax, no per-tile latency);
     ``compute_time`` and ``comm_time``: total busy time of the compute tiles (taxed) and of the
     transfer pieces (with latency), s. Per op: ``start``, ``finish`` (s), ``resource`` (0 = SMs,
-    1 = link), ``tile`` (tile or piece index). ``n_pieces`` transfer pieces.
+    1 = link), ``tile`` (tile or piece index). ``n_pieces`` transfer pieces (at most
+    ``n_tiles``). Every field is checked when made directly; arrays are read-only.
     """
 
     fused_time: float
@@ -174,6 +203,32 @@ class TileOverlap:
     finish: np.ndarray = field(repr=False)
     resource: np.ndarray = field(repr=False)
     tile: np.ndarray = field(repr=False)
+
+    def __post_init__(self):
+        put = object.__setattr__
+        for name in ("fused_time", "sequential_time", "compute_time", "comm_time"):
+            put(self, name, check_real(name, getattr(self, name), lo=0.0, hi=_MAX_SECONDS,
+                                       unit="s"))
+        if self.fused_time > 0 and not math.isfinite(self.sequential_time / self.fused_time):
+            raise ValueError(f"fused_time must not be vanishingly small next to "
+                             f"sequential_time={self.sequential_time}; got {self.fused_time}")
+        T = check_int("n_tiles", self.n_tiles, lo=1, hi=_MAX_TILES)
+        put(self, "n_tiles", T)
+        put(self, "n_pieces", check_int("n_pieces", self.n_pieces, lo=0, hi=T))
+        put(self, "direction", check_choice("direction", self.direction, DIRECTIONS))
+        put(self, "order", check_choice("order", self.order, ORDERS))
+        n_ops = (T + self.n_pieces,)
+        start = frozen_array("start", self.start, shape=n_ops, lo=0.0)
+        put(self, "start", start)
+        finish = frozen_array("finish", self.finish, shape=n_ops, lo=0.0)
+        if np.any(finish < start):
+            raise ValueError("finish must not be before start for any op")
+        put(self, "finish", finish)
+        res = frozen_array("resource", self.resource, dtype="int", shape=n_ops, lo=0)
+        if res.size and res.max() > 1:
+            raise ValueError(f"resource must hold 0 (SMs) or 1 (link); got {res.max()}")
+        put(self, "resource", res)
+        put(self, "tile", frozen_array("tile", self.tile, dtype="int", shape=n_ops, lo=0))
 
     @property
     def speedup(self) -> float:
@@ -257,7 +312,9 @@ def tile_overlap(compute_time: float, comm_time: float, *, n_tiles: int = 16,
     "a2a_gemm": "sorted" by source or "random" (seeded by ``seed``); ``n_ranks`` GPUs in the
     all-to-all (a ``1/n_ranks`` share of the rows is the GPU's own); ``comm_sms`` of
     ``total_sms`` SMs drive the transfer and are taken from the GEMM; ``tile_latency`` (s) is
-    added to every transfer piece (signalling, a flag per tile).
+    added to every transfer piece (signalling, a flag per tile). ``n_ranks`` up to 1,024;
+    times whose sum would leave the range of a float (above 1e300 s), or a GEMM vanishingly
+    short next to its transfer (a speedup beyond the float range), are refused.
 
     >>> r = tile_overlap(1e-3, 1e-3, n_tiles=16, direction="a2a_gemm", order="random")
     >>> r.fused_time > tile_overlap(1e-3, 1e-3, n_tiles=16, direction="a2a_gemm").fused_time
@@ -266,14 +323,25 @@ def tile_overlap(compute_time: float, comm_time: float, *, n_tiles: int = 16,
     G, C, T, direction, order, n, tax, lat, seed = _check_overlap_args(
         compute_time, comm_time, n_tiles, direction, order, n_ranks, comm_sms, total_sms,
         tile_latency, seed)
+    # The makespan is at most the sum of every op's time: keep that sum finite.
+    if not G * tax + C + 2 * T * lat <= _MAX_SECONDS:
+        raise ValueError(f"compute_time, comm_time and tile_latency add up to more than "
+                         f"{_MAX_SECONDS:g} s; got {G}, {C} and {lat}")
     dur, res, tile, src, dst, _, _, n_pieces = _fused_block(G, C, T, direction, order, n, seed,
                                                             tax, lat)
     ptr, esrc, edly = edges_to_csr(dur.size, src, dst)
     tl = run_timeline(dur, res, ptr, esrc, edly)
+    fused = tl.makespan
+    if fused > 0 and not math.isfinite((G + C) / fused):
+        raise ValueError(f"compute_time={G} is vanishingly small next to comm_time={C}: the "
+                         "speedup leaves the range of a float")
     busy_c = float(dur[res == 0].sum())
     busy_m = float(dur[res == 1].sum())
-    return TileOverlap(tl.makespan, G + C, busy_c, busy_m, T, n_pieces, direction, order,
-                       tl.start, tl.finish, tl.resource, tile)
+    tile.flags.writeable = False
+    return trusted(TileOverlap, fused_time=fused, sequential_time=G + C, compute_time=busy_c,
+                   comm_time=busy_m, n_tiles=T, n_pieces=n_pieces, direction=direction,
+                   order=order, start=tl.start, finish=tl.finish, resource=tl.resource,
+                   tile=tile)
 
 
 def _reference_tile_overlap(compute, comm, need, direction):

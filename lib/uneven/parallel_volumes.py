@@ -46,11 +46,20 @@ Units: volumes in values (elements), bytes, seconds, bytes/s.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
 
-from ._validate import check_choice, check_int, check_real
+from ._validate import (
+    check_callable,
+    check_choice,
+    check_instance,
+    check_int,
+    check_real,
+    check_str,
+    trusted,
+)
 
 __all__ = [
     "MoeShape",
@@ -80,6 +89,9 @@ A2A_EFFICIENCY = 0.75
 # Largest sizes accepted (guards against absurd inputs from sliders or typos).
 _MAX_N = 16384
 _MAX_DIM = 10**6
+_MAX_SEQ = 10**8
+#: Largest bytes per value accepted (FP64 is 8; room for packed formats with metadata).
+_MAX_BYTES_PER_VALUE = 1024.0
 
 
 @dataclass(frozen=True)
@@ -90,6 +102,13 @@ class MoeShape:
     ``ffn_hidden`` h_ffn, the intermediate size of one SwiGLU expert; ``n_experts`` routed
     experts, ``top_k`` k of them per token; ``seq_len`` s and ``micro_batch`` b; ``layers`` and
     ``vocab`` for whole-model counts. ``sources`` says where the numbers come from.
+    Sizes are integers (bools refused): every dimension up to 10**6, ``seq_len`` and ``vocab``
+    up to 10**8; ``kv_heads`` must divide ``heads`` and ``top_k`` is at most ``n_experts``.
+
+    >>> toy = MoeShape("toy", hidden=64, heads=8, kv_heads=2, ffn_hidden=256, n_experts=8,
+    ...                top_k=2, seq_len=128)
+    >>> toy.m, toy.f, toy.tokens, toy.expert_params()
+    (4.0, 4.0, 128, 49152.0)
     """
 
     name: str
@@ -106,18 +125,21 @@ class MoeShape:
     sources: str = ""
 
     def __post_init__(self):
-        check_int("hidden", self.hidden, lo=1, hi=_MAX_DIM)
-        check_int("heads", self.heads, lo=1, hi=_MAX_DIM)
-        check_int("kv_heads", self.kv_heads, lo=1, hi=self.heads)
+        put = object.__setattr__
+        put(self, "name", check_str("name", self.name, max_len=200))
+        put(self, "sources", check_str("sources", self.sources))
+        put(self, "hidden", check_int("hidden", self.hidden, lo=1, hi=_MAX_DIM))
+        put(self, "heads", check_int("heads", self.heads, lo=1, hi=_MAX_DIM))
+        put(self, "kv_heads", check_int("kv_heads", self.kv_heads, lo=1, hi=self.heads))
         if self.heads % self.kv_heads:
             raise ValueError(f"kv_heads must divide heads={self.heads}; got {self.kv_heads}")
-        check_int("ffn_hidden", self.ffn_hidden, lo=1, hi=_MAX_DIM)
-        check_int("n_experts", self.n_experts, lo=1, hi=_MAX_DIM)
-        check_int("top_k", self.top_k, lo=1, hi=self.n_experts)
-        check_int("seq_len", self.seq_len, lo=1, hi=10**8)
-        check_int("micro_batch", self.micro_batch, lo=1, hi=_MAX_DIM)
-        check_int("layers", self.layers, lo=1, hi=_MAX_DIM)
-        check_int("vocab", self.vocab, lo=0, hi=10**8)
+        put(self, "ffn_hidden", check_int("ffn_hidden", self.ffn_hidden, lo=1, hi=_MAX_DIM))
+        put(self, "n_experts", check_int("n_experts", self.n_experts, lo=1, hi=_MAX_DIM))
+        put(self, "top_k", check_int("top_k", self.top_k, lo=1, hi=self.n_experts))
+        put(self, "seq_len", check_int("seq_len", self.seq_len, lo=1, hi=_MAX_SEQ))
+        put(self, "micro_batch", check_int("micro_batch", self.micro_batch, lo=1, hi=_MAX_DIM))
+        put(self, "layers", check_int("layers", self.layers, lo=1, hi=_MAX_DIM))
+        put(self, "vocab", check_int("vocab", self.vocab, lo=0, hi=_MAX_SEQ))
 
     @property
     def m(self) -> float:
@@ -191,10 +213,15 @@ DEEPSEEK_V3 = MoeShape(
 
 
 def _check_shape(shape) -> MoeShape:
-    if not isinstance(shape, MoeShape):
-        raise ValueError(f"shape must be a uneven.parallel_volumes.MoeShape; got "
-                         f"{type(shape).__name__}")
-    return shape
+    return check_instance("shape", shape, MoeShape, "e.g. INTERNAL_352B or MoeShape(...)")
+
+
+def _finite(value: float, names: str) -> float:
+    """``value`` if finite; else a ValueError naming the parameters that made it overflow."""
+    if not math.isfinite(value):
+        raise ValueError(f"{names} give a result beyond the range of a float ({value}); use "
+                         "values of sensible magnitude")
+    return value
 
 
 def comm_volume(shape: MoeShape, n: int, module: str, strategy: str, *,
@@ -263,6 +290,23 @@ class LayerVolume:
     ffn_strategy: str
     n: int
 
+    def __post_init__(self):
+        put = object.__setattr__
+        for name in ("attention", "ffn", "total", "intra", "inter"):
+            put(self, name, check_real(name, getattr(self, name), lo=0.0, unit="bytes"))
+        if abs(self.attention + self.ffn - self.total) > 1e-9 * max(self.total, 1.0):
+            raise ValueError(f"total must be attention + ffn = {self.attention + self.ffn}; "
+                             f"got {self.total}")
+        if abs(self.intra + self.inter - self.total) > 1e-9 * max(self.total, 1.0):
+            raise ValueError(f"intra + inter must be total = {self.total}; got "
+                             f"{self.intra} + {self.inter}")
+        put(self, "attention_strategy", check_choice("attention_strategy",
+                                                     self.attention_strategy,
+                                                     ATTENTION_STRATEGIES))
+        put(self, "ffn_strategy", check_choice("ffn_strategy", self.ffn_strategy,
+                                               FFN_STRATEGIES))
+        put(self, "n", check_int("n", self.n, lo=1, hi=_MAX_N))
+
 
 def layer_volume(shape: MoeShape, n: int, *, attention: str = "sp", ffn: str = "ep",
                  gpus_per_node: int = 8, bytes_per_value: float = 2.0,
@@ -270,11 +314,19 @@ def layer_volume(shape: MoeShape, n: int, *, attention: str = "sp", ffn: str = "
     """Per-GPU bytes of one layer's forward communication (see :func:`comm_volume`), split into
     bytes that stay in the node and bytes that cross the network (:func:`inter_node_fraction`).
 
+    ``attention`` one of :data:`ATTENTION_STRATEGIES`, ``ffn`` one of :data:`FFN_STRATEGIES`;
+    ``n`` and ``gpus_per_node`` up to 16,384; ``bytes_per_value`` in (0, 1024].
+
     >>> v = layer_volume(INTERNAL_352B, 16, attention="tp", ffn="tp")
     >>> round(v.inter / v.total, 3)     # a 16-GPU ring crosses the node boundary on 1/8 of links
     0.125
     """
-    bpv = check_real("bytes_per_value", bytes_per_value, lo=0.0, lo_open=True, unit="bytes")
+    shape = _check_shape(shape)
+    n = check_int("n", n, lo=1, hi=_MAX_N)
+    attention = check_choice("attention", attention, ATTENTION_STRATEGIES)
+    ffn = check_choice("ffn", ffn, FFN_STRATEGIES)
+    bpv = check_real("bytes_per_value", bytes_per_value, lo=0.0, lo_open=True,
+                     hi=_MAX_BYTES_PER_VALUE, unit="bytes")
     att = comm_volume(shape, n, "attention", attention, formula=formula) * bpv
     ffn_b = comm_volume(shape, n, "ffn", ffn) * bpv
     g = check_int("gpus_per_node", gpus_per_node, lo=1, hi=_MAX_N)
@@ -282,14 +334,16 @@ def layer_volume(shape: MoeShape, n: int, *, attention: str = "sp", ffn: str = "
     pat_ffn = "all_to_all" if ffn == "ep" else "ring"
     inter = att * inter_node_fraction(n, g, pat_att) + ffn_b * inter_node_fraction(n, g, pat_ffn)
     total = att + ffn_b
-    return LayerVolume(att, ffn_b, total, total - inter, inter, attention, ffn, n)
+    return trusted(LayerVolume, attention=att, ffn=ffn_b, total=total, intra=total - inter,
+                   inter=inter, attention_strategy=attention, ffn_strategy=ffn, n=n)
 
 
 def collective_time(nbytes_per_gpu: float, n: int, pattern: str, *, bandwidth: float,
                     a2a_efficiency: float = A2A_EFFICIENCY, alpha: float = 0.0) -> float:
     """α–β time (s) of a collective in which each of ``n`` GPUs sends ``nbytes_per_gpu`` bytes
     over links of ``bandwidth`` bytes/s: ``(n - 1)·alpha + bytes / (bandwidth · eff)``, with
-    ``eff = 1`` for a ring collective and ``a2a_efficiency`` for an all-to-all.
+    ``eff = 1`` for a ring collective and ``a2a_efficiency`` for an all-to-all. ``n`` up to
+    16,384; a time beyond the range of a float is refused.
 
     >>> collective_time(75e6, 8, "all_to_all", bandwidth=100e9)   # 75 MB at 75 GB/s
     0.001
@@ -302,7 +356,9 @@ def collective_time(nbytes_per_gpu: float, n: int, pattern: str, *, bandwidth: f
     alpha = check_real("alpha", alpha, lo=0.0, unit="s")
     if n == 1:
         return 0.0
-    return (n - 1) * alpha + nb / (bw * (eff if pattern == "all_to_all" else 1.0))
+    rate = bw * (eff if pattern == "all_to_all" else 1.0)
+    t = (n - 1) * alpha + (nb / rate if rate > 0 else math.inf)  # rate underflows only if absurd
+    return _finite(t, "nbytes_per_gpu, bandwidth, a2a_efficiency and alpha")
 
 
 def ep_crossover_k(n: int, a2a_efficiency: float = A2A_EFFICIENCY) -> float:
@@ -342,21 +398,27 @@ def group_comm_times(shape: MoeShape, n: int, *, attention: str = "sp", ffn: str
     """
     from .collectives import ring_all_gather
     from .engines.linkload import link_loads_matrix
-    from .topology import h800_cluster
+    from .topology import Topology, h800_cluster
 
     shape = _check_shape(shape)
     n = check_int("n", n, lo=2, hi=512)
     attention = check_choice("attention", attention, ATTENTION_STRATEGIES)
     ffn = check_choice("ffn", ffn, FFN_STRATEGIES)
     eff = check_real("a2a_efficiency", a2a_efficiency, lo=0.0, hi=1.0, lo_open=True)
-    bpv = check_real("bytes_per_value", bytes_per_value, lo=0.0, lo_open=True, unit="bytes")
+    bpv = check_real("bytes_per_value", bytes_per_value, lo=0.0, lo_open=True,
+                     hi=_MAX_BYTES_PER_VALUE, unit="bytes")
     build = h800_cluster if topology is None else topology
-    if not callable(build):
-        raise ValueError(f"topology must be a callable n_nodes -> Topology; got {topology!r}")
+    check_callable("topology", build, "n_nodes -> Topology")
     g = 8
-    topo = build(-(-n // g))
-    if topo.gpus_per_node != g:
-        raise ValueError(f"topology must build nodes of 8 GPUs; got {topo.gpus_per_node}")
+    n_nodes = -(-n // g)
+    try:
+        topo = build(n_nodes)
+    except Exception as err:  # the caller's callable: say which argument failed
+        raise ValueError(f"topology({n_nodes}) failed: {type(err).__name__}: {err}") from err
+    check_instance("topology(n_nodes)", topo, Topology, "the topology callable's result")
+    if topo.gpus_per_node != g or topo.n_gpus < n:
+        raise ValueError(f"topology must build {n_nodes} node(s) of 8 GPUs; got "
+                         f"{topo.n_gpus} GPUs, {topo.gpus_per_node} per node")
     ranks = np.arange(n, dtype=np.int64)
     out, bound = {}, {}
     for module, strat in (("attention", attention), ("ffn", ffn)):
@@ -371,8 +433,12 @@ def group_comm_times(shape: MoeShape, n: int, *, attention: str = "sp", ffn: str
             T[:n, :n] = vol / (n - 1)
             np.fill_diagonal(T, 0.0)
             loads = link_loads_matrix(topo, T)
-            out[module] = loads.time(eff)
+            try:
+                out[module] = loads.time(eff)
+            except ValueError as err:  # a drain time beyond the float range
+                raise ValueError(f"a2a_efficiency={eff} and bytes_per_value={bpv} on this "
+                                 f"topology give no finite time: {err}") from None
             bound[module] = loads.bottleneck(eff)[1].split("[")[0]
-    out["total"] = out["attention"] + out["ffn"]
+    out["total"] = _finite(out["attention"] + out["ffn"], "shape and bytes_per_value")
     out["bound"] = bound
     return out

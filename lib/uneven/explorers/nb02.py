@@ -13,9 +13,21 @@ from functools import lru_cache
 import numpy as np
 
 from .. import plots
-from .._validate import check_bool, check_choice, check_int, check_real
+from .._validate import (
+    _show,
+    as_float_array,
+    as_int_array,
+    check_bool,
+    check_choice,
+    check_instance,
+    check_int,
+    check_real,
+    frozen_array,
+    trusted,
+)
 from ..units import gbit_per_s
 from ..widgets import Explorer, dropdown, explore, reuse, slider, toggle
+from ._common import check_dict, curve, instances, is_real
 
 __all__ = ["SCHEME_NAMES", "CONTEXTS", "HdpExploreState", "hdp_explore_state", "draw_hdp",
            "bytescale_explorer", "length_figure", "cost_figure", "ring_figure",
@@ -39,6 +51,10 @@ class HdpExploreState:
     ``d_hdp``, ``capacity`` (tokens per rank or pipeline); ``fallback``: balanced kept the
     naive plan; ``offloaded``: sequences given fewer than ``ceil(s / C)`` ranks; ``widened``:
     sequences balanced HDP gave more than ``ceil(s / C)`` ranks.
+
+    Checked when made (:func:`hdp_explore_state` builds it without re-checking): the three
+    :data:`SCHEME_NAMES` in ``steps`` (finite, > 0), ``busy`` (non-empty, finite, >= 0, read-only)
+    and ``comm_share`` (in [0, 1]); ``microbatches`` a (fewest, most) pair; counts >= 0.
     """
 
     steps: dict
@@ -52,6 +68,39 @@ class HdpExploreState:
     fallback: bool
     offloaded: int
     widened: int = 0
+
+    def __post_init__(self):
+        put = object.__setattr__
+
+        def per_scheme(name, value, check):
+            if not isinstance(value, dict) or set(value) != set(SCHEME_NAMES):
+                raise ValueError(f"{name} must be a dict with the keys {SCHEME_NAMES}; got "
+                                 f"{_show(value)}")
+            return {k: check(f"{name}[{k!r}]", value[k]) for k in SCHEME_NAMES}
+
+        put(self, "steps", per_scheme("steps", self.steps, lambda n, v: check_real(
+            n, v, lo=1e-12, hi=1e40, unit="s")))
+
+        def busy(n, v):
+            arr = frozen_array(n, v, ndim=1, lo=0.0)
+            if arr.size == 0 or arr.max() > 1e40:
+                raise ValueError(f"{n} must hold one busy time (<= 1e40 s) per rank; got "
+                                 f"{_show(v)}")
+            return arr
+
+        put(self, "busy", per_scheme("busy", self.busy, busy))
+        put(self, "comm_share", per_scheme("comm_share", self.comm_share, lambda n, v: check_real(
+            n, v, lo=0.0, hi=1.0)))
+        mb = self.microbatches
+        if not isinstance(mb, (tuple, list)) or len(mb) != 2:
+            raise ValueError(f"microbatches must be a (fewest, most) pair; got {_show(mb)}")
+        lo = check_int("microbatches", mb[0], lo=0)
+        put(self, "microbatches", (lo, check_int("microbatches", mb[1], lo=lo)))
+        for name in ("d_cp", "d_hdp", "capacity", "pp"):
+            put(self, name, check_int(name, getattr(self, name), lo=1, hi=1 << 40))
+        for name in ("offloaded", "widened"):
+            put(self, name, check_int(name, getattr(self, name), lo=0))
+        put(self, "fallback", check_bool("fallback", self.fallback))
 
     @property
     def speedups(self) -> dict:
@@ -98,13 +147,19 @@ def hdp_explore_state(context: str = "2M", capacity_k: int = 8, mix: str = "byte
                         delta=delta, offload=offload, items=items, _naive=naive)
     steps = {"static mesh": static, "naive HDP": naive, "balanced HDP": bal}
     n_max = np.ceil(bal.items.tokens / setup.capacity)
-    return HdpExploreState(
+    busy = {}
+    for k, v in steps.items():
+        busy[k] = np.sort(v.busy)[::-1]
+        busy[k].flags.writeable = False
+    return trusted(
+        HdpExploreState,
         steps={k: v.step_time for k, v in steps.items()},
-        busy={k: np.sort(v.busy)[::-1] for k, v in steps.items()},
+        busy=busy,
         comm_share={k: v.comm_share for k, v in steps.items()},
         microbatches=(int(bal.microbatches.min()), int(bal.microbatches.max())),
         d_cp=setup.d_cp, d_hdp=setup.d_hdp, capacity=setup.capacity, pp=pp,
-        fallback=bal.fallback, offloaded=int(((bal.items.width < n_max) & (n_max > 1)).sum()),
+        fallback=bool(bal.fallback),
+        offloaded=int(((bal.items.width < n_max) & (n_max > 1)).sum()),
         widened=bal.widened,
     )
 
@@ -148,6 +203,10 @@ def draw_hdp(fig, state: HdpExploreState, **_):
     """Left: every rank's busy time, busiest first, and each scheme's step time (dashed), as a
     share of the static mesh's step. Right: each scheme's throughput over the static mesh's (log).
     Returns the layout key (constant: the axes never change, only the data drawn on them)."""
+    from matplotlib.figure import Figure
+
+    check_instance("fig", fig, Figure)
+    check_instance("state", state, HdpExploreState, "from hdp_explore_state(...)")
     names = SCHEME_NAMES
 
     def build(fig):
@@ -242,11 +301,60 @@ def bytescale_explorer(show: bool = True) -> Explorer:
 
 # --------------------------------------------------------------------------- figure recipes
 
+_MAX_TOKENS = 2.0**40  # lengths and token counts a figure accepts
+_MAX_SECONDS = 1e12  # times a figure accepts (s)
+
+
+def _strings(name, value, *, lo=1, hi=64) -> list:
+    """``value`` as a list of ``lo``..``hi`` short strings."""
+    if not isinstance(value, (list, tuple)) or not lo <= len(value) <= hi or not all(
+        isinstance(v, str) and len(v) <= 200 for v in value
+    ):
+        raise ValueError(f"{name} must be a list of {lo} to {hi} strings; got {_show(value)}")
+    return list(value)
+
+
+def _keys(name, value, *, hi=8, lo=1, palette=False) -> dict:
+    """A dict of ``lo``..``hi`` entries keyed by strings (names of :data:`plots.PALETTE` when
+    ``palette``: the figure colours each by its name)."""
+    if palette:
+        return check_dict(name, value, key=lambda k: isinstance(k, str) and k in plots.PALETTE,
+                          lo=lo, hi=hi)
+    return check_dict(name, value, key=lambda k: isinstance(k, str) and len(k) <= 200, lo=lo,
+                      hi=hi)
+
+
+def _field(name, value, key):
+    if not isinstance(value, dict) or key not in value:
+        raise ValueError(f"{name} must be a dict with the key {key!r}; got {_show(value)}")
+    return value[key]
+
 
 def length_figure(labels, sample_share, token_share, cdf: dict, facts: dict):
     """Left: share of samples and of tokens per length bucket (``labels``). Right: cumulative
     share of samples and of tokens in sequences up to a length (``cdf``: ``{"length": x,
-    "samples": ..., "tokens": ...}``), with the paper's facts (``facts``: ``{label: (x, y)}``)."""
+    "samples": ..., "tokens": ...}``), with the paper's facts (``facts``: ``{label: (x, y)}``).
+
+    Shares in [0, 1]; lengths in (0, 2**40] tokens; at most 64 buckets and 16 facts."""
+    labels = _strings("labels", labels)
+    sample_share = curve("sample_share", sample_share, n=len(labels), lo=0.0)
+    token_share = curve("token_share", token_share, n=len(labels), lo=0.0)
+    length = as_float_array("cdf['length']", _field("cdf", cdf, "length"), ndim=1, lo=0.0,
+                            lo_open=True, hi=_MAX_TOKENS)
+    if length.size == 0:
+        raise ValueError("cdf['length'] must hold at least one length")
+    cdf = {"length": length, **{k: as_float_array(f"cdf[{k!r}]", _field("cdf", cdf, k),
+                                                  shape=length.shape, lo=0.0, hi=1.0)
+                                for k in ("samples", "tokens")}}
+    _keys("facts", facts, hi=16, lo=0)
+    for k, v in facts.items():
+        if not (isinstance(v, (tuple, list)) and len(v) == 2 and is_real(v[0], lo=1e-300)
+                and v[0] <= _MAX_TOKENS and is_real(v[1], lo=0.0) and v[1] <= 1.0):
+            raise ValueError(f"facts[{k!r}] must be a (length > 0, share in [0, 1]) pair; got "
+                             f"{_show(v)}")
+    for name, arr in (("sample_share", sample_share), ("token_share", token_share)):
+        if arr.max() > 1.0:
+            raise ValueError(f"{name} must hold shares in [0, 1]; largest entry {arr.max()}")
     fig, (ax, ax2) = plots.figure(11.5, 3.9, ncols=2, width_ratios=(1.35, 1.0))
     x = np.arange(len(labels))
     with plots.style():
@@ -287,10 +395,35 @@ def cost_figure(cost, mlp_only, fig6a: dict, pack_times, *, pack_tokens: int):
     """Left: per-layer attention and MLP time against length: ``cost`` (MLP + projections) and
     ``mlp_only`` (the MLP alone) as lines, ByteScale's Fig. 6a readings (``fig6a``) as markers.
     Right: per-layer time of every ``pack_tokens`` micro-batch of a batch, sorted
-    (``pack_times`` in s)."""
+    (``pack_times`` in s).
+
+    ``cost`` must have ``alpha > 0`` and cross ``mlp_only``'s MLP line between 1 and 2**40
+    tokens; Fig. 6a tokens in (0, 2**40] and times in (0, 1e12] ms; ``pack_times`` in
+    (0, 1e12] s; ``pack_tokens`` in [1, 2**40]."""
+    from ..schedulers.sequences import CostModel
+
+    check_instance("cost", cost, CostModel, "e.g. default_cost_model()")
+    check_instance("mlp_only", mlp_only, CostModel, "e.g. default_cost_model(projections=False)")
+    cross = cost.crossover(mlp_only.beta_linear)
+    if cost.alpha <= 0 or not 1.0 <= cross <= _MAX_TOKENS:
+        raise ValueError(f"cost (alpha={cost.alpha:g}) and mlp_only (beta_linear="
+                         f"{mlp_only.beta_linear:g}) must cross between 1 and 2**40 tokens; "
+                         f"they cross at {cross:g}")
+    pts = as_float_array("fig6a['tokens']", _field("fig6a", fig6a, "tokens"), ndim=1, lo=0.0,
+                         lo_open=True, hi=_MAX_TOKENS)
+    if pts.size == 0:
+        raise ValueError("fig6a['tokens'] must hold at least one length")
+    fig6a = {"tokens": pts, **{k: as_float_array(f"fig6a[{k!r}]", _field("fig6a", fig6a, k),
+                                                 shape=pts.shape, lo=0.0, lo_open=True,
+                                                 hi=_MAX_SECONDS)
+                               for k in ("attention_ms", "mlp_ms")}}
+    pack_times = curve("pack_times", pack_times, lo=1e-300)
+    if pack_times.max() > _MAX_SECONDS:
+        raise ValueError(f"pack_times must be at most {_MAX_SECONDS:g} s; largest entry "
+                         f"{pack_times.max()}")
+    pack_tokens = check_int("pack_tokens", pack_tokens, lo=1, hi=int(_MAX_TOKENS))
     fig, (ax, ax2) = plots.figure(11.5, 3.7, ncols=2)
     s = np.geomspace(2048, 2**18, 120)
-    pts = np.asarray(fig6a["tokens"], dtype=float)
     with plots.style():
         ax.plot(s, cost.attention(s) * 1e3, color=plots.COLORS["red"],
                 label="attention, fit α s² + β s (model)")
@@ -302,7 +435,6 @@ def cost_figure(cost, mlp_only, fig6a: dict, pack_times, *, pack_tokens: int):
                 label="attention [fig-OCR, Fig. 6a]")
         ax.plot(pts, fig6a["mlp_ms"], "s", color=plots.COLORS["green"], mfc="white",
                 label="MLP [fig-OCR, Fig. 6a]")
-        cross = cost.crossover(mlp_rate)
         ax.axvline(cross, color=plots.COLORS["grey"], lw=0.8, ls=":")
         ax.annotate(f"equal at {cross / 1024:.1f}K", (cross, 0.4), xytext=(4, 0),
                     textcoords="offset points", fontsize=7.5, color=plots.COLORS["grey"])
@@ -334,14 +466,39 @@ def ring_figure(pairs: dict, chunk_tokens, step_compute, step_comm: dict, thresh
     """Left: causal query-key pairs per rank, contiguous vs zig-zag chunks (``pairs``: ``{scheme:
     array}``). Right: one ring step's compute and KV transfer (s) against the tokens each rank
     holds (``step_comm``: ``{label: array}``), with the hiding thresholds (``thresholds``:
-    ``{label: tokens}``)."""
-    fig, (ax, ax2) = plots.figure(11.5, 3.6, ncols=2, width_ratios=(1.0, 1.3))
+    ``{label: tokens}``).
+
+    At most 4 schemes of 1 to 1,024 ranks (pairs >= 0, not all 0), 3 transfer curves and 3
+    thresholds; tokens in (0, 2**40], times in [0, 1e12] s."""
+    _keys("pairs", pairs, hi=4)
+    pairs = {k: curve(f"pairs[{k!r}]", v, lo=0.0) for k, v in pairs.items()}
     n = len(next(iter(pairs.values())))
+    for k, v in pairs.items():
+        if v.size != n or n > 1024 or not 0 < v.mean() < 1e300:
+            raise ValueError(f"pairs[{k!r}] must hold 1 to 1,024 counts (not all 0), as many "
+                             f"as every other scheme ({n}); got {_show(v)}")
+    c = curve("chunk_tokens", chunk_tokens, lo=1e-300)
+    if c.max() > _MAX_TOKENS:
+        raise ValueError(f"chunk_tokens must be at most 2**40; largest entry {c.max()}")
+
+    def times(name, value):
+        arr = curve(name, value, n=c.size, lo=0.0)
+        if arr.max() > _MAX_SECONDS:
+            raise ValueError(f"{name} must be at most {_MAX_SECONDS:g} s; largest entry "
+                             f"{arr.max()}")
+        return arr
+
+    step_compute = times("step_compute", step_compute)
+    _keys("step_comm", step_comm, hi=3)
+    step_comm = {k: times(f"step_comm[{k!r}]", v) for k, v in step_comm.items()}
+    _keys("thresholds", thresholds, hi=3, lo=0)
+    check_dict("thresholds", thresholds, item=lambda t: is_real(t, lo=1e-300)
+               and t <= _MAX_TOKENS, lo=0, hi=3)
+    fig, (ax, ax2) = plots.figure(11.5, 3.6, ncols=2, width_ratios=(1.0, 1.3))
     x = np.arange(n)
     shades = {"contiguous": plots.COLORS["grey"], "zigzag": plots.COLORS["green"]}
     with plots.style():
         for k, (name, v) in enumerate(pairs.items()):
-            v = np.asarray(v, dtype=float)
             ax.bar(x + (k - 0.5) * 0.38, v / v.mean(), 0.38, color=shades.get(name),
                    label=f"{name} chunks")
         ax.axhline(1.0, color=plots.COLORS["ink"], lw=0.7, ls=":")
@@ -351,12 +508,11 @@ def ring_figure(pairs: dict, chunk_tokens, step_compute, step_comm: dict, thresh
         ax.set_title(f"causal attention work, ring of {n}", loc="left")
         ax.grid(axis="x", visible=False)
         plots.legend(ax, "inside")
-        c = np.asarray(chunk_tokens, dtype=float)
-        ax2.plot(c, np.asarray(step_compute) * 1e3, color=plots.color("compute"), lw=1.8,
+        ax2.plot(c, step_compute * 1e3, color=plots.color("compute"), lw=1.8,
                  label="attention compute of one step")
         styles = ("-", "--", ":")
         for (label, v), ls in zip(step_comm.items(), styles, strict=False):
-            ax2.plot(c, np.asarray(v) * 1e3, color=plots.COLORS["purple"], ls=ls,
+            ax2.plot(c, v * 1e3, color=plots.COLORS["purple"], ls=ls,
                      label=f"KV transfer, {label}")
         for k, th in enumerate(thresholds.values()):
             ax2.axvline(th, color=plots.COLORS["grey"], lw=0.8, ls=styles[k % 3])
@@ -380,16 +536,26 @@ def timeline_figure(steps: dict):
 
     A ring piece is drawn as its compute (purple) followed by the share of its time that is ring
     transfer not hidden by compute (orange); a pack on one rank is blue; idle is white. ``steps``:
-    ``{name: SequenceStep}`` with ``pp = 1``."""
+    ``{name: SequenceStep}`` with ``pp = 1``, 1 to 6 of them named as in :data:`plots.PALETTE`
+    (e.g. :data:`SCHEME_NAMES`), each of at most 200,000 ops and 16,384 ranks."""
     from matplotlib.collections import PolyCollection
     from matplotlib.lines import Line2D
     from matplotlib.patches import Patch
 
+    from ..schedulers.sequences import SequenceStep
+
+    _keys("steps", steps, hi=6, palette=True)
+    instances("steps", steps, SequenceStep)
+    for k, st in steps.items():
+        if st.setup.pp != 1 or st.resource.size > 200_000 or st.busy.size > 16_384:
+            raise ValueError(f"steps[{k!r}] must be a step with pp = 1 of at most 200,000 ops "
+                             f"and 16,384 ranks; got pp = {st.setup.pp}, {st.resource.size:,} "
+                             f"ops, {st.busy.size:,} ranks")
     names = list(steps)
     fig = plots.NotebookFigure(figsize=(11.5, 2.3 * len(names) + 0.6), layout="constrained")
     cols = {"ring": plots.COLORS["purple"], "exposed": plots.COLORS["orange"],
             "pack": plots.COLORS["blue"]}
-    tmax = max(s.step_time for s in steps.values())
+    tmax = max(max(s.step_time for s in steps.values()), 1e-12)
 
     def boxes(y, x0, x1):
         verts = np.empty((y.size, 4, 2))
@@ -437,8 +603,8 @@ def timeline_figure(steps: dict):
             axb.set_xlim(0, busy.size)
             axb.set_ylim(0, tmax * 1.02)
             axb.set_ylabel("busy (s)")
-            axb.set_title(f"busy {busy.min():.1f}–{busy.max():.1f} s "
-                          f"({busy.max() / busy.min():.1f}×)", loc="left")
+            ratio = f"{busy.max() / busy.min():.1f}×" if busy.min() > 0 else "idle ranks"
+            axb.set_title(f"busy {busy.min():.1f}–{busy.max():.1f} s ({ratio})", loc="left")
             if row == len(names) - 1:
                 axb.set_xlabel("ranks, busiest first")
         fig.legend(handles=[Patch(color=cols["ring"], label="ring piece: compute"),
@@ -454,16 +620,35 @@ def timeline_figure(steps: dict):
 
 def context_figure(contexts, throughput: dict, *, dashed: dict | None = None):
     """Throughput (tokens/s) against the context length for each scheme (``throughput``:
-    ``{name: array}``, solid) and optionally a second data mix (``dashed``, same keys)."""
+    ``{name: array}``, solid) and optionally a second data mix (``dashed``, same keys).
+
+    1 to 32 contexts in [1, 2**40] tokens; up to 8 schemes named as in :data:`plots.PALETTE`
+    (e.g. :data:`SCHEME_NAMES`); throughputs in (0, 1e30] tokens/s."""
     from matplotlib.ticker import NullLocator
 
+    x = as_int_array("contexts", contexts, ndim=1, lo=1, hi=2**40)
+    if not 1 <= x.size <= 32:
+        raise ValueError(f"contexts must hold 1 to 32 context lengths; got {x.size}")
+
+    def rates(name, value):
+        _keys(name, value, palette=True)
+        out = {}
+        for k, v in value.items():
+            arr = curve(f"{name}[{k!r}]", v, n=x.size, lo=1e-300)
+            if arr.max() > 1e30:
+                raise ValueError(f"{name}[{k!r}] must be at most 1e30 tokens/s; largest entry "
+                                 f"{arr.max()}")
+            out[k] = arr
+        return out
+
+    throughput = rates("throughput", throughput)
+    dashed = {} if dashed is None else rates("dashed", dashed)
     fig, ax = plots.figure(8.0, 3.6)
-    x = np.asarray(contexts)
     with plots.style():
         for name, v in throughput.items():
             ax.plot(x, np.asarray(v) / 1e6, marker="o", color=plots.color(name),
                     label=f"{name}, Byted-like")
-        for name, v in (dashed or {}).items():
+        for name, v in dashed.items():
             ax.plot(x, np.asarray(v) / 1e6, marker="s", ms=4, ls="--", color=plots.color(name),
                     label=f"{name}, GitHub-like")
         ax.set_xscale("log", base=2)
@@ -483,7 +668,18 @@ def context_figure(contexts, throughput: dict, *, dashed: dict | None = None):
 def ablation_figure(rungs, paper, models: dict):
     """The ablation ladder: cumulative speed-up over the static mesh after each step (``rungs``:
     labels), the paper's (``paper``, ``None`` where it has none) beside the model's (``models``:
-    ``{label: list}``)."""
+    ``{label: list}``, ``nan`` where a rung is not modelled).
+
+    1 to 12 rungs; speed-ups in [0, 1e6]; at most 6 models."""
+    rungs = _strings("rungs", rungs, hi=12)
+    if not isinstance(paper, (list, tuple)) or len(paper) != len(rungs) or not all(
+        v is None or (is_real(v, lo=0.0) and v <= 1e6) for v in paper
+    ):
+        raise ValueError(f"paper must be a list of {len(rungs)} speed-ups in [0, 1e6] or None; "
+                         f"got {_show(paper)}")
+    _keys("models", models, hi=6, lo=0)
+    models = {k: as_float_array(f"models[{k!r}]", v, shape=(len(rungs),), lo=0.0, hi=1e6,
+                                allow_nan=True) for k, v in models.items()}
     fig, ax = plots.figure(9.0, 3.6)
     x = np.arange(len(rungs))
     k = 1 + len(models)

@@ -12,8 +12,18 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import plots
-from .._validate import check_bool, check_choice, check_int, check_real
+from .._validate import (
+    _show,
+    as_float_array,
+    check_bool,
+    check_choice,
+    check_instance,
+    check_int,
+    check_real,
+    trusted,
+)
 from ..widgets import Explorer, dropdown, explore, int_slider, reuse, slider, toggle
+from ._common import check_dict, curve, instances, is_real
 
 __all__ = ["MegaScaleState", "megascale_state", "draw_megascale", "megascale_explorer",
            "STRATEGY_LABELS", "volume_figure", "tile_figure", "layer_figure", "ablation_figure",
@@ -25,6 +35,20 @@ STRATEGY_LABELS = {"tp_tp": "TP+TP", "sp_ep": "SP+EP", "sp_agrs": "SP + EP by AG
 _STRATEGY_COLORS = {"tp_tp": plots.color("TP+TP"), "sp_ep": plots.color("SP+EP"),
                     "sp_agrs": plots.color("SP + EP by AG/RS")}
 _ROWS = ("SMs", "NVLink", "NIC")
+#: Largest time (s) a figure recipe draws: far beyond any layer, and far inside what the
+#: plotting transforms handle without overflow.
+_MAX_SECONDS = 1e6
+
+
+def _label(x) -> bool:
+    return isinstance(x, str) and len(x) <= 200
+
+
+def _notes(name, value) -> tuple:
+    if not isinstance(value, tuple) or len(value) > 16 or not all(_label(x) for x in value):
+        raise ValueError(f"{name} must be a tuple of at most 16 short strings; got "
+                         f"{_show(value)}")
+    return value
 
 
 @dataclass(frozen=True)
@@ -35,7 +59,7 @@ class MegaScaleState:
     ``baseline``: layer time (s) of TP+TP without overlap on the same shapes and hardware;
     ``r_nvlink`` / ``r_nic``: hiding ratio of the expert GEMM against an all-to-all over NVLink /
     the NIC (BF16, forward); ``volume``: bytes one GPU sends per layer (forward);
-    ``strategy``, ``n``, ``notes``.
+    ``strategy``, ``n``, ``notes``. Every field is checked when made directly.
     """
 
     timeline: object
@@ -47,6 +71,24 @@ class MegaScaleState:
     n: int
     notes: tuple = ()
 
+    def __post_init__(self):
+        from ..schedulers.moe_layer import LayerTimeline
+
+        put = object.__setattr__
+        t = check_instance("timeline", self.timeline, LayerTimeline, "from layer_timeline(...)")
+        base = check_real("baseline", self.baseline, lo=0.0, lo_open=True, hi=_MAX_SECONDS,
+                          unit="s")
+        if not t.layer_time <= 1000.0 * base:
+            raise ValueError(f"baseline must be at least 1/1000 of the timeline's layer time "
+                             f"{t.layer_time} s; got {base}")
+        put(self, "baseline", base)
+        for name in ("r_nvlink", "r_nic"):
+            put(self, name, check_real(name, getattr(self, name), lo=0.0, hi=1e12))
+        put(self, "volume", check_real("volume", self.volume, lo=0.0, hi=1e30, unit="bytes"))
+        put(self, "strategy", check_choice("strategy", self.strategy, tuple(STRATEGY_LABELS)))
+        put(self, "n", check_int("n", self.n, lo=1, hi=8))
+        put(self, "notes", _notes("notes", self.notes))
+
 
 def megascale_state(strategy: str = "sp_ep", inter_op: bool = True, intra_op: bool = True,
                     n: int = 8, m: int = 4, k: int = 3, h_ffn: int = 14336,
@@ -57,7 +99,14 @@ def megascale_state(strategy: str = "sp_ep", inter_op: bool = True, intra_op: bo
     ``m`` query heads per KV head, top-``k`` routing and expert size ``h_ffn`` on ``n`` GPUs of
     an H800-like node: NVLink and NIC bandwidths in GB/s per direction, ``peak_tflops`` dense,
     ``n_tiles`` per fused GEMM, token ``order`` ("sorted"/"random"), ``comm_sms`` SMs taken by
-    communication beside compute."""
+    communication beside compute. Ranges: ``n`` 2, 4 or 8; ``m`` 1, 2, 4 or 8; ``k`` 1..16;
+    ``h_ffn`` 256..65,536; bandwidths 1..10,000 GB/s; ``peak_tflops`` 10..100,000;
+    ``n_tiles`` 1..512; ``comm_sms`` 0..64.
+
+    >>> s = megascale_state()
+    >>> round(s.baseline / s.timeline.layer_time, 2), round(s.r_nvlink, 2)
+    (1.53, 3.48)
+    """
     from ..overlap import hiding_ratio
     from ..parallel_volumes import INTERNAL_352B, layer_volume
     from ..schedulers.moe_layer import H800_NODE, layer_timeline
@@ -84,16 +133,28 @@ def megascale_state(strategy: str = "sp_ep", inter_op: bool = True, intra_op: bo
     ffn = "ep" if strategy == "sp_ep" else ("tp" if strategy == "tp_tp" else "ep_agrs")
     att = "tp" if strategy == "tp_tp" else "sp"
     vol = layer_volume(shape, n, attention=att, ffn=ffn).total
-    return MegaScaleState(t, base, hiding_ratio(h_ffn, nvl, peak), hiding_ratio(h_ffn, nic, peak),
-                          vol, strategy, n, tuple(notes))
+    return trusted(MegaScaleState, timeline=t, baseline=base,
+                   r_nvlink=hiding_ratio(h_ffn, nvl, peak), r_nic=hiding_ratio(h_ffn, nic, peak),
+                   volume=vol, strategy=strategy, n=n, notes=tuple(notes))
 
 
 def draw_megascale(fig, state: MegaScaleState, **_):
     """Gantt of the layer on one GPU (SMs, NVLink port, NIC) and bars of the layer time against
-    the TP+TP baseline and the compute alone. Returns the layout key."""
+    the TP+TP baseline and the compute alone. Returns the layout key.
+
+    >>> fig = plots.blank_figure(8.8, 3.4)
+    >>> key = draw_megascale(fig, megascale_state(strategy="tp_tp", n_tiles=4))
+    >>> len(fig.axes)
+    2
+    """
+    from matplotlib.figure import Figure
+
     from ..schedulers.moe_layer import LAYER_KINDS
 
+    check_instance("fig", fig, Figure)
+    check_instance("state", state, MegaScaleState, "from megascale_state(...)")
     t = state.timeline
+
     def build(fig):
         grid = fig.add_gridspec(1, 2, width_ratios=(3.2, 1.0), left=0.075, right=0.985,
                                 bottom=0.15, top=0.76, wspace=0.42)
@@ -156,6 +217,7 @@ def draw_megascale(fig, state: MegaScaleState, **_):
 def megascale_explorer(show: bool = True) -> Explorer:
     """Notebook 04's widget: layout, overlaps, n, m, k, h_ffn, bandwidths, peak, tiles, order,
     SMs for communication."""
+    show = check_bool("show", show)
     controls = {
         "strategy": dropdown([(v, k) for k, v in STRATEGY_LABELS.items()], "sp_ep", "layout"),
         "inter_op": toggle(True, "inter-operator overlap"),
@@ -190,12 +252,43 @@ def megascale_explorer(show: bool = True) -> Explorer:
 # --------------------------------------------------------------------------- figure recipes
 
 
+def _curve_ok(ys, size, lo=None) -> bool:
+    """A 1-d sequence of ``size`` finite numbers (at least ``lo``), each at most 1e12."""
+    try:
+        arr = as_float_array("ys", ys, ndim=1, shape=(size,), lo=lo, hi=1e12)
+    except ValueError:
+        return False
+    return arr.size == size
+
+
 def volume_figure(k_values, ffn_mb: dict, ffn_ms: dict, m_values, attn_mb: dict, *, n: int,
                   crossover: float):
     """Left: FFN bytes per GPU per layer against k (``ffn_mb``: ``{label: MB per k}``). Middle:
     the same as α–β time (``ffn_ms``: ``{label: ms per k}``) with the crossover ``k*``. Right:
     attention bytes against m (``attn_mb``: ``{label: MB per m}``). Labels starting with 'TP',
-    'EP all-to-all', 'EP by AG/RS', 'SP' pick the colours."""
+    'EP all-to-all', 'EP by AG/RS', 'SP' pick the colours. At most 64 values of k and of m
+    (m > 0: a log axis), at most 8 curves a panel, each with one finite value per k (or m).
+
+    >>> fig = volume_figure([1, 2], {"TP": [4.0, 4.0], "EP all-to-all": [1.0, 2.0]},
+    ...                     {"EP all-to-all": [0.1, 0.2], "EP by AG/RS": [0.15, 0.15]},
+    ...                     [1, 2], {"TP": [3.0, 3.0], "SP (from the shapes)": [1.0, 0.8]},
+    ...                     n=2, crossover=1.5)
+    >>> len(fig.axes)
+    3
+    """
+    k_values = curve("k_values", k_values)
+    m_values = curve("m_values", m_values, lo=0.0)
+    for name, xs in (("k_values", k_values), ("m_values", m_values)):
+        if xs.size > 64:
+            raise ValueError(f"{name} must have at most 64 entries; got {xs.size}")
+    if not m_values.min() > 0:
+        raise ValueError(f"m_values must all be > 0 (a log axis); got {m_values.min()}")
+    for name, data, xs in (("ffn_mb", ffn_mb, k_values), ("ffn_ms", ffn_ms, k_values),
+                           ("attn_mb", attn_mb, m_values)):
+        check_dict(name, data, key=_label, hi=8,
+                   item=lambda ys, xs=xs: _curve_ok(ys, xs.size))
+    n = check_int("n", n, lo=1, hi=10**6)
+    crossover = check_real("crossover", crossover, lo=-1e6, hi=1e6)
     fig, axes = plots.figure(12.5, 3.9, ncols=3, width_ratios=(1.0, 1.0, 1.0))
     ax_v, ax_t, ax_a = axes
 
@@ -231,7 +324,7 @@ def volume_figure(k_values, ffn_mb: dict, ffn_ms: dict, m_values, attn_mb: dict,
             col, ls = style_of(label)
             ax_a.plot(m_values, ys, color=col, ls=ls, marker="s", ms=3.5, label=label)
         ax_a.set_xscale("log", base=2)
-        ax_a.set_xticks(m_values, [str(v) for v in m_values])
+        ax_a.set_xticks(m_values, [f"{v:g}" for v in m_values])
         ax_a.minorticks_off()
         ax_a.set_xlabel(f"query heads per KV head m (n = {n})")
         ax_a.set_ylabel("attention bytes sent per GPU per layer (MB)")
@@ -248,8 +341,28 @@ def volume_figure(k_values, ffn_mb: dict, ffn_ms: dict, m_values, attn_mb: dict,
 def tile_figure(runs: dict, *, unit: str = "us"):
     """Gantt of fused GEMM + all-to-all runs (``runs``: ``{label: TileOverlap or (G, C,
     direction)}``): two rows per run (SMs, link); a ``(G, C, direction)`` tuple draws the
-    unfused pair, GEMM then transfer for "gemm_a2a", transfer then GEMM for "a2a_gemm" (s)."""
+    unfused pair, GEMM then transfer for "gemm_a2a", transfer then GEMM for "a2a_gemm" (s).
+    At most 12 runs, each at most 10**6 s; ``unit`` "us" or "ms".
+
+    >>> from uneven.overlap import tile_overlap
+    >>> fig = tile_figure({"unfused": (1e-3, 5e-4, "gemm_a2a"),
+    ...                    "fused": tile_overlap(1e-3, 5e-4, n_tiles=4)})
+    >>> len(fig.axes)
+    1
+    """
     from matplotlib.patches import Patch
+
+    from ..overlap import DIRECTIONS, TileOverlap
+
+    def run_ok(r):
+        if isinstance(r, TileOverlap):
+            return r.sequential_time <= _MAX_SECONDS and r.fused_time <= _MAX_SECONDS
+        return (isinstance(r, tuple) and len(r) == 3
+                and all(is_real(x, lo=0.0) and x <= _MAX_SECONDS for x in r[:2])
+                and isinstance(r[2], str) and r[2] in DIRECTIONS)
+
+    check_dict("runs", runs, key=_label, hi=12, item=run_ok)
+    unit = check_choice("unit", unit, ("us", "ms"))
 
     fig, ax = plots.figure(10.5, 0.62 * 2 * len(runs) + 1.3)
     scale = 1e6 if unit == "us" else 1e3
@@ -284,8 +397,8 @@ def tile_figure(runs: dict, *, unit: str = "us"):
         ax.legend(handles=[Patch(color=gemm_c, label="GEMM tile"),
                            Patch(color=comm_c, label="transfer piece")],
                   loc="upper left", bbox_to_anchor=(1.01, 1.0))
-        longest = max((r[0] + r[1]) if isinstance(r, tuple) else r.sequential_time
-                      for r in runs.values())
+        longest = max(max((r[0] + r[1]) if isinstance(r, tuple) else
+                          max(r.sequential_time, r.fused_time) for r in runs.values()), 1e-12)
         ax.set_xlim(0, longest * scale * 1.15)
         ax.set_title("one GEMM and its all-to-all, unfused and fused at tile level (model)",
                      loc="left")
@@ -294,8 +407,22 @@ def tile_figure(runs: dict, *, unit: str = "us"):
 
 def layer_figure(timelines: dict):
     """One Gantt panel per layer timeline (``{label: LayerTimeline}``): SMs, NVLink, NIC rows,
-    op kinds coloured (forward, input gradient, weight gradient, NVLink transfer, NIC send)."""
-    from ..schedulers.moe_layer import LAYER_KINDS
+    op kinds coloured (forward, input gradient, weight gradient, NVLink transfer, NIC send).
+    At most 8 timelines, each ending within 10**6 s.
+
+    >>> from uneven.schedulers.moe_layer import layer_timeline
+    >>> len(layer_figure({"SP+EP": layer_timeline(n_tiles=4)}).axes)
+    1
+    """
+    from ..schedulers.moe_layer import LAYER_KINDS, LayerTimeline
+
+    check_dict("timelines", timelines, key=_label, hi=8)
+    instances("timelines", timelines, LayerTimeline)
+    for label, t in timelines.items():
+        end = max(t.layer_time, float(t.finish.max()) if t.finish.size else 0.0)
+        if end > _MAX_SECONDS:
+            raise ValueError(f"timelines[{label!r}] must end within {_MAX_SECONDS:g} s; got "
+                             f"{end} s")
 
     n = len(timelines)
     fig, axes = plots.figure(10.5, 1.55 * n + 0.9, nrows=n, sharex=True)
@@ -329,7 +456,37 @@ def ablation_figure(rows: list, paper: dict, *, one_node: tuple | None = None):
     """Left: the ablation as a waterfall of layer times (``rows`` from
     :func:`uneven.schedulers.moe_layer.ablation`). Right: speedup per step, model (per layer)
     against the paper's end-to-end values (``paper``: ``{label: speedup}``); ``one_node``:
-    the paper's (low, high) single-node SP+EP gain, drawn as a band at the SP+EP step."""
+    the paper's (low, high) single-node SP+EP gain, drawn as a band at the SP+EP step.
+    ``rows``: 1 to 4 dicts with a ``label`` (a key of ``paper``), ``layer_time`` (s, up to
+    10**6) and ``speedup``; speedups (model, paper, band) are finite numbers in [0, 10**6].
+
+    >>> from uneven.schedulers.moe_layer import ablation
+    >>> rows = ablation(n_tiles=4)
+    >>> paper = {r["label"]: v for r, v in zip(rows, (1.0, 1.13, 1.22, 1.28))}
+    >>> len(ablation_figure(rows, paper, one_node=(1.15, 1.33)).axes)
+    2
+    """
+    def row_ok(r):
+        return (isinstance(r, dict) and _label(r.get("label"))
+                and is_real(r.get("layer_time"), lo=0.0)
+                and 0 < r["layer_time"] <= _MAX_SECONDS
+                and is_real(r.get("speedup"), lo=0.0) and r["speedup"] <= 1e6)
+
+    if not isinstance(rows, (list, tuple)) or not 1 <= len(rows) <= 4 or not all(
+            row_ok(r) for r in rows):
+        raise ValueError(f"rows must be a list of 1 to 4 rows of ablation(...) (label, "
+                         f"layer_time, speedup); got {_show(rows)}")
+    check_dict("paper", paper, key=_label, hi=16,
+               item=lambda v: is_real(v, lo=0.0) and v <= 1e6)
+    missing = [r["label"] for r in rows if r["label"] not in paper]
+    if missing:
+        raise ValueError(f"paper must give a speedup for every row's label; missing "
+                         f"{_show(missing)}")
+    if one_node is not None:
+        if not isinstance(one_node, (tuple, list)) or len(one_node) != 2 or not all(
+                is_real(v, lo=0.0) and v <= 1e6 for v in one_node):
+            raise ValueError(f"one_node must be None or a pair (low, high) of speedups; got "
+                             f"{_show(one_node)}")
     fig, (ax_w, ax_s) = plots.figure(11.5, 4.0, ncols=2, width_ratios=(1.25, 1.0))
     labels = [r["label"].replace(": ", ":\n").replace("+ ", "+\u00a0") for r in rows]
     x = np.arange(len(rows))
@@ -386,7 +543,42 @@ def hiding_figure(h_ffn, curves: dict, marks: dict, points: dict | None = None):
     drawn as vertical lines; ``points`` ``{label: (h_ffn, R)}`` extra markers, or
     ``{label: (h_ffn, R, R_from, note)}``: a marker lifted from ``R_from`` (a point of one of the
     curves), drawn with an arrow from there and the text ``note`` beside it — so that a marker
-    which happens to sit on another curve is not read as a point of that curve."""
+    which happens to sit on another curve is not read as a point of that curve.
+
+    Both axes are logarithmic: every h_ffn (at most 1,000 of them, in [1, 10**9]) and every R
+    (in [1e-12, 1e12]) must be > 0; at most 8 curves, 8 marks and 8 points.
+
+    >>> h = [1024.0, 4096.0, 16384.0]
+    >>> fig = hiding_figure(h, {("NVLink", "BF16"): [0.25, 1.0, 4.0]}, {"DeepSeek-V3": 2048},
+    ...                     {"a point": (2048, 0.5, 0.16, "lifted")})
+    >>> len(fig.axes)
+    1
+    """
+    h_ffn = curve("h_ffn", h_ffn, lo=1.0)
+    if h_ffn.size > 1000 or h_ffn.max() > 1e9:
+        raise ValueError(f"h_ffn must have at most 1,000 entries, each at most 10**9; got "
+                         f"{h_ffn.size} entries up to {h_ffn.max()}")
+
+    def key_ok(key):
+        return (isinstance(key, tuple) and len(key) == 2 and key[0] in ("NVLink", "NIC")
+                and key[1] in ("BF16", "FP8"))
+
+    def r_ok(r):
+        return is_real(r, lo=1e-12) and r <= 1e12
+
+    check_dict("curves", curves, key=key_ok, hi=8,
+               item=lambda ys: _curve_ok(ys, h_ffn.size, lo=1e-12))
+    check_dict("marks", marks, key=_label, lo=0, hi=8,
+               item=lambda hf: is_real(hf, lo=1.0) and hf <= 1e9)
+
+    def point_ok(spec):
+        if not isinstance(spec, tuple) or len(spec) not in (2, 4):
+            return False
+        ok = is_real(spec[0], lo=1.0) and spec[0] <= 1e9 and r_ok(spec[1])
+        return ok and (len(spec) == 2 or (r_ok(spec[2]) and _label(spec[3])))
+
+    if points is not None:
+        check_dict("points", points, key=_label, lo=0, hi=8, item=point_ok)
     fig, ax = plots.figure(8.0, 4.6)
     styles = {"BF16": "-", "FP8": "--"}
     with plots.style():

@@ -13,8 +13,18 @@ from functools import lru_cache
 import numpy as np
 
 from .. import plots
-from .._validate import check_choice, check_int, check_real
+from .._validate import (
+    _show,
+    as_int_array,
+    check_choice,
+    check_instance,
+    check_int,
+    check_real,
+    frozen_array,
+    trusted,
+)
 from ..widgets import Explorer, dropdown, explore, int_slider, reuse, slider
+from ._common import check_dict, curve, instances, is_int, is_real
 
 __all__ = ["GANTT_KINDS", "GANTT_COLORS", "SCHEME_COLORS", "UbepState", "ubep_state",
            "draw_ubep", "ubep_explorer", "hop_cost_figure", "gantt_figure", "ablation_figure",
@@ -39,6 +49,26 @@ _SAMPLES = 300
 
 
 # --------------------------------------------------------------------------- Gantt helpers
+
+
+def _cut(new, old) -> float:
+    """How much lower ``new`` is than ``old`` (%); 0 when ``old`` is 0."""
+    return 100.0 * (1.0 - float(new) / float(old)) if old > 0 else 0.0
+
+
+def _is_label(x) -> bool:
+    return isinstance(x, str) and len(x) <= 200
+
+
+def _series(name, value, n) -> dict:
+    """``{scheme label: n latencies (s)}``, the first scheme's > 0 (the cut divides by it)."""
+    check_dict(name, value, key=lambda k: k in SCHEME_COLORS, hi=4)
+    out = {k: curve(f"{name}[{k!r}]", v, n=n, lo=0.0) for k, v in value.items()}
+    first = next(iter(out.values()))
+    if first.min() <= 0 or any(v.max() > 1e30 for v in out.values()):
+        raise ValueError(f"{name} must hold latencies in [0, 1e30] s, the first scheme's > 0; "
+                         f"got {_show(value)}")
+    return out
 
 
 def _live_gantt(ax, legend=True):
@@ -99,7 +129,13 @@ class UbepState:
 
     ``base``, ``ubep``: :class:`uneven.schedulers.cores.CoreTimeline` of one jittered run.
     ``base_samples``, ``ubep_samples``: latency of 300 jittered runs (same draws for both).
-    ``notes``: settings that were adjusted.
+    ``notes``: settings that were adjusted. Built directly, every field is checked (``ep`` one
+    of the explorer's EP sizes, ``cores`` 2..128 with ``1 <= count_cores < cores``, timelines of
+    ``ep`` ranks, samples 1-d, finite and >= 0).
+
+    >>> s = ubep_state(ep=16, cores=8, batch=16, jitter_us=0.0)
+    >>> bool(s.ubep.latency < s.base.latency), s.base_samples.size
+    (True, 300)
     """
 
     ep: int
@@ -110,6 +146,29 @@ class UbepState:
     base_samples: np.ndarray
     ubep_samples: np.ndarray
     notes: tuple = ()
+
+    def __post_init__(self):
+        from ..schedulers.cores import CoreTimeline
+
+        put = object.__setattr__
+        ep = check_choice("ep", self.ep, EP_SIZES)
+        cores = check_int("cores", self.cores, lo=2, hi=128)
+        put(self, "ep", ep)
+        put(self, "cores", cores)
+        put(self, "count_cores", check_int("count_cores", self.count_cores, lo=1, hi=cores - 1))
+        for name in ("base", "ubep"):
+            tl = check_instance(name, getattr(self, name), CoreTimeline, "from core_timeline()")
+            if tl.plan.n_ranks != ep or tl.cores != cores:
+                raise ValueError(f"{name} must be a timeline of ep = {ep} ranks of cores = "
+                                 f"{cores} cores; got {tl.plan.n_ranks} ranks of {tl.cores}")
+        for name in ("base_samples", "ubep_samples"):
+            arr = frozen_array(name, getattr(self, name), ndim=1, lo=0.0)
+            if arr.size == 0 or arr.max() > 1e30:
+                raise ValueError(f"{name} must hold 1 or more latencies of at most 1e30 s; got "
+                                 f"{_show(arr)}")
+            put(self, name, arr)
+        if not isinstance(self.notes, tuple) or not all(isinstance(x, str) for x in self.notes):
+            raise ValueError(f"notes must be a tuple of strings; got {_show(self.notes)}")
 
 
 @lru_cache(maxsize=16)
@@ -139,7 +198,10 @@ def ubep_state(ep: int = 64, hop_ratio: float = 11.5, barrier_us: float = 20.0,
 
     ``hop_ratio``: two-hop over local latency (one hop stays at 5×, or ``hop_ratio`` if that is
     smaller); ``barrier_us``: a barrier's cost after the last rank (µs); ``block``: atomic block
-    bytes (512 or 128); ``jitter_us``: mean extra delay per rank and op (µs).
+    bytes (128, 256, 512 or 1024); ``jitter_us``: mean extra delay per rank and op (µs).
+    Ranges: ``ep`` one of 8, 16, 32, 64, 128, 256, 320; ``hop_ratio`` 1..100; ``barrier_us``
+    and ``jitter_us`` 0..10,000 µs; ``cores`` 2..128; ``count_cores`` 1 or more (capped at
+    ``cores - 1``); ``batch`` 1..1,024.
     """
     from ..schedulers.cores import core_timeline, latency_samples
 
@@ -163,12 +225,19 @@ def ubep_state(ep: int = 64, hop_ratio: float = 11.5, barrier_us: float = 20.0,
     tu = core_timeline(pu, jitter=jitter, seed=0)
     sb = latency_samples(pb, _SAMPLES, jitter, seed=1)
     su = latency_samples(pu, _SAMPLES, jitter, seed=1)
-    return UbepState(ep, cores, count_cores, tb, tu, sb, su, tuple(notes))
+    sb.flags.writeable = False
+    su.flags.writeable = False
+    return trusted(UbepState, ep=ep, cores=cores, count_cores=count_cores, base=tb, ubep=tu,
+                   base_samples=sb, ubep_samples=su, notes=tuple(notes))
 
 
 def draw_ubep(fig, state: UbepState, **_):
     """Rank 0's cores under both schemes (Gantt, one row per core) and the latency CDF of 300
     jittered runs. Returns the layout key for :class:`uneven.widgets.Explorer`."""
+    from matplotlib.figure import Figure
+
+    check_instance("fig", fig, Figure)
+    check_instance("state", state, UbepState, "from ubep_state(...)")
 
     def build(fig):
         grid = fig.add_gridspec(2, 2, width_ratios=(2.25, 1.0), hspace=0.55, wspace=0.42,
@@ -229,8 +298,8 @@ def draw_ubep(fig, state: UbepState, **_):
     note = f" · note: {'; '.join(state.notes)}" if state.notes else ""
     art["title"].set_text(
         f"EP{state.ep} dispatch (model) · P50 {b50:,.0f} → {u50:,.0f} µs "
-        f"(−{100 * (1 - u50 / b50):.0f}%) · P99 {b99:,.0f} → {u99:,.0f} µs "
-        f"(−{100 * (1 - u99 / b99):.0f}%){note}")
+        f"(−{_cut(u50, b50):.0f}%) · P99 {b99:,.0f} → {u99:,.0f} µs "
+        f"(−{_cut(u99, b99):.0f}%){note}")
     return (lay_b, lay_u, xlim)
 
 
@@ -270,10 +339,19 @@ def hop_cost_figure(costs, plans: dict, *, block_bytes: int = 512, ep: int = 32)
     """Left: what one ``block_bytes`` write costs a core by hop class (latency share and bytes
     share) with the access latency of each class. Right: histogram of every sending core's send
     time over all ranks (``plans``: ``{"contiguous": PhasePlan, "hop mix": PhasePlan}``), the
-    slowest core of each marked."""
+    slowest core of each marked. At most 4 plans; ``block_bytes`` 16..2**20; ``ep`` 1..1,024."""
+    from ..schedulers.cores import MAX_RANKS, CoreCosts, PhasePlan
+
+    costs = check_instance("costs", costs, CoreCosts)
+    check_dict("plans", plans, key=lambda k: k in SCHEME_COLORS, hi=4)
+    instances("plans", plans, PhasePlan)
+    block_bytes = check_int("block_bytes", block_bytes, lo=16, hi=1 << 20)
+    ep = check_int("ep", ep, lo=1, hi=MAX_RANKS)
     fig, (ax_w, ax_h) = plots.figure(11, 3.9, ncols=2, width_ratios=(1.0, 1.35))
     names = ("local (own die)", "one hop (same node)", "two hops (another node)")
-    labels = ("[model]", "(5× local) [model]", "(11.5× local) [chapter]")
+    f1, f2 = costs.one_hop_factor, costs.two_hop_factor
+    labels = ("[model]", f"({f1:g}× local) [model]",
+              f"({f2:g}× local) [{'chapter' if f2 == 11.5 else 'model'}]")
     lat = np.array(costs.hop_latency)
     per_lat = lat / costs.writes_in_flight * 1e9
     per_byte = block_bytes / costs.core_bandwidth * 1e9
@@ -314,7 +392,12 @@ def hop_cost_figure(costs, plans: dict, *, block_bytes: int = 512, ep: int = 32)
 def gantt_figure(timelines: dict, *, rank: int = 0):
     """One panel per scheme (``timelines``: ``{label: CoreTimeline}``): rank ``rank``'s cores as
     rows, ops and idle gaps as bars (µs); the panel title gives when rank ``rank`` is done and
-    when the last rank is (the phase's latency) (model)."""
+    when the last rank is (the phase's latency) (model). At most 4 timelines."""
+    from ..schedulers.cores import CoreTimeline
+
+    check_dict("timelines", timelines, key=_is_label, hi=4)
+    instances("timelines", timelines, CoreTimeline)
+    rank = check_int("rank", rank, lo=0, hi=min(t.plan.n_ranks for t in timelines.values()) - 1)
     n = len(timelines)
     tls = list(timelines.values())
     cores = max(t.cores for t in tls)
@@ -335,7 +418,18 @@ def gantt_figure(timelines: dict, *, rank: int = 0):
 
 def ablation_figure(rows: list, *, ep: int = 64):
     """Dispatch latency (µs) as UBEP's pieces are added one at a time (``rows``:
-    ``[(label, seconds), ...]``, the first is the baseline), with the cut against it."""
+    ``[(label, seconds), ...]``, the first is the baseline, > 0), with the cut against it.
+    At most 16 rows."""
+    if not isinstance(rows, (list, tuple)) or not 1 <= len(rows) <= 16 or not all(
+        isinstance(r, (list, tuple)) and len(r) == 2 and _is_label(r[0])
+        and is_real(r[1], lo=0.0) and r[1] <= 1e30 for r in rows
+    ):
+        raise ValueError(f"rows must be a list of 1 to 16 (label, seconds) pairs, seconds "
+                         f"in [0, 1e30]; got {_show(rows)}")
+    rows = [(label, float(v)) for label, v in rows]
+    if not rows[0][1] > 0:
+        raise ValueError(f"rows must start with the baseline's latency > 0; got {rows[0][1]}")
+    ep = check_int("ep", ep, lo=1)
     fig, ax = plots.figure(8.5, 0.42 * len(rows) + 1.0)
     base = rows[0][1]
     with plots.style():
@@ -345,7 +439,7 @@ def ablation_figure(rows: list, *, ep: int = 64):
         cols += [SCHEME_COLORS["UBEP"]]
         ax.barh(y, vals, color=cols[:len(rows)])
         for yy, (_, v) in zip(y, rows, strict=True):
-            cut = "" if v == base else f"  (−{100 * (1 - v / base):.0f}%)"
+            cut = "" if v == base else f"  (−{_cut(v, base):.0f}%)"
             ax.text(v * 1e6, yy, f" {v * 1e6:,.0f} µs{cut}", va="center", fontsize=8)
         ax.set_yticks(y, [lab for lab, _ in rows])
         ax.invert_yaxis()
@@ -362,8 +456,22 @@ def ep_sweep_figure(eps, median: dict, p99: dict, *, paper: dict, chapter: dict)
     (``paper``: ``{label: {ep: µs}}``, labels carrying their own tags). Right: how much lower
     UBEP's latency is (%), with the chapter's figure placed at every EP size it may mean
     (``chapter``: ``{label: (ep, %)}``; the first filled, the others open, joined by a dotted
-    line)."""
-    eps = np.asarray(eps)
+    line). At most 32 EP sizes (increasing, 1..1,024), 4 schemes, 4 published series of 32
+    points and 8 chapter points."""
+    eps = as_int_array("eps", eps, ndim=1, lo=1, hi=1024)
+    if not 1 <= eps.size <= 32 or (np.diff(eps) <= 0).any():
+        raise ValueError(f"eps must be 1 to 32 increasing EP sizes; got {_show(eps)}")
+    median = _series("median", median, eps.size)
+    p99 = _series("p99", p99, eps.size)
+    if list(p99) != list(median):
+        raise ValueError(f"p99 must have the labels of median ({list(median)}); got "
+                         f"{_show(list(p99))}")
+    check_dict("paper", paper, key=_is_label, hi=4, item=lambda pts: isinstance(pts, dict)
+               and 1 <= len(pts) <= 32 and all(is_int(e) and 1 <= e <= 1024 and is_real(v)
+                                               and abs(v) <= 1e30 for e, v in pts.items()))
+    check_dict("chapter", chapter, key=_is_label, lo=0, hi=8, item=lambda pt: isinstance(
+        pt, (tuple, list)) and len(pt) == 2 and is_int(pt[0]) and 1 <= pt[0] <= 1024
+        and is_real(pt[1]) and abs(pt[1]) <= 1e6)
     fig, (ax, ax_r) = plots.figure(11.5, 4.0, ncols=2, width_ratios=(1.5, 1.0))
     markers = ("s", "D", "^", "v")
     with plots.style():
@@ -380,7 +488,7 @@ def ep_sweep_figure(eps, median: dict, p99: dict, *, paper: dict, chapter: dict)
             a.set_xscale("log", base=2)
             # on the narrow panel, neighbours closer than 1.5x share a label slot: keep the last
             names = [("" if crowded and i + 1 < len(eps) and eps[i + 1] < 1.5 * e else str(e))
-                     for i, e in enumerate(eps)]
+                     for i, e in enumerate(eps.tolist())]
             a.set_xticks(eps, names)
             a.minorticks_off()
             a.set_xlabel("EP size in dies (ranks; 2 dies per NPU, 16 per node)")
@@ -412,7 +520,19 @@ def tpot_figure(steps: dict, sigmas, extra: dict, *, ep: int = 64):
     """Left: CDF of the time per output token (ms) over many decode steps per scheme
     (``steps``: ``{label: DecodeSteps}``), P50 and P99 marked. Right: how much jitter adds to
     the median dispatch latency (µs) against the mean jitter per op (``sigmas`` in µs;
-    ``extra``: ``{label: µs per sigma}``)."""
+    ``extra``: ``{label: µs per sigma}``). At most 4 schemes and 64 sigmas."""
+    from ..schedulers.cores import DecodeSteps
+
+    check_dict("steps", steps, key=lambda k: k in SCHEME_COLORS, hi=4)
+    instances("steps", steps, DecodeSteps)
+    sigmas = curve("sigmas", sigmas, lo=0.0)
+    if sigmas.size > 64 or sigmas.max() > 1e9:
+        raise ValueError(f"sigmas must be at most 64 values in [0, 1e9] µs; got {_show(sigmas)}")
+    check_dict("extra", extra, key=lambda k: k in SCHEME_COLORS, hi=4)
+    extra = {k: curve(f"extra[{k!r}]", v, n=sigmas.size) for k, v in extra.items()}
+    if any(np.abs(v).max() > 1e30 for v in extra.values()):
+        raise ValueError("extra must hold values of at most 1e30 µs")
+    ep = check_int("ep", ep, lo=1)
     fig, (ax, ax_j) = plots.figure(11.5, 3.8, ncols=2, width_ratios=(1.3, 1.0))
     with plots.style():
         for label, r in steps.items():

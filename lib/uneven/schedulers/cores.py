@@ -68,8 +68,19 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from .._jit import njit
-from .._validate import as_float_array, check_bool, check_choice, check_real
+from .._validate import (
+    _show,
+    as_float_array,
+    check_bool,
+    check_choice,
+    check_instance,
+    check_real,
+    check_str,
+    frozen_array,
+    trusted,
+)
 from .._validate import check_int as _check_int
+from ..limits import PY_STEP, check_bytes, check_steps
 from ..topology import Topology, _hop_class, cloudmatrix384, superpod
 
 __all__ = [
@@ -104,9 +115,19 @@ SCHEMES = ("baseline", "ubep")
 #: Op kinds of :class:`CoreTimeline` (codes index this tuple).
 CORE_OP_KINDS = ("count", "barrier", "send", "flag", "poll")
 K_COUNT, K_BARRIER, K_SEND, K_FLAG, K_POLL, K_JOIN = 0, 1, 2, 3, 4, -1
-#: Largest EP group the functions accept (a CloudMatrix384 has 768 dies).
+#: Largest EP group the functions accept (a CloudMatrix384 has 768 dies; 64 nodes of 16 dies).
 MAX_RANKS = 1024
 _MAX_CORES = 256
+#: Bounds of the cost fields and jitter (s): every sum the kernels form stays finite.
+_MAX_COST = 1e3
+_MAX_LATENCY = 1.0
+_MAX_FACTOR = 1e4
+#: Largest time (s) a directly built PhasePlan or CoreTimeline may hold, and largest start time.
+_MAX_TIME = 1e30
+_MAX_START = 1e9
+#: Largest copies one rank may send in one phase of a directly built EpTraffic.
+_MAX_ROW_COPIES = 1 << 32
+_MAX_COPY_BYTES = 1 << 30
 
 _CM = cloudmatrix384(1)
 _L0 = float(_CM.hop_latency[0])
@@ -135,7 +156,9 @@ class CoreCosts:
     48 cores: 4.08 GB/s [derived]). ``barrier_cost``: what a group-wide barrier costs after the
     last rank arrives (20 µs [model]: a stage switch plus a flag exchange). ``count_cost``: s per
     routing entry counted (20 ns [model]). ``poll_cost``: s a core spends reading the counts or the
-    last flags once its data is complete (1 µs [model]).
+    last flags once its data is complete (1 µs [model]). Ranges: ``cores`` 1..256,
+    ``local_latency`` up to 1 s, hop factors 1..1e4 (two hops at least one), ``writes_in_flight``
+    1..4096, ``core_bandwidth`` 1..1e15 bytes/s, the three costs 0..1,000 s.
 
     >>> c = CoreCosts()
     >>> [round(x * 1e6, 2) for x in c.hop_latency]
@@ -155,18 +178,23 @@ class CoreCosts:
     poll_cost: float = 1e-6
 
     def __post_init__(self):
-        check_int("cores", self.cores, lo=1, hi=_MAX_CORES)
-        check_real("local_latency", self.local_latency, lo=0.0, lo_open=True, unit="s")
-        check_real("one_hop_factor", self.one_hop_factor, lo=1.0)
-        f2 = check_real("two_hop_factor", self.two_hop_factor, lo=1.0)
-        if f2 < self.one_hop_factor:
-            raise ValueError(f"two_hop_factor must be >= one_hop_factor = {self.one_hop_factor}; "
-                             f"got {f2}")
-        check_int("writes_in_flight", self.writes_in_flight, lo=1, hi=4096)
-        check_real("core_bandwidth", self.core_bandwidth, lo=0.0, lo_open=True, unit="bytes/s")
-        check_real("barrier_cost", self.barrier_cost, lo=0.0, unit="s")
-        check_real("count_cost", self.count_cost, lo=0.0, unit="s")
-        check_real("poll_cost", self.poll_cost, lo=0.0, unit="s")
+        put = object.__setattr__
+        put(self, "cores", check_int("cores", self.cores, lo=1, hi=_MAX_CORES))
+        put(self, "local_latency", check_real("local_latency", self.local_latency, lo=0.0,
+                                              lo_open=True, hi=_MAX_LATENCY, unit="s"))
+        f1 = check_real("one_hop_factor", self.one_hop_factor, lo=1.0, hi=_MAX_FACTOR)
+        f2 = check_real("two_hop_factor", self.two_hop_factor, lo=1.0, hi=_MAX_FACTOR)
+        if f2 < f1:
+            raise ValueError(f"two_hop_factor must be >= one_hop_factor = {f1}; got {f2}")
+        put(self, "one_hop_factor", f1)
+        put(self, "two_hop_factor", f2)
+        put(self, "writes_in_flight", check_int("writes_in_flight", self.writes_in_flight, lo=1,
+                                                hi=4096))
+        put(self, "core_bandwidth", check_real("core_bandwidth", self.core_bandwidth, lo=1.0,
+                                               hi=1e15, unit="bytes/s"))
+        for name in ("barrier_cost", "count_cost", "poll_cost"):
+            put(self, name, check_real(name, getattr(self, name), lo=0.0, hi=_MAX_COST,
+                                       unit="s"))
 
     @property
     def hop_latency(self) -> tuple:
@@ -207,14 +235,16 @@ class Scheme:
     flag_bytes: int = 8
 
     def __post_init__(self):
-        if not isinstance(self.name, str):
-            raise ValueError(f"name must be a string; got {self.name!r}")
-        check_bool("concurrent", self.concurrent)
-        check_int("count_cores", self.count_cores, lo=1, hi=_MAX_CORES - 1)
-        check_choice("sync", self.sync, SYNC_MODES)
-        check_choice("assignment", self.assignment, ASSIGNMENTS)
-        check_int("block_bytes", self.block_bytes, lo=16, hi=1 << 20)
-        check_int("flag_bytes", self.flag_bytes, lo=1, hi=self.block_bytes - 1)
+        put = object.__setattr__
+        put(self, "name", check_str("name", self.name, max_len=200))
+        put(self, "concurrent", check_bool("concurrent", self.concurrent))
+        put(self, "count_cores", check_int("count_cores", self.count_cores, lo=1,
+                                           hi=_MAX_CORES - 1))
+        put(self, "sync", check_choice("sync", self.sync, SYNC_MODES))
+        put(self, "assignment", check_choice("assignment", self.assignment, ASSIGNMENTS))
+        block = check_int("block_bytes", self.block_bytes, lo=16, hi=1 << 20)
+        put(self, "block_bytes", block)
+        put(self, "flag_bytes", check_int("flag_bytes", self.flag_bytes, lo=1, hi=block - 1))
 
     def with_(self, **changes) -> Scheme:
         """A copy with some fields changed (checked again); the name becomes ``'custom'``
@@ -268,11 +298,13 @@ def die_superpod(n_nodes: int = 24) -> Topology:
     """A CloudMatrix384-like superpod seen as EP ranks: one rank per NPU die, 16 dies per node
     (8 NPUs of two dies), the hop latencies of :func:`uneven.topology.cloudmatrix384`.
 
+    Largest size: 64 nodes (1,024 dies, :data:`MAX_RANKS`); a CloudMatrix384 has 48.
+
     >>> t = die_superpod(20)   # EP320 on 160 NPUs, as CloudMatrix-Infer decodes
     >>> t.n_gpus, t.hop_class(0, 1), t.hop_class(0, 16)
     (320, 1, 2)
     """
-    n_nodes = check_int("n_nodes", n_nodes, lo=1, hi=48)
+    n_nodes = check_int("n_nodes", n_nodes, lo=1, hi=MAX_RANKS // 16)
     return superpod(n_nodes, npus_per_node=16, npu_bw=392e9 / 2,
                     node_uplink_bw=0.97 * 16 * 392e9 / 2, hop_latency=_CM.hop_latency,
                     name=f"CloudMatrix-like dies x {n_nodes} nodes",
@@ -287,8 +319,14 @@ class EpTraffic:
 
     ``copies[s, d]`` (int64): copies rank ``s`` sends to rank ``d`` in dispatch (one per token and
     chosen expert on ``d``); combine sends ``copies.T`` back. ``hops[s, d]``: hop class of the
-    pair (computed from ``topo`` when not given). ``dispatch_bytes`` and
+    pair (computed from ``topo``; if given it must agree). ``dispatch_bytes`` and
     ``combine_bytes``: bytes of one copy (INT8 hidden + a 4-byte scale; BF16 hidden).
+
+    Every field is checked when the object is built directly (``topo`` a superpod with at least
+    ``n_ranks`` devices; ``n_ranks`` 1..1,024; ``copies`` ``[n_ranks, n_ranks]`` integers >= 0,
+    at most 2**32 per rank; copy sizes 1 byte..1 GiB; ``tokens_per_rank`` 0..2**32, ``k`` and
+    ``n_experts`` up to 65,536); :func:`ep_traffic` and :func:`uniform_traffic` build it without
+    re-checking.
     """
 
     topo: Topology = field(repr=False)
@@ -302,11 +340,30 @@ class EpTraffic:
     hops: np.ndarray = field(default=None, repr=False, compare=False)
 
     def __post_init__(self):
-        if self.hops is None:
-            out = np.empty((self.n_ranks, self.n_ranks), dtype=np.int64)
-            _hop_matrix(self.topo.iparams, out)
-            out.flags.writeable = False
-            object.__setattr__(self, "hops", out)
+        put = object.__setattr__
+        topo = _check_topo(self.topo)
+        n = check_int("n_ranks", self.n_ranks, lo=1, hi=MAX_RANKS)
+        if topo.n_gpus < n:
+            raise ValueError(f"topo must have at least n_ranks = {n} devices; got {topo.n_gpus}")
+        put(self, "n_ranks", n)
+        put(self, "tokens_per_rank", check_int("tokens_per_rank", self.tokens_per_rank, lo=0,
+                                               hi=_MAX_ROW_COPIES))
+        put(self, "k", check_int("k", self.k, lo=1, hi=65536))
+        put(self, "n_experts", check_int("n_experts", self.n_experts, lo=1, hi=65536))
+        for name in ("dispatch_bytes", "combine_bytes"):
+            put(self, name, check_int(name, getattr(self, name), lo=1, hi=_MAX_COPY_BYTES))
+        copies = frozen_array("copies", self.copies, dtype="int", shape=(n, n), lo=0)
+        if copies.max() > _MAX_ROW_COPIES or copies.sum(axis=1).max() > _MAX_ROW_COPIES:
+            raise ValueError(f"copies must send at most 2**32 copies per rank; got a row of "
+                             f"{int(copies.sum(axis=1, dtype=np.float64).max()):,}")
+        put(self, "copies", copies)
+        hops = _hops_of(topo, n)
+        if self.hops is not None:
+            given = frozen_array("hops", self.hops, dtype="int", shape=(n, n), lo=0)
+            if not np.array_equal(given, hops):
+                raise ValueError("hops must be the hop classes of topo's first n_ranks devices "
+                                 "(or None, to compute them)")
+        put(self, "hops", hops)
 
     @property
     def ranks_per_node(self) -> int:
@@ -322,6 +379,29 @@ class EpTraffic:
         rank = check_int("rank", rank, lo=0, hi=self.n_ranks - 1)
         hops = self.hop_matrix()[rank]
         return np.bincount(hops, weights=self.copies[rank], minlength=3).astype(np.int64)
+
+
+def _check_topo(topo) -> Topology:
+    if not isinstance(topo, Topology) or topo.kind != "superpod":
+        raise ValueError(f"topo must be a superpod Topology (see die_superpod()); got "
+                         f"{_show(topo)}")
+    return topo
+
+
+def _hops_of(topo, n) -> np.ndarray:
+    """Hop classes (int64, read-only) of ranks ``0 .. n-1`` of ``topo``."""
+    out = np.empty((n, n), dtype=np.int64)
+    _hop_matrix(topo.iparams, out)
+    out.flags.writeable = False
+    return out
+
+
+def _traffic(topo, n_ranks, tokens_per_rank, k, n_experts, dispatch_bytes, combine_bytes,
+             copies) -> EpTraffic:
+    """An EpTraffic from checked values, without re-checking them (``copies`` read-only)."""
+    return trusted(EpTraffic, topo=topo, n_ranks=n_ranks, tokens_per_rank=tokens_per_rank, k=k,
+                   n_experts=n_experts, dispatch_bytes=dispatch_bytes,
+                   combine_bytes=combine_bytes, copies=copies, hops=_hops_of(topo, n_ranks))
 
 
 @njit
@@ -343,8 +423,10 @@ def ep_traffic(n_ranks: int, *, tokens_per_rank: int = 128, k: int = 8,
     ``n_experts`` defaults to the smallest multiple of ``n_ranks`` that is at least 256 (256 for
     EP8 ... EP256; 320 for EP320, one expert slot per die as in CloudMatrix-Infer, its shared and
     redundant slots routed like the others [model]). ``topo`` defaults to
-    :func:`die_superpod` with enough nodes. Largest sizes: ``n_ranks <= 1024`` and
-    ``n_ranks * tokens_per_rank <= 2**20``.
+    :func:`die_superpod` with enough nodes. Largest sizes: ``n_ranks <= 1024``,
+    ``tokens_per_rank <= 8192``, ``n_ranks * tokens_per_rank <= 2**20``, ``n_experts <= 65536``,
+    ``hidden <= 2**20``, and about 10 loop steps per gate score, so with the default work budget
+    (:mod:`uneven.limits`) ``n_ranks * tokens_per_rank * n_experts <= 2e8``.
 
     >>> t = ep_traffic(8, tokens_per_rank=4, seed=1)
     >>> int(t.copies.sum()), t.n_experts, t.dispatch_bytes, t.combine_bytes
@@ -368,12 +450,13 @@ def ep_traffic(n_ranks: int, *, tokens_per_rank: int = 128, k: int = 8,
     seed = check_int("seed", seed, lo=0, hi=2**31 - 1)
     if topo is None:
         topo = die_superpod(max(1, -(-n_ranks // 16)))
-    if not isinstance(topo, Topology) or topo.kind != "superpod":
-        raise ValueError(f"topo must be a superpod Topology; got {topo!r}")
+    _check_topo(topo)
     if topo.n_gpus < n_ranks:
         raise ValueError(f"topo must have at least n_ranks = {n_ranks} devices; got "
                          f"{topo.n_gpus}")
     n_tokens = n_ranks * tokens_per_rank
+    check_steps("n_experts", n_experts, 10 * n_tokens * n_experts,
+                f"{n_tokens:,} tokens' gate scores over {n_experts:,} experts")
     owner_of_expert = contiguous_placement(n_experts, n_ranks)
     copies = np.zeros((n_ranks, n_ranks), dtype=np.int64)
     chunk = max(1, (1 << 21) // n_experts)  # about 16 MB of scores at a time
@@ -386,15 +469,16 @@ def ep_traffic(n_ranks: int, *, tokens_per_rank: int = 128, k: int = 8,
         dst = owner_of_expert[ids.ravel()]
         np.add.at(copies, (src, dst), 1)
     copies.flags.writeable = False
-    return EpTraffic(topo, n_ranks, tokens_per_rank, k, n_experts, hidden + 4, 2 * hidden,
-                     copies)
+    return _traffic(topo, n_ranks, tokens_per_rank, k, n_experts, hidden + 4, 2 * hidden,
+                    copies)
 
 
 def uniform_traffic(n_ranks: int, copies_per_pair: int, *, hidden: int = 7168,
                     topo: Topology | None = None) -> EpTraffic:
     """Every rank sends ``copies_per_pair`` copies to every rank (itself included): the evenly
     spread traffic of the closed forms (``tokens_per_rank`` is then ``n_ranks *
-    copies_per_pair``, ``k`` = 1, one expert per rank).
+    copies_per_pair``, ``k`` = 1, one expert per rank). Largest sizes: ``n_ranks <= 1024``,
+    ``copies_per_pair <= 65536``, ``hidden <= 2**20``.
 
     >>> t = uniform_traffic(32, 8)
     >>> t.copies_by_hop(0).tolist()   # own die, 15 on its node, 16 on the other node
@@ -407,11 +491,11 @@ def uniform_traffic(n_ranks: int, copies_per_pair: int, *, hidden: int = 7168,
         topo = die_superpod(max(1, -(-n_ranks // 16)))
     if not isinstance(topo, Topology) or topo.kind != "superpod" or topo.n_gpus < n_ranks:
         raise ValueError(f"topo must be a superpod Topology with at least {n_ranks} devices; "
-                         f"got {topo!r}")
+                         f"got {_show(topo)}")
     copies = np.full((n_ranks, n_ranks), copies_per_pair, dtype=np.int64)
     copies.flags.writeable = False
-    return EpTraffic(topo, n_ranks, n_ranks * copies_per_pair, 1, n_ranks, hidden + 4,
-                     2 * hidden, copies)
+    return _traffic(topo, n_ranks, n_ranks * copies_per_pair, 1, n_ranks, hidden + 4,
+                    2 * hidden, copies)
 
 
 # --------------------------------------------------------------------------- per-core loads
@@ -513,6 +597,9 @@ def core_loads(traffic: EpTraffic, cores: int, assignment: str = "hop_mix",
     distinct destination ranks, per core and hop class. ``phase="combine"`` splits the copies
     that go back (``copies.T``).
 
+    Size: two arrays of ``24 * n_ranks * cores`` bytes and up to ``n_ranks**2 * (4 + cores)``
+    loop steps, within the budgets of :mod:`uneven.limits`.
+
     >>> t = ep_traffic(32, tokens_per_rank=64, seed=0)
     >>> hc, _ = core_loads(t, 16, "hop_mix")
     >>> int(np.ptp(hc[0, :, 2])) <= 1   # every core: the same far copies, +-1
@@ -522,11 +609,14 @@ def core_loads(traffic: EpTraffic, cores: int, assignment: str = "hop_mix",
     cores = check_int("cores", cores, lo=1, hi=_MAX_CORES)
     assignment = check_choice("assignment", assignment, ASSIGNMENTS)
     phase = check_choice("phase", phase, ("dispatch", "combine"))
+    n = traffic.n_ranks
+    check_bytes("cores", cores, 48 * n * cores, f"per-core loads of {n} ranks")
+    check_steps("cores", cores, n * n * (4 + (cores if assignment == "hop_mix" else 1)),
+                f"dealing the copies of {n} ranks")
     copies = traffic.copies  # read-only, and so is its transpose below: one compiled version
     if phase == "combine":
         copies = np.ascontiguousarray(copies.T)
         copies.flags.writeable = False
-    n = traffic.n_ranks
     hc = np.zeros((n, cores, 3), dtype=np.int64)
     hd = np.zeros((n, cores, 3), dtype=np.int64)
     _loads_kernel(copies, traffic.topo.iparams, np.int64(cores),
@@ -554,6 +644,10 @@ class PhasePlan:
     ``[n_ranks, n_send]``: the sending cores (core ids ``send_offset ..``). ``hop_copies``
     ``[n_ranks, n_send, 3]``: copies per hop class. ``poll_time``: per core. ``blocks``: blocks
     per copy. The per-rank maxima the rank-level kernel uses are properties.
+
+    Built directly (or by ``dataclasses.replace``), every field is checked: the core split must
+    be the one :func:`phase_plan` makes for ``phase``, ``scheme`` and ``costs``, the arrays must
+    have the shapes above and hold finite values >= 0 (times at most 1e30 s).
     """
 
     phase: str
@@ -571,6 +665,33 @@ class PhasePlan:
     bytes_sent: np.ndarray = field(repr=False)
     hop_copies: np.ndarray = field(repr=False)
     poll_time: float = 0.0
+
+    def __post_init__(self):
+        put = object.__setattr__
+        phase = check_choice("phase", self.phase, ("dispatch", "combine"))
+        put(self, "phase", phase)
+        sch = check_instance("scheme", self.scheme, Scheme, "see scheme()")
+        costs = check_instance("costs", self.costs, CoreCosts)
+        traffic = _check_traffic(self.traffic)
+        n, C = traffic.n_ranks, costs.cores
+        want = _split(phase, sch, C)
+        for name, value in zip(("n_count", "send_offset", "n_send"), want, strict=True):
+            got = check_int(name, getattr(self, name), lo=0, hi=C)
+            if got != value:
+                raise ValueError(f"{name} must be {value} for a {phase} of this scheme on "
+                                 f"{C} cores; got {got}")
+            put(self, name, got)
+        n_count, _, n_send = want
+        put(self, "blocks", check_int("blocks", self.blocks, lo=1, hi=_MAX_COPY_BYTES))
+        for name, shape in (("count_time", (n, n_count)), ("send_time", (n, n_send)),
+                            ("flag_time", (n, n_send)), ("bytes_sent", (n, n_send))):
+            put(self, name, _times(name, getattr(self, name), shape))
+        put(self, "writes", frozen_array("writes", self.writes, dtype="int", shape=(n, n_send),
+                                         lo=0))
+        put(self, "hop_copies", frozen_array("hop_copies", self.hop_copies, dtype="int",
+                                             shape=(n, n_send, 3), lo=0))
+        put(self, "poll_time", check_real("poll_time", self.poll_time, lo=0.0, hi=_MAX_TIME,
+                                          unit="s"))
 
     @property
     def n_ranks(self) -> int:
@@ -620,6 +741,8 @@ def phase_plan(traffic: EpTraffic, costs: CoreCosts, scheme: Scheme,
     ``blocks`` writes of ``block_bytes`` (:func:`blocks_per_copy`), at ``write_time`` of its hop
     class. With ``sync="flag"``, after the rank's sends a fence (one two-hop latency) and one flag
     write per destination, dealt round-robin over the sending cores.
+    Size: about ``16 n_ranks**2 + 240 n_ranks cores`` bytes (80 MB at 1,024 ranks of 256
+    cores), within the memory budget of :mod:`uneven.limits`.
 
     >>> t = ep_traffic(16, tokens_per_rank=32, seed=0)
     >>> p = phase_plan(t, CoreCosts(cores=8), scheme("ubep", count_cores=2))
@@ -634,16 +757,9 @@ def phase_plan(traffic: EpTraffic, costs: CoreCosts, scheme: Scheme,
     phase = check_choice("phase", phase, ("dispatch", "combine"))
     C = costs.cores
     n = traffic.n_ranks
-    if scheme.concurrent and phase == "dispatch":
-        if scheme.count_cores >= C:
-            raise ValueError(f"count_cores must leave at least one sending core of cores = {C}; "
-                             f"got {scheme.count_cores}")
-        n_count, send_offset = scheme.count_cores, scheme.count_cores
-    elif phase == "dispatch":
-        n_count, send_offset = C, 0
-    else:
-        n_count, send_offset = 0, 0
-    n_send = C - send_offset
+    n_count, send_offset, n_send = _split(phase, scheme, C)
+    check_bytes("traffic", f"{n} ranks", 16 * n * n + 240 * n * C,
+                f"the per-core work of {n} ranks of {C} cores")
     copy_bytes = traffic.dispatch_bytes if phase == "dispatch" else traffic.combine_bytes
     nb = blocks_per_copy(copy_bytes, scheme.block_bytes, scheme.flag_bytes,
                          scheme.sync == "block")
@@ -654,7 +770,7 @@ def phase_plan(traffic: EpTraffic, costs: CoreCosts, scheme: Scheme,
     hop_copies, _ = core_loads(traffic, n_send, scheme.assignment, phase)
     send_time = hop_copies @ (nb * w_block)
     writes = hop_copies.sum(axis=2) * nb
-    nbytes = (writes * scheme.block_bytes).astype(np.float64)
+    nbytes = writes.astype(np.float64) * scheme.block_bytes
     hops = traffic.hop_matrix()
     if scheme.sync == "flag":
         # Round-robin by destination id: flag d goes to core d % cores (so do the counts).
@@ -675,9 +791,34 @@ def phase_plan(traffic: EpTraffic, costs: CoreCosts, scheme: Scheme,
     writes = writes.astype(np.int64)
     for a in (count_time, send_time, flag_time, writes, nbytes, hop_copies):
         a.flags.writeable = False
-    return PhasePlan(phase, scheme, costs, traffic, n_count, send_offset, n_send, nb,
-                     count_time, send_time, flag_time, writes, nbytes, hop_copies,
-                     float(costs.poll_cost))
+    return trusted(PhasePlan, phase=phase, scheme=scheme, costs=costs, traffic=traffic,
+                   n_count=n_count, send_offset=send_offset, n_send=n_send, blocks=nb,
+                   count_time=count_time, send_time=send_time, flag_time=flag_time,
+                   writes=writes, bytes_sent=nbytes, hop_copies=hop_copies,
+                   poll_time=float(costs.poll_cost))
+
+
+def _split(phase, scheme, cores) -> tuple:
+    """``(n_count, send_offset, n_send)`` of a phase: who counts and who sends."""
+    if scheme.concurrent and phase == "dispatch":
+        if scheme.count_cores >= cores:
+            raise ValueError(f"count_cores must leave at least one sending core of cores = "
+                             f"{cores}; got {scheme.count_cores}")
+        n_count, send_offset = scheme.count_cores, scheme.count_cores
+    elif phase == "dispatch":
+        n_count, send_offset = cores, 0
+    else:
+        n_count, send_offset = 0, 0
+    return n_count, send_offset, cores - send_offset
+
+
+def _times(name, value, shape=None, lo=0.0, ndim=None) -> np.ndarray:
+    """A read-only float64 array of ``shape`` with finite entries in ``[lo, 1e30]`` (s)."""
+    arr = frozen_array(name, value, shape=shape, ndim=ndim, lo=lo)
+    if arr.size and arr.max() > _MAX_TIME:
+        raise ValueError(f"{name} must have every entry <= {_MAX_TIME:g} (in s); largest entry "
+                         f"is {arr.max()}")
+    return arr
 
 
 def _words_by_core(hops, cores):
@@ -995,9 +1136,15 @@ _CHUNK_DRAWS = 1 << 21  # jitter values drawn at a time (16 MB)
 
 
 def _check_jitter(jitter, straggler_prob, straggler_delay):
-    return (check_real("jitter", jitter, lo=0.0, unit="s"),
+    return (check_real("jitter", jitter, lo=0.0, hi=_MAX_COST, unit="s"),
             check_real("straggler_prob", straggler_prob, lo=0.0, hi=1.0),
-            check_real("straggler_delay", straggler_delay, lo=0.0, unit="s"))
+            check_real("straggler_delay", straggler_delay, lo=0.0, hi=_MAX_COST, unit="s"))
+
+
+def _phase_steps(n, dense) -> int:
+    """Loop steps of one phase on ``n`` ranks in the rank-level kernel: a few per rank, plus a
+    scan of every source per receiver when the data is sparse (the worst case)."""
+    return n * (40 + (0 if dense else n))
 
 
 class _Draws:
@@ -1031,8 +1178,10 @@ def latency_samples(plan: PhasePlan, n_steps: int = 1000, jitter: float = 0.0, s
     exponential with mean ``jitter`` (s), plus ``straggler_delay`` (s) with probability
     ``straggler_prob``. Draws are ``[n_steps, 3, n_ranks]`` in C order (exponentials from
     ``default_rng(seed)``, straggler uniforms from ``default_rng([seed, 1])``), so two plans
-    given one seed see the same jitter. Largest size:
-    ``n_steps * n_ranks <= 10**9``.
+    given one seed see the same jitter. ``jitter`` and ``straggler_delay``: 0..1,000 s. Largest
+    size: ``n_steps * n_ranks * (40 + n_ranks)`` loop steps (``40`` instead of ``40 + n_ranks``
+    when every rank sends to every rank) and ``8 * n_steps`` bytes, within the budgets of
+    :mod:`uneven.limits` (by default ``n_steps * n_ranks`` up to about 5e7 for dense traffic).
 
     >>> t = ep_traffic(16, tokens_per_rank=32, seed=0)
     >>> p = phase_plan(t, CoreCosts(), scheme("baseline"))
@@ -1045,12 +1194,13 @@ def latency_samples(plan: PhasePlan, n_steps: int = 1000, jitter: float = 0.0, s
     jit3 = _check_jitter(jitter, straggler_prob, straggler_delay)
     seed = check_int("seed", seed, lo=0)
     n = plan.n_ranks
-    if n_steps * n > 10**9:
-        raise ValueError(f"n_steps * n_ranks must be <= 1e9; got {n_steps} * {n}")
+    check_bytes("n_steps", n_steps, 8 * n_steps, "one latency per step")
+    sends, dense, full_own = _sends(plan)
+    check_steps("n_steps", n_steps, n_steps * (3 * n + _phase_steps(n, dense)),
+                f"{n_steps:,} runs of a phase on {n} ranks")
     draw = _Draws(seed, *jit3)
     args = _plan_args(plan)
     flags = _flags(plan)
-    sends, dense, full_own = _sends(plan)
     consts = _consts(plan)
     out = np.empty(n_steps)
     per = max(1, _CHUNK_DRAWS // (3 * n))
@@ -1089,6 +1239,15 @@ class CoreTimeline:
     ``end``: per rank, when its last core finishes polling (s). ``latency``: the latest end
     minus the earliest start (s). ``cores``: cores per rank; ``jitter``: the draws
     ``[3, n_ranks]`` (s) for count, send and poll.
+
+    Built directly, every field is checked: ``cores`` must be ``plan.costs.cores``; the op
+    arrays one entry per op (``rank`` in ``-1 .. n_ranks-1``, ``core`` in ``-1 .. cores-1``,
+    ``kind`` in ``-1 .. 4``; ``start <= finish``); times finite, ``>= 0`` and at most 1e30 s.
+
+    >>> t = ep_traffic(16, tokens_per_rank=32, seed=0)
+    >>> tl = core_timeline(phase_plan(t, CoreCosts(cores=8), scheme("baseline")), 1e-6)
+    >>> round(tl.breakdown(0)["barrier"] * 1e6), tl.of_rank(1)["core"].size  # 2 barriers of 20 µs
+    (40, 40)
     """
 
     plan: PhasePlan = field(repr=False)
@@ -1101,6 +1260,34 @@ class CoreTimeline:
     jitter: np.ndarray = field(repr=False)
     latency: float
     cores: int
+
+    def __post_init__(self):
+        put = object.__setattr__
+        plan = _check_plan(self.plan)
+        n = plan.n_ranks
+        cores = check_int("cores", self.cores, lo=1, hi=_MAX_CORES)
+        if cores != plan.costs.cores:
+            raise ValueError(f"cores must be plan.costs.cores = {plan.costs.cores}; got {cores}")
+        put(self, "cores", cores)
+        rank = frozen_array("rank", self.rank, dtype="int", ndim=1, lo=-1)
+        m = rank.shape
+        for name, arr, hi in (("rank", rank, n - 1),
+                              ("core", frozen_array("core", self.core, dtype="int", shape=m,
+                                                    lo=-1), cores - 1),
+                              ("kind", frozen_array("kind", self.kind, dtype="int", shape=m,
+                                                    lo=-1), len(CORE_OP_KINDS) - 1)):
+            if arr.size and arr.max() > hi:
+                raise ValueError(f"{name} entries must be <= {hi}; largest entry is {arr.max()}")
+            put(self, name, arr)
+        start = _times("start", self.start, m)
+        finish = _times("finish", self.finish, m)
+        if (finish < start).any():
+            raise ValueError("finish must be >= start for every op")
+        put(self, "start", start)
+        put(self, "finish", finish)
+        put(self, "end", _times("end", self.end, (n,)))
+        put(self, "jitter", _times("jitter", self.jitter, (3, n)))
+        put(self, "latency", check_real("latency", self.latency, lo=0.0, hi=_MAX_TIME, unit="s"))
 
     def of_rank(self, rank: int) -> dict:
         """The core ops of one rank: arrays ``core``, ``kind``, ``start``, ``finish``."""
@@ -1140,8 +1327,10 @@ def core_timeline(plan: PhasePlan, jitter: float = 0.0, seed: int = 0, start=Non
     ``count`` [``barrier``], sending cores ``send`` [``flag``]; then [``barrier``] and ``poll``.
     A barrier is an op of ``barrier_cost`` behind a join of every core's previous op. Without a
     barrier, a rank's polls wait for a join of the count ops of every source and of the send
-    ops of the sources that send it data, each delayed by the hop latency to this rank. Largest
-    size: ``n_ranks * cores <= 65536``.
+    ops of the sources that send it data, each delayed by the hop latency to this rank.
+    ``jitter`` and ``straggler_delay``: 0..1,000 s; ``start`` entries 0..1e9 s. Largest size:
+    ``n_ranks * cores <= 65536``, and about ``64 n_ranks**2 + 400 n_ranks cores`` bytes of ops
+    and edges within the memory budget of :mod:`uneven.limits`.
 
     >>> t = ep_traffic(16, tokens_per_rank=32, seed=0)
     >>> p = phase_plan(t, CoreCosts(cores=8), scheme("baseline"))
@@ -1157,9 +1346,12 @@ def core_timeline(plan: PhasePlan, jitter: float = 0.0, seed: int = 0, start=Non
     n = plan.n_ranks
     C = plan.costs.cores
     if n * C > 65536:
-        raise ValueError(f"n_ranks * cores must be <= 65536 for a core timeline; got {n} * {C}")
+        raise ValueError(f"plan must have n_ranks * cores <= 65536 for a core timeline; got "
+                         f"{n} * {C}")
+    check_bytes("plan", f"{n} ranks x {C} cores", 64 * n * n + 400 * n * C,
+                "the ops and edges of a core timeline")
     a = np.zeros(n) if start is None else as_float_array("start", start, shape=(n,), lo=0.0,
-                                                          unit="s")
+                                                          hi=_MAX_START, unit="s")
     jit = _Draws(seed, *jit3)((1, 3, n))[0]
     tbar = plan.costs.barrier_cost
     ops = _OpList()
@@ -1223,9 +1415,10 @@ def core_timeline(plan: PhasePlan, jitter: float = 0.0, seed: int = 0, start=Non
     end = np.full(n, -np.inf)
     np.maximum.at(end, rk[poll], tl.finish[poll])
     latency = float(end.max() - a.min())
-    for arr in (rk, co, kind, end):
+    for arr in (rk, co, kind, end, jit):
         arr.flags.writeable = False
-    return CoreTimeline(plan, rk, co, kind, tl.start, tl.finish, end, jit, latency, C)
+    return trusted(CoreTimeline, plan=plan, rank=rk, core=co, kind=kind, start=tl.start,
+                   finish=tl.finish, end=end, jitter=jit, latency=latency, cores=C)
 
 
 class _OpList:
@@ -1284,11 +1477,28 @@ class _OpList:
 @dataclass(frozen=True)
 class DecodeSteps:
     """Step times of many decode steps (s): ``tpot[s]`` is the time per output token of step
-    ``s`` (every rank's tokens are done). ``p50``, ``p99``: percentiles (s)."""
+    ``s`` (every rank's tokens are done). ``p50``, ``p99``: percentiles (s). Built directly,
+    ``tpot`` must hold at least one finite time >= 0, ``n_layers`` be 1..1,000 and ``jitter``
+    0..1,000 s.
+
+    >>> t = ep_traffic(16, tokens_per_rank=32, seed=0)
+    >>> r = decode_steps(t, CoreCosts(), scheme("baseline"), n_steps=20, n_layers=2)
+    >>> r.tpot.size, r.n_layers, bool(r.p99 >= r.p50 > 0)
+    (20, 2, True)
+    """
 
     tpot: np.ndarray = field(repr=False)
     n_layers: int
     jitter: float
+
+    def __post_init__(self):
+        put = object.__setattr__
+        tpot = _times("tpot", self.tpot, ndim=1)
+        if tpot.size == 0:
+            raise ValueError("tpot must hold at least one step time; got an empty array")
+        put(self, "tpot", tpot)
+        put(self, "n_layers", check_int("n_layers", self.n_layers, lo=1, hi=1000))
+        put(self, "jitter", check_real("jitter", self.jitter, lo=0.0, hi=_MAX_COST, unit="s"))
 
     @property
     def p50(self) -> float:
@@ -1312,8 +1522,11 @@ def decode_steps(traffic: EpTraffic, costs: CoreCosts, scheme: Scheme, *, n_step
     and poll ops inside dispatch and the send and poll ops inside combine, gets its own jitter
     draw (as in :func:`latency_samples`). A step ends when every rank has finished its last
     layer; all ranks start a step together. Draws are ``[n_steps, n_layers, 7, n_ranks]`` (seeded
-    as in :func:`latency_samples`), so schemes given one seed see the same jitter. Largest size:
-    ``n_steps * n_layers * n_ranks <= 10**9``.
+    as in :func:`latency_samples`), so schemes given one seed see the same jitter. Ranges:
+    ``n_layers`` 1..1,000; ``other_time``, ``expert_time``, ``jitter``, ``straggler_delay``
+    0..1,000 s. Largest size: ``n_steps * n_layers * n_ranks * (87 + 2 n_ranks)`` loop steps
+    (``87`` alone when every rank sends to every rank) and ``8 * n_steps`` bytes, within the
+    budgets of :mod:`uneven.limits`.
 
     >>> t = ep_traffic(16, tokens_per_rank=32, seed=0)
     >>> r = decode_steps(t, CoreCosts(), scheme("ubep"), n_steps=50, n_layers=4)
@@ -1323,20 +1536,21 @@ def decode_steps(traffic: EpTraffic, costs: CoreCosts, scheme: Scheme, *, n_step
     _check_traffic(traffic)
     n_steps = check_int("n_steps", n_steps, lo=1)
     n_layers = check_int("n_layers", n_layers, lo=1, hi=1000)
-    other_time = check_real("other_time", other_time, lo=0.0, unit="s")
-    expert_time = check_real("expert_time", expert_time, lo=0.0, unit="s")
+    other_time = check_real("other_time", other_time, lo=0.0, hi=_MAX_COST, unit="s")
+    expert_time = check_real("expert_time", expert_time, lo=0.0, hi=_MAX_COST, unit="s")
     jit3 = _check_jitter(jitter, straggler_prob, straggler_delay)
     seed = check_int("seed", seed, lo=0)
     n = traffic.n_ranks
-    if n_steps * n_layers * n > 10**9:
-        raise ValueError(f"n_steps * n_layers * n_ranks must be <= 1e9; got "
-                         f"{n_steps} * {n_layers} * {n}")
+    check_bytes("n_steps", n_steps, 8 * n_steps, "one time per step")
     d = phase_plan(traffic, costs, scheme, "dispatch")
     c = phase_plan(traffic, costs, scheme, "combine")
-    d_cnt, d_snd, d_ser, d_flg, d_poll = _plan_args(d)
-    _, c_snd, _, c_flg, c_poll = _plan_args(c)
     d_sends, d_dense, d_full = _sends(d)
     c_sends, c_dense, c_full = _sends(c)
+    per_layer = 7 * n + _phase_steps(n, d_dense) + _phase_steps(n, c_dense)
+    check_steps("n_steps", n_steps, n_steps * n_layers * per_layer,
+                f"{n_steps:,} steps of {n_layers} layers on {n} ranks")
+    d_cnt, d_snd, d_ser, d_flg, d_poll = _plan_args(d)
+    _, c_snd, _, c_flg, c_poll = _plan_args(c)
     consts = _consts(d)
     draw = _Draws(seed, *jit3)
     out = np.empty(n_steps)
@@ -1349,7 +1563,7 @@ def decode_steps(traffic: EpTraffic, costs: CoreCosts, scheme: Scheme, *, n_step
                        c_sends, c_dense, c_full, bool(scheme.concurrent), scheme.sync == "barrier",
                        *consts, True, False, out[lo:hi])
     out.flags.writeable = False
-    return DecodeSteps(out, n_layers, jit3[0])
+    return trusted(DecodeSteps, tpot=out, n_layers=n_layers, jitter=jit3[0])
 
 
 def _reference_decode(jit, n_layers, other, expert, d, c, concurrent, sync_barrier, tbar, lat,
@@ -1380,7 +1594,9 @@ def _reference_decode(jit, n_layers, other, expert, d, c, concurrent, sync_barri
 
 def best_split(traffic: EpTraffic, costs: CoreCosts, scheme: Scheme) -> tuple[int, float]:
     """The counting-group size (1 .. cores-1) with the lowest jitter-free dispatch latency of a
-    concurrent ``scheme``, and that latency (s). Ties go to fewer counting cores.
+    concurrent ``scheme``, and that latency (s). Ties go to fewer counting cores. Size: one
+    :func:`phase_plan` per split, about ``(cores - 1) * (40 n_ranks**2 + 20 n_ranks cores)``
+    loop steps within the work budget of :mod:`uneven.limits`.
 
     >>> t = ep_traffic(16, tokens_per_rank=32, seed=0)
     >>> c, lat = best_split(t, CoreCosts(cores=8), scheme("ubep"))
@@ -1389,9 +1605,14 @@ def best_split(traffic: EpTraffic, costs: CoreCosts, scheme: Scheme) -> tuple[in
     """
     _check_traffic(traffic)
     if not isinstance(scheme, Scheme) or not scheme.concurrent:
-        raise ValueError(f"scheme must be a concurrent Scheme; got {scheme!r}")
+        raise ValueError(f"scheme must be a concurrent Scheme; got {_show(scheme)}")
     if not isinstance(costs, CoreCosts) or costs.cores < 2:
-        raise ValueError(f"costs must be a CoreCosts with cores >= 2 to split; got {costs!r}")
+        raise ValueError(f"costs must be a CoreCosts with cores >= 2 to split; got "
+                         f"{_show(costs)}")
+    n, C = traffic.n_ranks, costs.cores
+    check_steps("costs", f"CoreCosts(cores={C})",
+                (C - 1) * (100 * PY_STEP + 40 * n * n + 20 * n * C),
+                f"{C - 1} phase plans of {n} ranks")
     best = (0, math.inf)
     for c in range(1, costs.cores):
         lat = phase_latency(phase_plan(traffic, costs, replace(scheme, count_cores=c)))

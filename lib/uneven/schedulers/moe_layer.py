@@ -59,13 +59,27 @@ Units: seconds, bytes, FLOP/s, bytes/s.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from functools import lru_cache
 
 import numpy as np
 
-from .._validate import as_float_array, check_bool, check_choice, check_int, check_real
+from .._validate import (
+    _show,
+    as_float_array,
+    check_bool,
+    check_choice,
+    check_instance,
+    check_int,
+    check_mapping,
+    check_real,
+    check_str,
+    frozen_array,
+    trusted,
+)
 from ..engines.timeline import edges_to_csr, run_timeline
+from ..limits import check_bytes, check_steps
 from ..overlap import ORDERS, _fused_block
 from ..parallel_volumes import INTERNAL_352B, MoeShape, _check_shape, collective_time
 
@@ -102,7 +116,11 @@ class NodeModel:
     GPU per direction; ``a2a_efficiency`` all-to-all bandwidth relative to ring collectives;
     ``alpha`` latency per collective step (s); ``total_sms`` and ``comm_sms`` (SMs a
     communication kernel takes from the GEMM beside it); ``tile_latency`` added to each
-    transferred tile (s). ``sources`` says where each number comes from.
+    transferred tile (s). ``sources`` says where each number comes from (a dict of strings).
+    Every field is checked when made (also by :meth:`with_` and ``dataclasses.replace``).
+
+    >>> H800_NODE.with_(comm_sms=0).comm_sms, H800_NODE.total_sms
+    (0, 132)
     """
 
     peak_flops: float = 989e12
@@ -118,17 +136,25 @@ class NodeModel:
     sources: dict = field(default_factory=dict, repr=False, compare=False)
 
     def __post_init__(self):
-        check_real("peak_flops", self.peak_flops, lo=0.0, lo_open=True, unit="FLOP/s")
-        check_real("gemm_efficiency", self.gemm_efficiency, lo=0.0, hi=1.0, lo_open=True)
-        check_real("attention_efficiency", self.attention_efficiency, lo=0.0, hi=1.0,
-                   lo_open=True)
-        check_real("nvlink_bw", self.nvlink_bw, lo=0.0, lo_open=True, unit="bytes/s")
-        check_real("nic_bw", self.nic_bw, lo=0.0, lo_open=True, unit="bytes/s")
-        check_real("a2a_efficiency", self.a2a_efficiency, lo=0.0, hi=1.0, lo_open=True)
-        check_real("alpha", self.alpha, lo=0.0, unit="s")
+        put = object.__setattr__
+        put(self, "peak_flops", check_real("peak_flops", self.peak_flops, lo=0.0, lo_open=True,
+                                           unit="FLOP/s"))
+        for name in ("gemm_efficiency", "attention_efficiency", "a2a_efficiency"):
+            put(self, name, check_real(name, getattr(self, name), lo=0.0, hi=1.0, lo_open=True))
+        for name in ("nvlink_bw", "nic_bw"):
+            put(self, name, check_real(name, getattr(self, name), lo=0.0, lo_open=True,
+                                       unit="bytes/s"))
+        for name in ("alpha", "tile_latency"):
+            put(self, name, check_real(name, getattr(self, name), lo=0.0, unit="s"))
         total = check_int("total_sms", self.total_sms, lo=1, hi=100_000)
-        check_int("comm_sms", self.comm_sms, lo=0, hi=total - 1)
-        check_real("tile_latency", self.tile_latency, lo=0.0, unit="s")
+        put(self, "total_sms", total)
+        put(self, "comm_sms", check_int("comm_sms", self.comm_sms, lo=0, hi=total - 1))
+        sources = check_mapping("sources", self.sources)
+        if len(sources) > 64 or not all(isinstance(k, str) and isinstance(v, str)
+                                        and len(v) <= 10_000 for k, v in sources.items()):
+            raise ValueError(f"sources must be a dict of at most 64 entries, field name -> "
+                             f"text; got {_show(sources)}")
+        put(self, "sources", dict(sources))
 
     def with_(self, **changes) -> NodeModel:
         """A copy with some fields changed (validated again)."""
@@ -162,6 +188,11 @@ class LayerTimeline:
     seconds of the SMs and the NVLink port; ``exposed_comm`` = ``layer_time - compute_time``
     (time the SMs wait). Per op: ``start``, ``finish`` (s), ``resource`` (0 SMs, 1 NVLink,
     2 NIC), ``kind`` (index into :data:`LAYER_KINDS`), ``item`` (index into ``names``).
+    Every field is checked when made directly; arrays are read-only.
+
+    >>> t = layer_timeline(strategy="tp_tp")
+    >>> t.names[:3], t.item_time("ag_attn")[0]
+    (('ag_attn', 'qkv', 'attn'), 0.0)
     """
 
     strategy: str
@@ -178,6 +209,35 @@ class LayerTimeline:
     item: np.ndarray = field(repr=False)
     names: tuple = field(repr=False)
 
+    def __post_init__(self):
+        put = object.__setattr__
+        put(self, "strategy", check_choice("strategy", self.strategy, STRATEGIES))
+        put(self, "inter_op", check_bool("inter_op", self.inter_op))
+        put(self, "intra_op", check_bool("intra_op", self.intra_op))
+        for name in ("layer_time", "forward_time", "compute_time", "comm_time"):
+            put(self, name, check_real(name, getattr(self, name), lo=0.0, unit="s"))
+        if self.forward_time > self.layer_time:
+            raise ValueError(f"forward_time must be at most layer_time={self.layer_time}; got "
+                             f"{self.forward_time}")
+        names = self.names
+        if not isinstance(names, tuple) or not 1 <= len(names) <= 100_000 or not all(
+                isinstance(x, str) for x in names):
+            raise ValueError(f"names must be a non-empty tuple of operator names (strings); got "
+                             f"{_show(names)}")
+        start = frozen_array("start", self.start, ndim=1, lo=0.0)
+        put(self, "start", start)
+        finish = frozen_array("finish", self.finish, shape=start.shape, lo=0.0)
+        if np.any(finish < start):
+            raise ValueError("finish must not be before start for any op")
+        put(self, "finish", finish)
+        for name, top in (("resource", len(RESOURCES)), ("kind", len(LAYER_KINDS)),
+                          ("item", len(names))):
+            arr = frozen_array(name, getattr(self, name), dtype="int", shape=start.shape, lo=0)
+            if arr.size and arr.max() >= top:
+                raise ValueError(f"{name} entries must be < {top}; largest entry is "
+                                 f"{arr.max()}")
+            put(self, name, arr)
+
     @property
     def backward_time(self) -> float:
         """Seconds from the end of the forward pass to the end of the layer."""
@@ -190,9 +250,12 @@ class LayerTimeline:
 
     def item_time(self, name: str) -> tuple[float, float]:
         """(start, finish) in s of the operator called ``name`` (e.g. ``'dispatch'``)."""
+        name = check_str("name", name, max_len=200)
         if name not in self.names:
             raise ValueError(f"name must be one of {', '.join(self.names)}; got {name!r}")
         sel = self.item == self.names.index(name)
+        if not sel.any():
+            raise ValueError(f"name {name!r} has no operations in this timeline")
         return float(self.start[sel].min()), float(self.finish[sel].max())
 
 
@@ -212,20 +275,28 @@ class _Item:
     fused: tuple | None = None
 
 
+def _ratio(a: float, b: float) -> float:
+    """``a / b``, infinite when ``b`` underflowed to 0 (refused later by the size check)."""
+    return a / b if b > 0 else math.inf
+
+
 def _forward_program(shape: MoeShape, strategy: str, n: int, hw: NodeModel):
     """Forward operators in order: (name, kind 'gemm'|'attn'|'comm', seconds, pattern, loaded)."""
     T, h, hf, k, m = shape.tokens, shape.hidden, shape.ffn_hidden, shape.top_k, shape.m
     bsh = shape.bsh
 
     def gemm(flops):
-        return flops / (hw.peak_flops * hw.gemm_efficiency)
+        return _ratio(flops, hw.peak_flops * hw.gemm_efficiency)
 
     def comm(values, pattern):
-        return collective_time(values * 2.0, n, pattern, bandwidth=hw.nvlink_bw,
-                               a2a_efficiency=hw.a2a_efficiency, alpha=hw.alpha)
+        try:
+            return collective_time(values * 2.0, n, pattern, bandwidth=hw.nvlink_bw,
+                                   a2a_efficiency=hw.a2a_efficiency, alpha=hw.alpha)
+        except ValueError:
+            raise ValueError(_TOO_LONG) from None
 
-    attn_core = 2.0 * shape.micro_batch * shape.seq_len**2 * h / n / (
-        hw.peak_flops * hw.attention_efficiency)
+    attn_core = _ratio(2.0 * shape.micro_batch * shape.seq_len**2 * h / n,
+                       hw.peak_flops * hw.attention_efficiency)
     ring = bsh * (n - 1) / n  # values one GPU sends in one all-gather or reduce-scatter
     ops = []
     if strategy == "tp_tp":
@@ -430,28 +501,42 @@ def _expand(items, hw, n_tiles, order, seed, n_ranks):
             np.asarray(esrc, np.int64), np.asarray(edst, np.int64), first, last, comm_item)
 
 
-def _check_common(shape, strategy, n, inter_op, intra_op, n_tiles, order, hw, seed):
+_TOO_LONG = ("shape and hw give operator times beyond the range of a float (a layer longer than "
+             "1e290 s); use hardware numbers of sensible magnitude")
+
+
+def _check_common(shape, strategy, n, inter_op, intra_op, n_tiles, order, hw, seed,
+                  n_name="n"):
     shape = _check_shape(shape)
     strategy = check_choice("strategy", strategy, STRATEGIES)
-    n = check_int("n", n, lo=1, hi=8)
+    n = check_int(n_name, n, lo=1, hi=8)
     if strategy != "tp_tp" and shape.kv_heads % n:
-        raise ValueError(f"n must divide the KV heads ({shape.kv_heads}) for sequence "
-                         f"parallelism over heads; got n={n}")
+        raise ValueError(f"{n_name} must divide the KV heads ({shape.kv_heads}) for sequence "
+                         f"parallelism over heads; got {n_name}={n}")
     if shape.n_experts % n:
-        raise ValueError(f"n must divide the number of experts ({shape.n_experts}); got {n}")
+        raise ValueError(f"{n_name} must divide the number of experts ({shape.n_experts}); got "
+                         f"{n}")
     inter_op = check_bool("inter_op", inter_op)
     intra_op = check_bool("intra_op", intra_op)
     n_tiles = check_int("n_tiles", n_tiles, lo=1, hi=512)
     order = check_choice("order", order, ORDERS)
-    if not isinstance(hw, NodeModel):
-        raise ValueError(f"hw must be a NodeModel; got {type(hw).__name__}")
+    check_instance("hw", hw, NodeModel, "e.g. H800_NODE or H800_NODE.with_(...)")
     seed = check_int("seed", seed, lo=0)
     return shape, strategy, n, inter_op, intra_op, n_tiles, order, hw, seed
+
+
+def _check_seconds(seconds, scale=1.0):
+    """Refuse operator times whose (scaled) sum is not comfortably finite."""
+    total = math.fsum(seconds) if all(math.isfinite(x) for x in seconds) else math.inf
+    if not total * scale < 1e290:
+        raise ValueError(_TOO_LONG)
 
 
 @lru_cache(maxsize=128)
 def _template(shape, strategy, n, inter_op, intra_op, n_tiles, order, hw, seed, pp_sends):
     items, fwd_end = _program(shape, strategy, n, hw, inter_op, intra_op)
+    _check_seconds([it.seconds for it in items] + [x for it in items if it.fused
+                                                   for x in it.fused[:2]])
     out = _expand(items, hw, n_tiles, order, seed, n)
     dur, res, kind, item_idx, loaded, esrc, edst, first, last, comm_item = out
     names = [it.name for it in items]
@@ -471,6 +556,9 @@ def _template(shape, strategy, n, inter_op, intra_op, n_tiles, order, hw, seed, 
         esrc = np.concatenate([esrc, fwd_last, bwd_last])
         edst = np.concatenate([edst, np.full(fwd_last.size, send_f),
                                np.full(bwd_last.size, send_f + 1)])
+    # Each op at most 64 times longer (the largest load), and every finish at most the sum of
+    # all the ops of a node: keep that sum far inside the float range.
+    _check_seconds(dur.tolist(), scale=64.0 * 8.0)
     fwd_ops = np.zeros(dur.size, bool)
     fwd_ops[: int(max(last[fwd_end])) + 1] = True
     for a in (dur, res, kind, item_idx, loaded, esrc, edst, fwd_ops):
@@ -491,7 +579,8 @@ def layer_timeline(shape: MoeShape = INTERNAL_352B, strategy: str = "sp_ep", *, 
     rows entering the expert GEMMs, "sorted" or "random" (seeded); ``load``: this GPU's expert
     tokens relative to the mean (≥ 1 for the busiest GPU; scales its expert GEMMs and EP
     transfers; ignored by TP, which splits every expert); ``hw`` the hardware model;
-    ``pp_sends``: show the pipeline sends on the NIC.
+    ``pp_sends``: show the pipeline sends on the NIC. Shapes and hardware numbers whose
+    operator times would leave the range of a float (above about 1e290 s) are refused.
 
     >>> t = layer_timeline(strategy="sp_ep")
     >>> round(t.exposed_comm / t.layer_time, 3)   # no overlap: every all-to-all is exposed
@@ -509,9 +598,11 @@ def layer_timeline(shape: MoeShape = INTERNAL_352B, strategy: str = "sp_ep", *, 
     own = res != 2
     layer = float(tl.finish[own].max())
     fwd = float(tl.finish[fwd_ops & own].max())
-    return LayerTimeline(strategy, inter_op, intra_op, layer, fwd, float(d[res == 0].sum()),
-                         float(d[res == 1].sum()), tl.start, tl.finish, tl.resource, kind,
-                         item_idx, names)
+    # Built from checked input: the trusted path (the template's arrays are read-only).
+    return trusted(LayerTimeline, strategy=strategy, inter_op=inter_op, intra_op=intra_op,
+                   layer_time=layer, forward_time=fwd, compute_time=float(d[res == 0].sum()),
+                   comm_time=float(d[res == 1].sum()), start=tl.start, finish=tl.finish,
+                   resource=tl.resource, kind=kind, item=item_idx, names=names)
 
 
 #: The ablation of MegaScale-MoE's Table 5 [paper]: strategy, inter-op, intra-op.
@@ -554,7 +645,8 @@ class ClusterLayerTimeline:
 
     ``gpu_time`` (s, per GPU): when its SMs and NVLink port are done; ``node_time`` (s, per
     node): its slowest GPU; ``makespan`` (s): the slowest node; ``loads``: expert load of each
-    GPU (relative to the mean); ``n_ops``, ``n_edges``: size of the DAG that was run.
+    GPU (relative to the mean); ``n_ops``, ``n_edges``: size of the DAG that was run. Every
+    field is checked when made directly; arrays are read-only.
     """
 
     gpu_time: np.ndarray = field(repr=False)
@@ -563,6 +655,31 @@ class ClusterLayerTimeline:
     makespan: float
     n_ops: int
     n_edges: int
+
+    def __post_init__(self):
+        put = object.__setattr__
+        gpu = frozen_array("gpu_time", self.gpu_time, ndim=1, lo=0.0)
+        node = frozen_array("node_time", self.node_time, ndim=1, lo=0.0)
+        if not node.size or gpu.size % node.size:
+            raise ValueError(f"gpu_time must hold a whole number of GPUs per node "
+                             f"({node.size} nodes); got {gpu.size} entries")
+        if gpu.size // node.size > 8:
+            raise ValueError(f"gpu_time must hold at most 8 GPUs per node ({node.size} nodes); "
+                             f"got {gpu.size} entries")
+        put(self, "gpu_time", gpu)
+        put(self, "node_time", node)
+        loads = frozen_array("loads", self.loads, shape=gpu.shape, lo=0.0)
+        if loads.size and (loads.min() <= 0 or loads.max() > 64):
+            raise ValueError(f"loads must be in (0, 64]; got entries from {loads.min()} to "
+                             f"{loads.max()}")
+        put(self, "loads", loads)
+        makespan = check_real("makespan", self.makespan, lo=0.0, unit="s")
+        if makespan != float(node.max()):
+            raise ValueError(f"makespan must be the slowest node's time {float(node.max())}; "
+                             f"got {makespan}")
+        put(self, "makespan", makespan)
+        put(self, "n_ops", check_int("n_ops", self.n_ops, lo=0))
+        put(self, "n_edges", check_int("n_edges", self.n_edges, lo=0))
 
 
 def cluster_layer_timeline(n_nodes: int, shape: MoeShape = INTERNAL_352B,
@@ -578,7 +695,11 @@ def cluster_layer_timeline(n_nodes: int, shape: MoeShape = INTERNAL_352B,
     the layer's pace.
 
     ``loads`` (per GPU, ``n_nodes * gpus_per_node`` values > 0, the expert tokens of each GPU
-    relative to the mean) defaults to 1 everywhere.
+    relative to the mean, at most 64) defaults to 1 everywhere. The run holds about
+    ``n_nodes · gpus_per_node`` copies of one GPU's operators (some 250 ops at ``n_tiles=16``,
+    some 8,000 at 512) and their edges, which must fit the budgets of :mod:`uneven.limits`
+    at about 160 bytes per op and edge: with the default 2 GiB some 2,500 nodes at
+    ``n_tiles=16``, some 100 at 512.
 
     >>> c = cluster_layer_timeline(2, loads=[1.0] * 15 + [1.3])
     >>> bool(c.node_time[1] > c.node_time[0]), c.makespan == float(c.node_time[1])
@@ -587,7 +708,7 @@ def cluster_layer_timeline(n_nodes: int, shape: MoeShape = INTERNAL_352B,
     n_nodes = check_int("n_nodes", n_nodes, lo=1, hi=4096)
     g = check_int("gpus_per_node", gpus_per_node, lo=1, hi=8)
     shape, strategy, n, inter_op, intra_op, n_tiles, order, hw, seed = _check_common(
-        shape, strategy, g, inter_op, intra_op, n_tiles, order, hw, seed)
+        shape, strategy, g, inter_op, intra_op, n_tiles, order, hw, seed, "gpus_per_node")
     n_gpus = n_nodes * g
     if loads is None:
         loads = np.ones(n_gpus)
@@ -598,6 +719,13 @@ def cluster_layer_timeline(n_nodes: int, shape: MoeShape = INTERNAL_352B,
      comm_item) = _template(shape, strategy, n, inter_op, intra_op, n_tiles, order, hw, seed,
                             False)
     k = dur.size
+    n_pairs = sum(last[dep].size * first[it.name].size for it in items for dep in it.deps
+                  if comm_item.get(it.name) or comm_item.get(dep))
+    n_ops = n_gpus * k
+    n_edges = n_gpus * esrc.size + n_nodes * g * (g - 1) * n_pairs
+    what = f"{n_ops:,} ops and {n_edges:,} edges ({k} ops per GPU at n_tiles={n_tiles})"
+    check_bytes("n_nodes", n_nodes, 160.0 * (n_ops + n_edges), what)
+    check_steps("n_nodes", n_nodes, 4.0 * (n_ops + n_edges), what)
     # Per-GPU copies of the template.
     scale = np.where(loaded[None, :], loads[:, None], 1.0)
     durs = (dur[None, :] * scale).ravel()
@@ -632,8 +760,10 @@ def cluster_layer_timeline(n_nodes: int, shape: MoeShape = INTERNAL_352B,
     tl = run_timeline(durs, ress, ptr, s, dl)
     gpu_time = tl.finish.reshape(n_gpus, k).max(axis=1)
     node_time = gpu_time.reshape(n_nodes, g).max(axis=1)
-    return ClusterLayerTimeline(gpu_time, node_time, loads, float(node_time.max()), durs.size,
-                                int(src.size))
+    for a in (gpu_time, node_time, loads):
+        a.flags.writeable = False
+    return trusted(ClusterLayerTimeline, gpu_time=gpu_time, node_time=node_time, loads=loads,
+                   makespan=float(node_time.max()), n_ops=int(durs.size), n_edges=int(src.size))
 
 
 # --------------------------------------------------------------------------- iteration, memory
@@ -653,7 +783,9 @@ def iteration_model(layer_forward: float, layer_backward: float, *, n_gpus: int,
     gradient traffic and the optimizer step are assumed hidden or negligible (model).
 
     Returns ``dp``, ``m``, ``iteration_s``, ``tokens_per_s`` and ``bubble`` (the share of the
-    iteration a stage idles).
+    iteration a stage idles). Sizes: ``layer_forward``, ``layer_backward`` and ``pp_send`` up to
+    10**6 s; ``pp`` up to 1,024; ``layers`` up to 10**6; ``seq_len`` up to 10**8;
+    ``n_gpus`` up to 2**20; at most 20,000 micro-batches per pipeline.
 
     >>> r = iteration_model(1e-3, 2e-3, n_gpus=240)
     >>> r["dp"], r["m"], round(r["iteration_s"], 3)   # (m + p - 1) x 4 layers x 3 ms
@@ -661,12 +793,12 @@ def iteration_model(layer_forward: float, layer_backward: float, *, n_gpus: int,
     """
     from .pipeline import pipeline_schedule, simulate_pipeline
 
-    tf = check_real("layer_forward", layer_forward, lo=0.0, lo_open=True, unit="s")
-    tb = check_real("layer_backward", layer_backward, lo=0.0, lo_open=True, unit="s")
+    tf = check_real("layer_forward", layer_forward, lo=0.0, lo_open=True, hi=1e6, unit="s")
+    tb = check_real("layer_backward", layer_backward, lo=0.0, lo_open=True, hi=1e6, unit="s")
     n_gpus = check_int("n_gpus", n_gpus, lo=1, hi=1 << 20)
     pp = check_int("pp", pp, lo=1, hi=1024)
     g = check_int("gpus_per_node", gpus_per_node, lo=1, hi=64)
-    layers = check_int("layers", layers, lo=pp)
+    layers = check_int("layers", layers, lo=pp, hi=10**6)
     if layers % pp:
         raise ValueError(f"pp must divide layers={layers}; got {pp}")
     if n_gpus % (g * pp):
@@ -679,8 +811,8 @@ def iteration_model(layer_forward: float, layer_backward: float, *, n_gpus: int,
     m = global_batch // dp
     if m > 20000:
         raise ValueError(f"global_batch / dp must be <= 20,000 micro-batches; got {m}")
-    seq_len = check_int("seq_len", seq_len, lo=1)
-    send = check_real("pp_send", pp_send, lo=0.0, unit="s")
+    seq_len = check_int("seq_len", seq_len, lo=1, hi=10**8)
+    send = check_real("pp_send", pp_send, lo=0.0, hi=1e6, unit="s")
     per_stage = layers // pp
     sched = pipeline_schedule("1f1b", pp, m) if pp > 1 else None
     if sched is None:
@@ -690,7 +822,11 @@ def iteration_model(layer_forward: float, layer_backward: float, *, n_gpus: int,
         r = simulate_pipeline(sched, per_stage * tf, per_stage * tb, transfer=send)
         it = r.iteration_time
         bubble = float(np.mean(r.bubble_fraction))
-    return {"dp": dp, "m": m, "iteration_s": it, "tokens_per_s": global_batch * seq_len / it,
+    tokens_per_s = global_batch * seq_len / it if it > 0 else math.inf
+    if not math.isfinite(tokens_per_s):
+        raise ValueError(f"layer_forward and layer_backward are too short for a finite "
+                         f"throughput; got {tf} s and {tb} s")
+    return {"dp": dp, "m": m, "iteration_s": it, "tokens_per_s": tokens_per_s,
             "bubble": bubble}
 
 
@@ -726,7 +862,11 @@ def mfu(tokens_per_s: float, flops_per_token: float, n_gpus: int,
     fpt = check_real("flops_per_token", flops_per_token, lo=0.0, lo_open=True, unit="FLOP")
     n_gpus = check_int("n_gpus", n_gpus, lo=1, hi=1 << 24)
     peak = check_real("peak_flops", peak_flops, lo=0.0, lo_open=True, unit="FLOP/s")
-    return tps * fpt / (n_gpus * peak)
+    value = tps * fpt / (n_gpus * peak)
+    if not math.isfinite(value):
+        raise ValueError(f"tokens_per_s x flops_per_token must stay within the range of a "
+                         f"float; got {tps} x {fpt}")
+    return value
 
 
 def memory_per_gpu(shape: MoeShape = INTERNAL_352B, strategy: str = "sp_ep", *, n: int = 8,

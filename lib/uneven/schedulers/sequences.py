@@ -65,19 +65,25 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from functools import lru_cache
-from itertools import permutations
+from numbers import Real
 
 import numpy as np
 
 from .._jit import njit
 from .._validate import (
+    _show,
     as_float_array,
     as_int_array,
     check_bool,
     check_choice,
+    check_instance,
     check_int,
     check_real,
+    check_str,
+    frozen_array,
+    trusted,
 )
+from ..limits import check_bytes, check_steps, max_steps
 from ..units import gbit_per_s, gbyte_per_s
 
 __all__ = [
@@ -119,6 +125,11 @@ FIG6A = {
 _MAX_SEQS = 2_000_000  # sequences in one global batch
 _MAX_GPUS = 1 << 17
 _MAX_OPS = 20_000_000  # timeline ops of one step
+_MAX_LEN = 1 << 40  # tokens of one sequence
+_MAX_TOKENS = float(1 << 50)  # tokens of one pack or item, or any token count
+_MAX_COEF = 1e6  # cost-model coefficients (s/token^2, s/token, s)
+_MAX_TIME = 1e40  # any time (s) a result holds: a guard for finiteness, not a physical bound
+_BW = (1e3, 1e18)  # bandwidths accepted (bytes/s)
 
 
 # --------------------------------------------------------------------------------------------
@@ -130,7 +141,8 @@ _MAX_OPS = 20_000_000  # timeline ops of one step
 class ModelShape:
     """A dense transformer's shape: ``layers``, ``hidden``, MLP width ``ffn``, attention heads,
     KV heads (``kv_heads < heads`` is grouped-query attention, GQA), ``head_dim``, and the bytes
-    of one activation value (``dtype_bytes``, 2 for BF16)."""
+    of one activation value (``dtype_bytes``, 2 for BF16). Each size an integer in [1, 2**20];
+    ``kv_heads`` divides ``heads``; ``name`` a string of at most 200 characters."""
 
     name: str
     layers: int
@@ -142,8 +154,9 @@ class ModelShape:
     dtype_bytes: int = 2
 
     def __post_init__(self):
+        check_str("name", self.name, max_len=200)
         for key in ("layers", "hidden", "ffn", "heads", "kv_heads", "head_dim", "dtype_bytes"):
-            check_int(key, getattr(self, key), lo=1, hi=1 << 20)
+            object.__setattr__(self, key, check_int(key, getattr(self, key), lo=1, hi=1 << 20))
         if self.heads % self.kv_heads:
             raise ValueError(f"kv_heads must divide heads={self.heads}; got {self.kv_heads}")
 
@@ -182,6 +195,7 @@ LLAMA_7B_GQA = ModelShape("LLaMA-7B-like, GQA (8 KV heads)", layers=32, hidden=4
 class CostModel:
     """Per-layer forward time of one rank (s): ``alpha s**2 + beta_attn s`` of attention per
     sequence of ``s`` tokens, ``beta_linear`` per token outside attention, ``gamma`` per pack.
+    Each coefficient a finite number in [0, 1e6]; token counts up to 2**50.
 
     >>> c = CostModel(1e-11, 1e-7, 2e-7)
     >>> round(c.layer_time([4096] * 8) / c.layer_time([32768]), 3)   # 8 x 4K vs one 32K
@@ -194,62 +208,98 @@ class CostModel:
     gamma: float = 0.0
 
     def __post_init__(self):
-        check_real("alpha", self.alpha, lo=0.0, unit="s/token^2")
-        check_real("beta_attn", self.beta_attn, lo=0.0, unit="s/token")
-        check_real("beta_linear", self.beta_linear, lo=0.0, unit="s/token")
-        check_real("gamma", self.gamma, lo=0.0, unit="s")
+        for name, unit in (("alpha", "s/token^2"), ("beta_attn", "s/token"),
+                           ("beta_linear", "s/token"), ("gamma", "s")):
+            object.__setattr__(self, name, check_real(name, getattr(self, name), lo=0.0,
+                                                      hi=_MAX_COEF, unit=unit))
 
     def attention(self, s):
-        """Attention time (s) of sequences of ``s`` tokens (array or number), one rank."""
-        s = np.asarray(s, dtype=np.float64)
-        return self.alpha * s * s + self.beta_attn * s
+        """Attention time (s) of sequences of ``s`` tokens (an array, or a number: a float
+        back), one rank."""
+        return self._apply("s", s, self._att)
 
     def linear(self, tokens):
-        """Time (s) outside attention for ``tokens`` tokens."""
-        return self.beta_linear * np.asarray(tokens, dtype=np.float64)
+        """Time (s) outside attention for ``tokens`` tokens (an array, or a number: a float
+        back)."""
+        return self._apply("tokens", tokens, self._lin)
+
+    def _att(self, s):  # trusted float64 input
+        return self.alpha * s * s + self.beta_attn * s
+
+    def _lin(self, tokens):
+        return self.beta_linear * tokens
+
+    @staticmethod
+    def _apply(name, value, fn):
+        if isinstance(value, Real) and not isinstance(value, np.ndarray):
+            return float(fn(check_real(name, value, lo=0.0, hi=_MAX_TOKENS)))
+        arr = as_float_array(name, value, lo=0.0, hi=_MAX_TOKENS)
+        return fn(arr.reshape(np.shape(value)) if arr.size == np.size(value) else arr)
 
     def layer_time(self, lengths) -> float:
-        """Forward time (s) of one layer for one pack of sequences ``lengths`` on one rank."""
-        s = as_float_array("lengths", lengths, ndim=1, lo=0.0)
-        return float(self.attention(s).sum() + self.linear(s.sum()) + self.gamma)
+        """Forward time (s) of one layer for one pack of sequences ``lengths`` on one rank
+        (each at most 2**40 tokens)."""
+        s = as_float_array("lengths", lengths, ndim=1, lo=0.0, hi=_MAX_LEN)
+        return float(self._att(s).sum() + self._lin(s.sum()) + self.gamma)
 
     def crossover(self, beta_linear: float | None = None) -> float:
         """Sequence length (tokens) where attention time equals the time outside attention
-        (``beta_linear`` per token, by default this model's)."""
-        bl = self.beta_linear if beta_linear is None else beta_linear
-        return max(0.0, (bl - self.beta_attn) / self.alpha) if self.alpha > 0 else math.inf
+        (``beta_linear`` per token, in [0, 1e6], by default this model's); ``inf`` when
+        attention never catches up (``alpha`` = 0, or the length is beyond a float's range)."""
+        bl = self.beta_linear if beta_linear is None else check_real(
+            "beta_linear", beta_linear, lo=0.0, hi=_MAX_COEF, unit="s/token")
+        if self.alpha <= 0:
+            return math.inf
+        x = max(0.0, (bl - self.beta_attn) / self.alpha)
+        return x if math.isfinite(x) else math.inf
 
 
 def fit_cost_model(tokens, attention, mlp, *, linear_factor: float = 1.0) -> CostModel:
     """Fit :class:`CostModel` to measured per-layer times (s): ``attention = alpha s**2 +
     beta_attn s`` and ``mlp = beta s`` by least squares on relative error; the linear term is
     ``beta * linear_factor`` (e.g. 1 + the projections' share of the MLP's FLOPs).
+    Ranges: ``tokens`` in [1, 2**40], times in [1e-12, 1e6] s, ``linear_factor`` in [0, 1e3],
+    at most 10,000 points; a fit whose coefficients leave :class:`CostModel`'s range is refused.
 
     >>> c = fit_cost_model([1e3, 2e3, 4e3], [2e-3, 6e-3, 2e-2], [1e-3, 2e-3, 4e-3])
     >>> round(c.alpha * 1e9, 3), round(c.beta_attn * 1e6, 3), round(c.beta_linear * 1e6, 3)
     (1.0, 1.0, 1.0)
     """
-    s = as_float_array("tokens", tokens, ndim=1, lo=0.0, lo_open=True)
-    a = as_float_array("attention", attention, ndim=1, shape=(s.size,), lo=0.0, lo_open=True,
+    s = as_float_array("tokens", tokens, ndim=1, lo=1.0, hi=_MAX_LEN)
+    a = as_float_array("attention", attention, ndim=1, shape=(s.size,), lo=1e-12, hi=1e6,
                        unit="s")
-    m = as_float_array("mlp", mlp, ndim=1, shape=(s.size,), lo=0.0, lo_open=True, unit="s")
-    factor = check_real("linear_factor", linear_factor, lo=0.0)
-    if s.size < 2:
-        raise ValueError(f"tokens must hold at least 2 lengths to fit two coefficients; got "
+    m = as_float_array("mlp", mlp, ndim=1, shape=(s.size,), lo=1e-12, hi=1e6, unit="s")
+    factor = check_real("linear_factor", linear_factor, lo=0.0, hi=1e3)
+    if not 2 <= s.size <= 10_000:
+        raise ValueError(f"tokens must hold 2 to 10,000 lengths to fit two coefficients; got "
                          f"{s.size}")
     design = np.stack([s * s, s], axis=1) / a[:, None]
-    (alpha, beta_a), *_ = np.linalg.lstsq(design, np.ones(s.size), rcond=None)
-    beta_m = float(np.sum(s / m) / np.sum((s / m) ** 2))
-    return CostModel(max(float(alpha), 0.0), max(float(beta_a), 0.0), beta_m * factor)
+    try:
+        (alpha, beta_a), *_ = np.linalg.lstsq(design, np.ones(s.size), rcond=None)
+    except np.linalg.LinAlgError:
+        alpha = beta_a = math.nan
+    beta_m = float(np.sum(s / m) / np.sum((s / m) ** 2)) * factor
+    alpha, beta_a = max(float(alpha), 0.0), max(float(beta_a), 0.0)
+    if not (alpha <= _MAX_COEF and beta_a <= _MAX_COEF):  # also NaN from a failed fit
+        raise ValueError(f"attention={_show(attention)} over tokens={_show(tokens)} fits "
+                         f"alpha={alpha:.3g}, beta_attn={beta_a:.3g}; each must be at most "
+                         f"{_MAX_COEF:g}")
+    if not beta_m <= _MAX_COEF:
+        raise ValueError(f"mlp={_show(mlp)} with linear_factor={factor:g} fits beta_linear="
+                         f"{beta_m:.3g}; it must be at most {_MAX_COEF:g}")
+    return trusted(CostModel, alpha=alpha, beta_attn=beta_a, beta_linear=beta_m, gamma=0.0)
 
 
 def default_cost_model(model: ModelShape = LLAMA_7B_GQA, *, projections: bool = True) -> CostModel:
     """The cost model fitted to ByteScale's Fig. 6a [fig-OCR] (crossover near 8K tokens), with the
     attention projections added to the MLP in proportion to their FLOPs (``projections``)."""
-    if not isinstance(model, ModelShape):
-        raise ValueError(f"model must be a ModelShape; got {type(model).__name__}")
+    check_instance("model", model, ModelShape, "e.g. LLAMA_7B_GQA")
     projections = check_bool("projections", projections)
-    return _fig6a_cost(model.projection_over_mlp if projections else 0.0)
+    extra = model.projection_over_mlp if projections else 0.0
+    if extra > 999.0:
+        raise ValueError(f"model={model.name!r} has attention projections {extra:.3g} times the "
+                         "MLP's FLOPs; at most 999 are supported (ffn too small for the heads)")
+    return _fig6a_cost(extra)
 
 
 @lru_cache(maxsize=16)
@@ -278,7 +328,8 @@ def global_batch(total_tokens: int, *, mix: str = "byted", context: int = 2**21,
 
     Lengths come from the named :data:`DATA_MIXES` entry, clipped to ``context``; ``tail_weight``
     scales the mix's share of heavy-tailed samples. The last sequence is cut so the tokens add up
-    exactly. Seeded. At most 2,000,000 sequences.
+    exactly. Seeded. At most 2,000,000 sequences (``total_tokens`` up to 2**40, ``context`` in
+    [128, 2**30], ``tail_weight`` in [0, 1e6]).
 
     >>> x = global_batch(1_000_000, seed=1)
     >>> int(x.sum()), int(x.max()) <= 2**21
@@ -289,7 +340,7 @@ def global_batch(total_tokens: int, *, mix: str = "byted", context: int = 2**21,
     total = check_int("total_tokens", total_tokens, lo=1, hi=1 << 40)
     mix = check_choice("mix", mix, DATA_MIXES)
     context = check_int("context", context, lo=128, hi=1 << 30)
-    weight = check_real("tail_weight", tail_weight, lo=0.0)
+    weight = check_real("tail_weight", tail_weight, lo=0.0, hi=1e6)
     params = dict(DATA_MIXES[mix])
     params["tail_fraction"] = min(1.0, params.get("tail_fraction", 0.08) * weight)
     rng = rng_from(seed)
@@ -311,16 +362,18 @@ def global_batch(total_tokens: int, *, mix: str = "byted", context: int = 2**21,
 def length_shares(lengths, edges) -> tuple[np.ndarray, np.ndarray]:
     """Share of samples and share of tokens per length bucket ``[edges[i], edges[i+1])``.
 
+    ``lengths``: tokens, each at most 2**40; ``edges``: increasing, finite.
+
     >>> s, t = length_shares([1, 1, 2], [0, 2, 3])
     >>> s.tolist(), t.tolist()
     ([0.6666666666666666, 0.3333333333333333], [0.5, 0.5])
     """
-    x = as_float_array("lengths", lengths, ndim=1, lo=0.0)
-    e = as_float_array("edges", edges, ndim=1)
+    x = as_float_array("lengths", lengths, ndim=1, lo=0.0, hi=_MAX_LEN)
+    e = as_float_array("edges", edges, ndim=1, lo=-1e300, hi=1e300)
     if x.size == 0 or x.sum() <= 0:
         raise ValueError("lengths must be non-empty with a positive sum")
-    if e.size < 2 or np.any(np.diff(e) <= 0):
-        raise ValueError(f"edges must be at least two increasing values; got {edges!r}")
+    if e.size < 2 or np.any(e[1:] <= e[:-1]):
+        raise ValueError(f"edges must be at least two increasing values; got {_show(edges)}")
     idx = np.searchsorted(e, x, side="right") - 1
     ok = (idx >= 0) & (idx < e.size - 1)
     n = np.bincount(idx[ok], minlength=e.size - 1)
@@ -337,8 +390,9 @@ def best_fit_pack(lengths, capacity: int) -> np.ndarray:
     """Best-fit decreasing: the bin (pack) of every sequence (int64), bins of ``capacity`` tokens.
 
     Sequences are taken longest first; each goes into the open bin it fills most tightly, or a
-    new bin. Every length must be at most ``capacity``. Bins are numbered in order of opening.
-    At most 2,000,000 sequences.
+    new bin. Every length must be at most ``capacity`` (at most 2**40). Bins are numbered in
+    order of opening. At most 2,000,000 sequences, and the search (sequences x open bins) within
+    the work budget of :mod:`uneven.limits`.
 
     >>> best_fit_pack([5, 3, 2, 4, 6], 10).tolist()   # 6 + 4 and 5 + 3 + 2
     [1, 1, 1, 0, 0]
@@ -348,11 +402,20 @@ def best_fit_pack(lengths, capacity: int) -> np.ndarray:
     if x.size > _MAX_SEQS:
         raise ValueError(f"lengths must hold at most {_MAX_SEQS:,} sequences; got {x.size:,}")
     if x.size and x.max() > cap:
-        raise ValueError(f"every length must be <= capacity={cap}; the longest is {x.max()}")
+        raise ValueError(f"lengths must be <= capacity={cap}; the longest is {x.max()}")
+    _check_pack_steps(x, cap)
     order = np.argsort(-x, kind="stable").astype(np.int64)
     out = np.empty(x.size, dtype=np.int64)
     _bfd_kernel(x, order, cap, out)
     return out
+
+
+def _check_pack_steps(x, cap):
+    """Best fit scans the open bins for every sequence; any fit leaves at most one bin at most
+    half full, so there are at most ``2 sum / cap + 1`` bins."""
+    n = x.size
+    bins = min(n, 2.0 * float(x.sum()) / cap + 1.0)
+    check_steps("lengths", x, n * bins + n, "best-fit packing")
 
 
 @njit
@@ -411,7 +474,9 @@ class HdpSetup:
     ``tp`` GPUs per rank, ``pp`` pipeline stages; ``capacity``: tokens per rank per micro-batch
     (``C``); ``context``: the longest sequence; ``pcie_bw``: host-device bandwidth per GPU and
     direction (bytes/s, for offload). ``cost``: the :class:`CostModel`; ``None`` (the default)
-    means :func:`default_cost_model` of ``model`` (see :attr:`cost_model`). At most 131,072 GPUs.
+    means :func:`default_cost_model` of ``model`` (see :attr:`cost_model`). At most 131,072 GPUs;
+    ``capacity`` in [16, 2**24], ``context`` in [128, 2**30]; bandwidths in [1e3, 1e18] bytes/s.
+    Checked when made, also by ``dataclasses.replace``.
 
     >>> s = HdpSetup()
     >>> s.d_hdp, s.d_cp, s.d_dp
@@ -430,6 +495,7 @@ class HdpSetup:
     pcie_bw: float = gbyte_per_s(50)
 
     def __post_init__(self):
+        put = object.__setattr__
         n = check_int("n_gpus", self.n_gpus, lo=8, hi=_MAX_GPUS)
         if n % 8:
             raise ValueError(f"n_gpus must be a multiple of 8 (8-GPU nodes); got {n}")
@@ -441,8 +507,7 @@ class HdpSetup:
             raise ValueError(f"tp * pp must divide 8 or be a multiple of 8; got {tp * pp}")
         if n % (tp * pp):
             raise ValueError(f"tp * pp = {tp * pp} must divide n_gpus = {n}")
-        if not isinstance(self.model, ModelShape):
-            raise ValueError(f"model must be a ModelShape; got {type(self.model).__name__}")
+        check_instance("model", self.model, ModelShape, "e.g. LLAMA_7B_GQA")
         if self.model.layers % pp:
             raise ValueError(f"pp must divide the model's {self.model.layers} layers; got {pp}")
         cap = check_int("capacity", self.capacity, lo=16, hi=1 << 24)
@@ -452,10 +517,16 @@ class HdpSetup:
             raise ValueError(
                 f"the static mesh's CP degree ceil(context / capacity) = {d_cp} must divide the "
                 f"{n // (tp * pp)} ranks; change context={ctx}, capacity={cap} or n_gpus={n}")
+        for key, value in (("n_gpus", n), ("tp", tp), ("pp", pp), ("capacity", cap),
+                           ("context", ctx)):
+            put(self, key, value)
         for key in ("nic_bw", "nvlink_bw", "pcie_bw"):
-            check_real(key, getattr(self, key), lo=0.0, lo_open=True, unit="bytes/s")
-        if self.cost is not None and not isinstance(self.cost, CostModel):
-            raise ValueError(f"cost must be a CostModel or None; got {type(self.cost).__name__}")
+            put(self, key, check_real(key, getattr(self, key), lo=_BW[0], hi=_BW[1],
+                                      unit="bytes/s"))
+        if self.cost is None:
+            default_cost_model(self.model)  # the model must have one (cached)
+        else:
+            check_instance("cost", self.cost, CostModel, "or None")
 
     @property
     def cost_model(self) -> CostModel:
@@ -533,12 +604,13 @@ def offload_ranks(lengths, setup: HdpSetup) -> tuple[np.ndarray, np.ndarray]:
     the rank's PCIe bandwidth) and ``1 >= r >= min(1, l Act(C) / ((l - 2) Act(s)))``. When no
     ``r`` satisfies both, the sequence is not offloaded (``r = 0``, ``D = ceil(s / C)``).
     Returns ``(D, r)`` per sequence (int64, float64); sequences shorter than ``C`` get (1, 0).
+    Lengths in [1, 2**40] tokens.
 
     >>> D, r = offload_ranks([65536, 2**21], HdpSetup())
     >>> D.tolist(), [round(float(v), 2) for v in r]
     ([3, 16], [0.73, 1.0])
     """
-    s = as_float_array("lengths", lengths, ndim=1, lo=1.0)
+    s = as_float_array("lengths", lengths, ndim=1, lo=1.0, hi=_MAX_LEN)
     _check_setup(setup)
     C = float(setup.capacity)
     n_max = np.ceil(s / C)
@@ -547,7 +619,8 @@ def offload_ranks(lengths, setup: HdpSetup) -> tuple[np.ndarray, np.ndarray]:
     if l <= 2:
         return n_max.astype(np.int64), np.zeros(s.size)
     bw = setup.tp * setup.pcie_bw
-    t = setup.cost_model.attention(s) + setup.cost_model.linear(s) + setup.cost_model.gamma
+    cost = setup.cost_model
+    t = cost._att(s) + cost._lin(s) + cost.gamma
     r_hi = np.minimum(1.0, t * bw / (act * s))
     r_lo = np.minimum(1.0, l * C / ((l - 2) * s))
     r = np.where(r_hi >= r_lo, r_hi, 0.0)
@@ -566,13 +639,14 @@ def select_ranks(lengths, setup: HdpSetup, *, offload: bool = False):
     rank-time. So this model gives a sequence ``clip(n_hide, D(s), ceil(s / C))`` ranks, where
     ``n_hide`` is the largest ring whose cross-node steps hide their KV transfer, and offloads
     only the ratio ``r`` those ranks need (0 when it keeps ``ceil(s / C)``). This reading of
-    "selective" is the model's, not the paper's text. Returns ``(ranks, r)``.
+    "selective" is the model's, not the paper's text. Returns ``(ranks, r)``. Lengths in
+    [1, 2**40] tokens.
 
     >>> n, r = select_ranks([65536, 2**21], HdpSetup(), offload=True)
     >>> n.tolist(), r.tolist()                    # GQA on a 400 Gb/s NIC: rings already hide
     ([8, 256], [0.0, 0.0])
     """
-    s = as_float_array("lengths", lengths, ndim=1, lo=1.0)
+    s = as_float_array("lengths", lengths, ndim=1, lo=1.0, hi=_MAX_LEN)
     offload = check_bool("offload", offload)
     _check_setup(setup)
     C = float(setup.capacity)
@@ -582,7 +656,7 @@ def select_ranks(lengths, setup: HdpSetup, *, offload: bool = False):
     D, _ = offload_ranks(s, setup)
     kvb = setup.model.kv_bytes_per_token
     bw = setup.hops()["inter_bw"]
-    n_hide = np.floor(setup.cost_model.attention(s) * bw / (s * kvb))
+    n_hide = np.floor(setup.cost_model._att(s) * bw / (s * kvb))
     n = np.clip(n_hide, D, n_max)
     n = np.where(s < C, 1.0, n)
     l = setup.layers_per_stage
@@ -594,9 +668,7 @@ def select_ranks(lengths, setup: HdpSetup, *, offload: bool = False):
 
 
 def _check_setup(setup):
-    if not isinstance(setup, HdpSetup):
-        raise ValueError(f"setup must be an HdpSetup; got {type(setup).__name__}")
-    return setup
+    return check_instance("setup", setup, HdpSetup, "e.g. HdpSetup()")
 
 
 # --------------------------------------------------------------------------------------------
@@ -614,6 +686,11 @@ class Items:
     one layer forward (s): ``fwd_intra``/``fwd_inter`` if its ring stays in a node / crosses
     nodes, and the part of it that is exposed ring transfer, ``exposed_intra``/``exposed_inter``.
     ``act_bytes``: one stage's activation message per rank (bytes, for ``pp > 1``).
+
+    Checked when made (:func:`plan_items` builds them without re-checking): at least one item;
+    ``seq_ptr`` a CSR pointer over ``seq_ids``; per-item arrays of one length, finite and >= 0
+    (at most 1e40), ``width`` in [1, 131072], ``offload_ratio`` in [0, 1], ``order`` item ids.
+    The arrays are read-only.
     """
 
     scheme: str
@@ -629,6 +706,38 @@ class Items:
     exposed_inter: np.ndarray = field(repr=False)
     act_bytes: np.ndarray = field(repr=False)
     order: np.ndarray = field(repr=False)
+
+    def __post_init__(self):
+        put = object.__setattr__
+        put(self, "scheme", check_choice("scheme", self.scheme, SCHEMES))
+        tokens = frozen_array("tokens", self.tokens, ndim=1, lo=0.0)
+        n = tokens.size
+        if n == 0:
+            raise ValueError("tokens must hold at least one item; got an empty array")
+        put(self, "tokens", tokens)
+        ptr = frozen_array("seq_ptr", self.seq_ptr, dtype="int", shape=(n + 1,), lo=0)
+        ids = frozen_array("seq_ids", self.seq_ids, dtype="int", ndim=1, lo=0)
+        if ptr[0] != 0 or ptr[-1] != ids.size or np.any(ptr[1:] < ptr[:-1]):
+            raise ValueError(f"seq_ptr must rise from 0 to the {ids.size} seq_ids; got "
+                             f"{_show(self.seq_ptr)}")
+        put(self, "seq_ptr", ptr)
+        put(self, "seq_ids", ids)
+        width = frozen_array("width", self.width, dtype="int", shape=(n,), lo=1)
+        if width.max() > _MAX_GPUS:
+            raise ValueError(f"width must be at most {_MAX_GPUS} ranks; got {width.max()}")
+        put(self, "width", width)
+        for name in ("tokens", "attention", "offload_ratio", "fwd_intra", "fwd_inter",
+                     "exposed_intra", "exposed_inter", "act_bytes"):
+            arr = frozen_array(name, getattr(self, name), shape=(n,), lo=0.0)
+            top = 1.0 if name == "offload_ratio" else _MAX_TIME
+            if arr.max() > top:
+                raise ValueError(f"{name} must have every entry <= {top:g}; largest entry is "
+                                 f"{arr.max()}")
+            put(self, name, arr)
+        order = frozen_array("order", self.order, dtype="int", shape=(n,), lo=0)
+        if order.max() >= n:
+            raise ValueError(f"order must hold item ids below {n}; got {order.max()}")
+        put(self, "order", order)
 
     @property
     def n(self) -> int:
@@ -646,19 +755,15 @@ def plan_items(lengths, setup: HdpSetup, scheme: str, *, offload: bool = False) 
     tokens over ``d_cp`` ranks; ``"naive"``/``"balanced"``: HDP items) and time each one.
 
     ``Items.order`` is the data order in which a naive loader meets the items (by their first
-    sequence). ``offload`` (HDP only) uses :func:`select_ranks`.
+    sequence). ``offload`` (HDP only) uses :func:`select_ranks`. At most 2,000,000 sequences,
+    each at most ``setup.context`` tokens; the working arrays (about 200 bytes per sequence)
+    within the memory budget of :mod:`uneven.limits`.
     """
     x = as_int_array("lengths", lengths, ndim=1, lo=1)
     _check_setup(setup)
     scheme = check_choice("scheme", scheme, SCHEMES)
     offload = check_bool("offload", offload)
-    if x.size == 0:
-        raise ValueError("lengths must hold at least one sequence")
-    if x.size > _MAX_SEQS:
-        raise ValueError(f"lengths must hold at most {_MAX_SEQS:,} sequences; got {x.size:,}")
-    if x.max() > setup.context:
-        raise ValueError(f"every length must be <= context={setup.context}; the longest is "
-                         f"{x.max()}")
+    _check_lengths(x, setup)
     C = setup.capacity
     if scheme == "static":
         if offload:
@@ -692,10 +797,21 @@ def plan_items(lengths, setup: HdpSetup, scheme: str, *, offload: bool = False) 
     seq_ids = seq_order.astype(np.int64)
     xf = x.astype(np.float64)
     tokens = np.add.reduceat(xf[seq_ids], seq_ptr[:-1]) if n_items else np.zeros(0)
-    attention = np.add.reduceat(setup.cost_model.attention(xf[seq_ids]), seq_ptr[:-1])
+    attention = np.add.reduceat(setup.cost_model._att(xf[seq_ids]), seq_ptr[:-1])
     first = np.minimum.reduceat(seq_ids, seq_ptr[:-1])
     order = np.argsort(first, kind="stable").astype(np.int64)
     return _timed_items(scheme, seq_ptr, seq_ids, tokens, width, attention, ratio, order, setup)
+
+
+def _check_lengths(x, setup):
+    if x.size == 0:
+        raise ValueError("lengths must hold at least one sequence")
+    if x.size > _MAX_SEQS:
+        raise ValueError(f"lengths must hold at most {_MAX_SEQS:,} sequences; got {x.size:,}")
+    if x.max() > setup.context:
+        raise ValueError(f"lengths must be <= context={setup.context} (setup.context); the "
+                         f"longest is {x.max()}")
+    check_bytes("lengths", x, 200 * x.size, "planning the items")
 
 
 def _ring_times(tokens, attention, width, setup, where):
@@ -708,7 +824,7 @@ def _ring_times(tokens, attention, width, setup, where):
     step_c = attention / (w * w)
     step_t = np.where(w > 1, c * setup.model.kv_bytes_per_token / hops[f"{where}_bw"]
                       + hops[f"{where}_lat"], 0.0)
-    fwd = step_c + cost.linear(c) + cost.gamma + (w - 1) * np.maximum(step_c, step_t)
+    fwd = step_c + cost._lin(c) + cost.gamma + (w - 1) * np.maximum(step_c, step_t)
     return fwd, (w - 1) * np.maximum(0.0, step_t - step_c)
 
 
@@ -723,7 +839,7 @@ def _timed_items(scheme, seq_ptr, seq_ids, tokens, width, attention, ratio, orde
                   attention=attention, offload_ratio=ratio, act_bytes=act, order=order, **out)
     for a in arrays.values():
         a.flags.writeable = False
-    return Items(scheme, **arrays)
+    return trusted(Items, scheme=scheme, **arrays)
 
 
 #: The targets (multiples of ``W / R``) the balance scheduler tries when it widens rings; it
@@ -750,17 +866,16 @@ def widen_rings(items: Items, setup: HdpSetup, *, slack: float = 1.0) -> Items:
     :data:`WIDEN_SLACKS` and keeps the fastest plan.
 
     ByteScale allows any rank count in [1, d_hdp] [paper]; this rule for choosing one beyond
-    memory is the model's.
+    memory is the model's. ``slack`` in [0.001, 1e6].
 
     >>> setup = HdpSetup(n_gpus=64, context=131072, capacity=8192)    # 32 ranks
     >>> items = plan_items([131072] + [4096] * 8, setup, "balanced")
     >>> items.width.tolist(), widen_rings(items, setup).width.tolist()
     ([16, 1, 1, 1, 1], [30, 1, 1, 1, 1])
     """
-    if not isinstance(items, Items):
-        raise ValueError(f"items must come from plan_items; got {type(items).__name__}")
+    check_instance("items", items, Items, "from plan_items(...)")
     _check_setup(setup)
-    slack = check_real("slack", slack, lo=0.0, lo_open=True, hi=1e6)
+    slack = check_real("slack", slack, lo=1e-3, hi=1e6)
     if items.scheme == "static":
         raise ValueError("items must be HDP items (scheme 'naive' or 'balanced'), not the static "
                          "mesh's packs")
@@ -771,7 +886,7 @@ def widen_rings(items: Items, setup: HdpSetup, *, slack: float = 1.0) -> Items:
     cost = setup.cost_model
     hops = setup.hops()
     s, att = items.tokens[cand], items.attention[cand]
-    work = att + cost.linear(s)  # one layer forward of the whole sequence, as on one rank (s)
+    work = att + cost._lin(s)  # one layer forward of the whole sequence, as on one rank (s)
     b = s * setup.model.kv_bytes_per_token / hops["inter_bw"]
     lat = hops["inter_lat"]
     if lat > 0:
@@ -785,7 +900,11 @@ def widen_rings(items: Items, setup: HdpSetup, *, slack: float = 1.0) -> Items:
     for _ in range(8):
         target = slack * float((fwd_all * width).sum()) / R  # W / R, one layer forward (s)
         room = target - cost.gamma
-        need = np.ceil(work / room - 1e-9) if room > 0 else n_cap
+        if room > 0:
+            with np.errstate(over="ignore"):  # beyond a float: more ranks than n_cap anyway
+                need = np.ceil(work / room - 1e-9)
+        else:
+            need = n_cap
         n = np.maximum(w0, np.minimum(need, n_cap)).astype(np.int64)
         if np.array_equal(n, width[cand]):
             break
@@ -858,11 +977,14 @@ def _reference_naive(order, width, R):
 
 @njit
 def _balance_kernel(order, width, t_intra, t_inter, R, delta, p, pp_mode, align,
-                    ranks_per_node, item_ptr, ranks, slots, load):  # pragma: no cover - compiled
+                    ranks_per_node, item_ptr, ranks, slots, load,
+                    max_steps=2**62):  # pragma: no cover - compiled
     """Rounds of the balance scheduler; fills ``ranks``/``slots`` per item, ``load`` per rank.
 
     ``load`` is the finish estimate of a rank (exact for ``p = 1``: a ring starts when its last
     member is free); the balance key is ``load`` (DP) or ``(load + (p - 1) max_t) / p`` (PP).
+    Returns the items placed, or -1 when the rounds would take more than ``max_steps`` steps
+    (a round sorts the ``R`` ranks: about ``R log2 R`` steps).
     """
     n = order.size
     count = np.zeros(R, dtype=np.int64)
@@ -872,7 +994,12 @@ def _balance_kernel(order, width, t_intra, t_inter, R, delta, p, pp_mode, align,
         load[r] = 0.0
     pos = 0
     kmax = 0.0
+    round_steps = R * (1 + int(np.log2(R + 1)))
+    steps = 0
     while pos < n:
+        steps += round_steps
+        if steps > max_steps:
+            return -1
         srt = np.argsort(key, kind="mergesort")  # stable: ties go to the lower rank id
         thr = kmax * (1.0 - delta)
         n_s = 0
@@ -1184,6 +1311,12 @@ class SequenceStep:
     plan. ``lower_bound``: no schedule of these items can be faster (``pp = 1``: the larger of the
     longest item and the total rank-time over all ranks; with ``pp > 1`` the same, divided by the
     stages).
+
+    Checked when made (:func:`schedule_step` builds it without re-checking): ``setup`` and
+    ``items`` of their classes, names from :data:`SCHEMES`/:data:`BALANCES`, finite times >= 0,
+    per-rank arrays of ``setup.d_hdp`` entries, per-op arrays of one length with resources,
+    kinds and items in range, ``item_ptr``/``item_ranks`` a CSR placement of every item. The
+    arrays are read-only.
     """
 
     scheme: str
@@ -1209,9 +1342,55 @@ class SequenceStep:
     intra: np.ndarray = field(repr=False)
     fallback: bool = False
 
+    def __post_init__(self):
+        put = object.__setattr__
+        setup = _check_setup(self.setup)
+        items = check_instance("items", self.items, Items, "from plan_items(...)")
+        put(self, "scheme", check_choice("scheme", self.scheme, SCHEMES))
+        if (items.scheme == "static") != (self.scheme == "static"):
+            raise ValueError(f"items of scheme {items.scheme!r} cannot make a step of scheme "
+                             f"{self.scheme!r}")
+        put(self, "balance", check_choice("balance", self.balance, BALANCES))
+        put(self, "delta", check_real("delta", self.delta, lo=0.0, hi=1.0, hi_open=True))
+        for name in ("offload", "fallback"):
+            put(self, name, check_bool(name, getattr(self, name)))
+        for name in ("step_time", "compute_time", "sync_time", "lower_bound"):
+            put(self, name, check_real(name, getattr(self, name), lo=0.0, hi=_MAX_TIME,
+                                       unit="s"))
+        R, n = setup.d_hdp, items.n
+        for name in ("busy", "exposed"):
+            put(self, name, frozen_array(name, getattr(self, name), shape=(R,), lo=0.0))
+        put(self, "microbatches", frozen_array("microbatches", self.microbatches, dtype="int",
+                                               shape=(R,), lo=0))
+        res = frozen_array("resource", self.resource, dtype="int", ndim=1, lo=0)
+        ops = res.shape
+        put(self, "resource", res)
+        for name in ("start", "finish"):
+            put(self, name, frozen_array(name, getattr(self, name), shape=ops, lo=0.0))
+        for name in ("kind", "item"):
+            put(self, name, frozen_array(name, getattr(self, name), dtype="int", shape=ops,
+                                         lo=0))
+        if res.size and (res.max() >= R * setup.pp or self.kind.max() > 2
+                         or self.item.max() >= n):
+            raise ValueError(f"resource, kind and item must be below {R * setup.pp} "
+                             f"(ranks x stages), 3 and {n} (items)")
+        ptr = frozen_array("item_ptr", self.item_ptr, dtype="int", shape=(n + 1,), lo=0)
+        if ptr[0] != 0 or np.any(ptr[1:] < ptr[:-1]):
+            raise ValueError(f"item_ptr must rise from 0; got {_show(self.item_ptr)}")
+        put(self, "item_ptr", ptr)
+        ranks = frozen_array("item_ranks", self.item_ranks, dtype="int", shape=(ptr[-1],),
+                             lo=0)
+        if ranks.size and ranks.max() >= R:
+            raise ValueError(f"item_ranks must hold rank ids below {R}; got {ranks.max()}")
+        put(self, "item_ranks", ranks)
+        put(self, "intra", frozen_array("intra", self.intra, dtype="bool", shape=(n,)))
+
     @property
     def tokens_per_s(self) -> float:
-        """Throughput: tokens of the global batch per second of step."""
+        """Throughput: tokens of the global batch per second of step (``inf`` for a step of no
+        time: a cost model of zeros on a single rank)."""
+        if self.step_time <= 0:
+            return math.inf
         return float(self.items.tokens.sum()) / self.step_time
 
     @property
@@ -1224,7 +1403,7 @@ class SequenceStep:
 
     @property
     def busy_spread(self) -> float:
-        """Busiest over least busy rank."""
+        """Busiest over least busy rank (``inf`` when a rank has no work)."""
         lo = float(self.busy.min())
         return float(self.busy.max()) / lo if lo > 0 else math.inf
 
@@ -1256,10 +1435,17 @@ def schedule_step(lengths, setup: HdpSetup, scheme: str = "balanced", *, balance
     if items is None:
         items = plan_items(lengths, setup, scheme, offload=offload)
     elif not isinstance(items, Items) or (items.scheme == "static") != (scheme == "static"):
-        raise ValueError("items must come from plan_items with the same kind of scheme")
+        raise ValueError(f"items must come from plan_items with the same kind of scheme as "
+                         f"scheme={scheme!r}; got {_show(items)}")
     R = setup.d_hdp
     if items.width.max() > R:
-        raise ValueError(f"a sequence needs {items.width.max()} ranks but the pool has {R}")
+        raise ValueError(f"items need up to {items.width.max()} ranks for one sequence but "
+                         f"setup's pool has {R}")
+    if _naive is not None and not (isinstance(_naive, SequenceStep) and _naive.items is items
+                                   and _naive.setup == setup and _naive.scheme == "naive"
+                                   and _naive.offload == offload):
+        raise ValueError("_naive must be the naive step of the same items and setup, or None; "
+                         f"got {_show(_naive)}")
     step = _place_and_run(items, setup, scheme, balance, delta, offload)
     if scheme == "balanced":
         wide = _widened_step(items, setup, balance, delta, offload) if widen else None
@@ -1268,8 +1454,9 @@ def schedule_step(lengths, setup: HdpSetup, scheme: str = "balanced", *, balance
         naive = _naive if _naive is not None else schedule_step(
             lengths, setup, "naive", offload=offload, items=items)
         if naive.step_time < step.step_time:
-            return SequenceStep(**{**naive.__dict__, "scheme": "balanced", "balance": balance,
-                                   "delta": delta, "fallback": True})
+            return trusted(SequenceStep, **{**naive.__dict__, "scheme": "balanced",
+                                            "balance": balance, "delta": delta,
+                                            "fallback": True})
     return step
 
 
@@ -1284,8 +1471,12 @@ def _balance_plan(items, setup, balance, delta, item_ptr):
     ranks = np.empty(item_ptr[-1], dtype=np.int64)
     slots = np.empty(item_ptr[-1], dtype=np.int64)
     load = np.empty(R)
-    _balance_kernel(order, items.width, t_in, t_out, R, delta, p, balance == "pp", p > 1,
-                    setup.ranks_per_node, item_ptr, ranks, slots, load)
+    limit = max_steps()
+    done = _balance_kernel(order, items.width, t_in, t_out, R, delta, p, balance == "pp", p > 1,
+                           setup.ranks_per_node, item_ptr, ranks, slots, load, limit)
+    if done < 0:
+        check_steps("lengths", items.tokens, limit + 1, f"balance rounds over {R} ranks, "
+                    "stopped at the limit")
     return ranks, slots, load
 
 
@@ -1321,6 +1512,10 @@ def _place_and_run(items, setup, scheme, balance, delta, offload):
     if scheme == "static":
         ranks, slots = _static_assign(items, setup)
     elif scheme == "naive":
+        # first fit: any two rounds hold more than R ranks together, so at most 2 W / R + 1
+        rounds = min(items.n, 2.0 * float(item_ptr[-1]) / R + 1.0)
+        check_steps("lengths", items.tokens, items.n * rounds + item_ptr[-1],
+                    "filling the naive rounds")
         ranks = np.empty(item_ptr[-1], dtype=np.int64)
         slots = np.empty(item_ptr[-1], dtype=np.int64)
         _naive_kernel(items.order, items.width, R, ranks, slots, item_ptr)
@@ -1361,9 +1556,13 @@ def _run(items, setup, scheme, balance, delta, offload, item_ptr, ranks, slots, 
     n_ring = int((items.width > 1).sum())
     n_max = n_slots * (1 if p == 1 else 2 * p) + n_ring * (1 if p == 1 else 2 * p)
     if n_max > _MAX_OPS:
-        raise ValueError(f"the step would need {n_max:,} timeline ops (at most {_MAX_OPS:,}); "
-                         "use fewer micro-batches or stages")
+        raise ValueError(f"lengths: the step would need {n_max:,} timeline ops (at most "
+                         f"{_MAX_OPS:,}); use fewer micro-batches or stages")
     e_max = n_slots * (1 if p == 1 else 2 * p) * 3 + 8
+    # the DAG's arrays (48 bytes an op, 24 an edge, 8 an op id) and the timeline's (about 64 an
+    # op and 16 an edge)
+    check_bytes("lengths", items.tokens, 112 * n_max + 40 * e_max + 16 * n_slots * p,
+                "the step's timeline")
     dur = np.empty(n_max)
     res = np.empty(n_max, dtype=np.int64)
     kind = np.empty(n_max, dtype=np.int64)
@@ -1401,20 +1600,26 @@ def _run(items, setup, scheme, balance, delta, offload, item_ptr, ranks, slots, 
     longest = float(unit.max()) * p if unit.size else 0.0  # one micro-batch through every stage
     per_stage = float((unit * items.width).sum()) / R  # every stage runs all its micro-batches
     lower = max(longest, per_stage) + sync
-    for a in (busy, exposed_rank, mbs, ranks, intra):
+    out = dict(busy=busy, exposed=exposed_rank, microbatches=mbs, resource=tl.resource[keep],
+               start=tl.start[keep], finish=tl.finish[keep], kind=kind[:n][keep], item=it_of,
+               item_ptr=item_ptr, item_ranks=ranks, intra=intra)
+    for a in out.values():
         a.flags.writeable = False
-    return SequenceStep(
-        scheme=scheme, balance=balance, delta=delta, offload=offload, setup=setup, items=items,
-        step_time=compute_time + sync, compute_time=compute_time, sync_time=sync,
-        lower_bound=lower, busy=busy, exposed=exposed_rank, microbatches=mbs,
-        resource=tl.resource[keep], start=tl.start[keep], finish=tl.finish[keep],
-        kind=kind[:n][keep], item=it_of, item_ptr=item_ptr, item_ranks=ranks, intra=intra)
+    return trusted(
+        SequenceStep, scheme=scheme, balance=balance, delta=delta, offload=offload, setup=setup,
+        items=items, step_time=compute_time + sync, compute_time=compute_time, sync_time=sync,
+        lower_bound=lower, fallback=False, **out)
 
 
 def compare_schemes(lengths, setup: HdpSetup, *, balance: str = "dp", delta: float = 0.0,
                     offload: bool = False, widen: bool = True) -> dict:
     """The three schemes on one global batch: ``{"static mesh": ..., "naive HDP": ...,
     "balanced HDP": ...}`` (:class:`SequenceStep` each; HDP items are planned once)."""
+    _check_setup(setup)
+    check_choice("balance", balance, BALANCES)
+    check_real("delta", delta, lo=0.0, hi=1.0, hi_open=True)
+    check_bool("offload", offload)
+    check_bool("widen", widen)
     static = schedule_step(lengths, setup, "static")
     items = plan_items(lengths, setup, "naive", offload=offload)
     naive = schedule_step(lengths, setup, "naive", offload=offload, items=items)
@@ -1432,10 +1637,14 @@ def list_schedule(durations, widths, n_ranks: int, *, delta: float = 0.0) -> flo
     """Makespan (s) of the balance scheduler's rounds on bare items (``pp = 1``): item ``i``
     needs ``widths[i]`` ranks at once for ``durations[i]`` seconds; longest first.
 
+    Durations in [0, 1e30] s; ``n_ranks`` up to 131,072; the placements (16 bytes per rank of
+    every item) within the memory budget and the rounds within the work budget of
+    :mod:`uneven.limits`.
+
     >>> list_schedule([3.0, 2.0, 2.0, 1.0], [1, 1, 1, 1], 2)
     4.0
     """
-    d = as_float_array("durations", durations, ndim=1, lo=0.0, unit="s")
+    d = as_float_array("durations", durations, ndim=1, lo=0.0, hi=1e30, unit="s")
     w = as_int_array("widths", widths, ndim=1, shape=(d.size,), lo=1)
     R = check_int("n_ranks", n_ranks, lo=1, hi=_MAX_GPUS)
     delta = check_real("delta", delta, lo=0.0, hi=1.0, hi_open=True)
@@ -1443,25 +1652,32 @@ def list_schedule(durations, widths, n_ranks: int, *, delta: float = 0.0) -> flo
         raise ValueError(f"widths must be <= n_ranks={R}; the widest item needs {w.max()}")
     ptr = np.zeros(d.size + 1, dtype=np.int64)
     np.cumsum(w, out=ptr[1:])
+    check_bytes("widths", w, 16.0 * ptr[-1] + 32.0 * R, "the placement of every item")
     order = np.argsort(-d, kind="stable").astype(np.int64)
     ranks = np.empty(ptr[-1], dtype=np.int64)
     slots = np.empty(ptr[-1], dtype=np.int64)
     load = np.empty(R)
-    _balance_kernel(order, w, d, d, R, delta, 1, False, False, 0, ptr, ranks, slots, load)
+    limit = max_steps()
+    done = _balance_kernel(order, w, d, d, R, delta, 1, False, False, 0, ptr, ranks, slots, load,
+                           limit)
+    if done < 0:
+        check_steps("durations", d, limit + 1, f"balance rounds over {R} ranks, stopped at the "
+                    "limit")
     return float(load.max()) if d.size else 0.0
 
 
 def optimal_makespan(durations, widths, n_ranks: int) -> float:
     """Exact shortest makespan (s) of items that each need ``widths[i]`` of ``n_ranks`` identical
     ranks at once for ``durations[i]`` seconds (no pre-emption), by trying every order with a
-    serial schedule that starts each item as early as the free ranks allow. At most 8 items.
+    serial schedule that starts each item as early as the free ranks allow. At most 8 items
+    (durations in [0, 1e30] s) and 64 ranks.
 
     >>> optimal_makespan([3.0, 2.0, 2.0, 1.0], [1, 1, 1, 1], 2)
     4.0
     >>> optimal_makespan([2.0, 1.0, 1.0], [2, 1, 1], 2)
     3.0
     """
-    d = as_float_array("durations", durations, ndim=1, lo=0.0, unit="s")
+    d = as_float_array("durations", durations, ndim=1, lo=0.0, hi=1e30, unit="s")
     w = as_int_array("widths", widths, ndim=1, shape=(d.size,), lo=1)
     R = check_int("n_ranks", n_ranks, lo=1, hi=64)
     if d.size > 8:
@@ -1469,27 +1685,91 @@ def optimal_makespan(durations, widths, n_ranks: int) -> float:
                          f"{d.size}")
     if d.size and w.max() > R:
         raise ValueError(f"widths must be <= n_ranks={R}; the widest item needs {w.max()}")
-    best = math.inf
-    for perm in permutations(range(d.size)):
-        placed = []  # (start, end, width)
-        end = 0.0
-        for i in perm:
-            cands = sorted({0.0, *(b for _, b, _ in placed)})
-            for t in cands:
-                pts = [t] + [a for a, _, _ in placed if t < a < t + d[i]]
-                if all(sum(ww for a, b, ww in placed if a <= q < b) + w[i] <= R for q in pts):
-                    break
-            placed.append((t, t + d[i], int(w[i])))
-            end = max(end, t + d[i])
-            if end >= best:
-                break
-        best = min(best, end)
-    return float(best) if d.size else 0.0
+    if d.size == 0:
+        return 0.0
+    # No schedule beats the longest item, the area over the ranks, or the items wider than
+    # R / (k + 1), which run at most k at a time; an order that reaches this bound is optimal.
+    lower = max(float(d.max()), float((d * w).sum()) / R,
+                *(float(d[(k + 1) * w > R].sum()) / k for k in range(1, d.size + 1)))
+    dl, wl = d.tolist(), w.tolist()  # plain floats and ints: the search is pure Python
+    n = d.size
+    # an item identical to an earlier one goes after it (swapping them changes nothing)
+    twin = [max((j for j in range(i) if (dl[j], wl[j]) == (dl[i], wl[i])), default=-1)
+            for i in range(n)]
+    placed, used, best = [], [False] * n, [math.inf]
+
+    def start(di, wi):
+        """The earliest time the free ranks allow (serial schedule generation)."""
+        cands = sorted({0.0, *(b for _, b, _ in placed)})
+        for t in cands:
+            pts = [t] + [a for a, _, _ in placed if t < a < t + di]
+            if all(sum(ww for a, b, ww in placed if a <= q < b) + wi <= R for q in pts):
+                return t
+        return cands[-1]  # not reached: every item fits once all others have ended
+
+    def search(end, depth):
+        """Every order, depth first, sharing prefixes; a prefix that already ends no earlier
+        than the best schedule is cut. True once the lower bound is reached."""
+        if depth == n:
+            best[0] = min(best[0], end)
+            return best[0] <= lower
+        for i in range(n):
+            if used[i] or (twin[i] >= 0 and not used[twin[i]]):
+                continue
+            t = start(dl[i], wl[i])
+            new_end = max(end, t + dl[i])
+            if new_end >= best[0]:
+                continue
+            used[i] = True
+            placed.append((t, t + dl[i], wl[i]))
+            done = search(new_end, depth + 1)
+            placed.pop()
+            used[i] = False
+            if done:
+                return True
+        return False
+
+    search(0.0, 0)
+    return float(best[0])
 
 
 # --------------------------------------------------------------------------------------------
 # exactness of unequal micro-batch counts
 # --------------------------------------------------------------------------------------------
+
+
+def _assignment_parts(assignment, n):
+    """Per sequence, the list of its ``(rank, micro_batch)`` pieces, checked."""
+    if not isinstance(assignment, (list, tuple, np.ndarray)) or len(assignment) != n:
+        got = len(assignment) if isinstance(assignment, (list, tuple, np.ndarray)) else \
+            _show(assignment)
+        raise ValueError(f"assignment must be a list with one (rank, micro_batch) pair, or a "
+                         f"list of such pairs, per sequence ({n}); got {got}")
+    out, total = [], 0
+    for i, a in enumerate(assignment):
+        if isinstance(a, np.ndarray):
+            a = a.tolist()
+        if not isinstance(a, (list, tuple)) or not a:
+            raise ValueError(f"assignment[{i}] must be a (rank, micro_batch) pair or a list of "
+                             f"them; got {_show(a)}")
+        pair = len(a) == 2 and not isinstance(a[0], (list, tuple, np.ndarray))
+        parts = [a] if pair else list(a)
+        total += len(parts)
+        if len(parts) > 4096 or total > 100_000:
+            raise ValueError(f"assignment[{i}] splits a sequence over {len(parts)} pieces; at "
+                             "most 4,096 per sequence and 100,000 in all")
+        checked = []
+        for part in parts:
+            if isinstance(part, np.ndarray):
+                part = part.tolist()
+            if not isinstance(part, (list, tuple)) or len(part) != 2:
+                raise ValueError(f"assignment[{i}] must hold (rank, micro_batch) pairs; got "
+                                 f"{_show(part)}")
+            checked.append((check_int(f"assignment[{i}] rank", part[0], lo=0, hi=1 << 20),
+                            check_int(f"assignment[{i}] micro_batch", part[1], lo=0,
+                                      hi=1 << 20)))
+        out.append(checked)
+    return out
 
 
 def assignment_gradient(lengths, assignment, *, loss: str = "token", seed=0,
@@ -1510,38 +1790,41 @@ def assignment_gradient(lengths, assignment, *, loss: str = "token", seed=0,
       tokens, the micro-batch averages over its sequences, each rank over its micro-batches —
       which depends on the assignment too.
 
-    Returns the gradient at ``w = 0`` (length ``dim``).
+    Returns the gradient at ``w = 0`` (length ``dim``, at most 64). At most 10,000 sequences
+    and 1,000,000 tokens (the token features, ``8 * tokens * dim`` bytes, within the memory
+    budget of :mod:`uneven.limits`); ranks and micro-batch ids at most 2**20; a ring of at most
+    4,096 pieces per sequence, 100,000 pieces in all.
     """
     from ..workloads import rng_from
 
     x = as_int_array("lengths", lengths, ndim=1, lo=1, hi=1 << 20)
     loss = check_choice("loss", loss, ("token", "microbatch", "sequence"))
     dim = check_int("dim", dim, lo=1, hi=64)
-    if x.size > 10_000 or x.sum() > 1_000_000:
-        raise ValueError("lengths must hold at most 10,000 sequences and 1,000,000 tokens")
-    if len(assignment) != x.size:
-        raise ValueError(f"assignment must have one entry per sequence ({x.size}); got "
-                         f"{len(assignment)}")
+    if x.size == 0 or x.size > 10_000 or x.sum() > 1_000_000:
+        raise ValueError(f"lengths must hold 1 to 10,000 sequences and at most 1,000,000 "
+                         f"tokens; got {x.size} sequences of {int(x.sum()):,} tokens")
+    parts_of = _assignment_parts(assignment, x.size)
+    check_bytes("lengths", x, 8.0 * float(x.sum()) * (2 * dim + 3), "the token features")
     rng = rng_from(seed)
     feats = rng.normal(size=(int(x.sum()), dim))
     target = rng.normal(size=int(x.sum()))
     per_token = -2.0 * target[:, None] * feats  # d/dw (w.x - y)^2 at w = 0
     starts = np.concatenate([[0], np.cumsum(x)[:-1]])
     pieces = {}  # (rank, mb) -> list of token index arrays
-    for i, a in enumerate(assignment):
-        parts = [a] if (len(a) == 2 and np.isscalar(a[0])) else list(a)
+    for i, parts in enumerate(parts_of):
         idx = np.arange(starts[i], starts[i] + x[i])
         for k, chunk in enumerate(np.array_split(idx, len(parts))):
             if chunk.size == 0:  # a sequence shorter than its ring: this rank gets no token
                 continue
-            rank, mb = (check_int("rank", parts[k][0], lo=0), check_int("micro_batch",
-                                                                         parts[k][1], lo=0))
-            pieces.setdefault((rank, mb), []).append(chunk)
-    ranks = sorted({r for r, _ in pieces})
+            pieces.setdefault(parts[k], []).append(chunk)
+    by_rank = {}  # rank -> its (rank, mb) keys, in the order they were met
+    for key in pieces:
+        by_rank.setdefault(key[0], []).append(key)
+    ranks = sorted(by_rank)
     n_tok = float(x.sum())
     grad = np.zeros(dim)
     for r in ranks:
-        mbs = [k for k in pieces if k[0] == r]
+        mbs = by_rank[r]
         g_rank = np.zeros(dim)
         for key in mbs:
             tok = np.concatenate(pieces[key])
