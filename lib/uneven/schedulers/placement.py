@@ -67,7 +67,6 @@ Placement(n_gpus=2, gpus_per_node=2, gpus_per_nic=1, name='mine')
 from __future__ import annotations
 
 import math
-
 from dataclasses import dataclass, field
 
 import numpy as np
