@@ -232,9 +232,35 @@ def test_sampler_kernel_matches_reference(seed, k):
     p = rng.pareto(1.0, 12) + 0.01
     u = rng.random(400)
     out = np.empty((20, k), dtype=np.int64)
-    used = _sample_kernel(np.cumsum(p), k, u, out)
-    if used >= 0:
+    done, _, _ = _sample_kernel(np.cumsum(p), p, k, u, out, 0, np.zeros(12, dtype=bool), 10**9)
+    if done == 20:
         np.testing.assert_array_equal(out, _reference_sample(p, 20, k, u))
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.integers(0, 1000), st.integers(1, 4), st.integers(2, 6))
+def test_sampler_kernel_matches_reference_when_few_experts_hold_the_popularity(seed, hot, k):
+    """Popularity almost all on ``hot`` experts: past REJECT_CAP repeated draws, a choice is
+    drawn directly from the experts left; kernel and reference agree on that too."""
+    rng = np.random.default_rng(seed)
+    p = np.concatenate([rng.random(hot) + 0.5, rng.random(8) * 1e-12])
+    u = rng.random(4000)
+    out = np.empty((20, k), dtype=np.int64)
+    done, _, _ = _sample_kernel(np.cumsum(p), p, k, u, out, 0, np.zeros(p.size, dtype=bool),
+                                10**9)
+    if done == 20:
+        np.testing.assert_array_equal(out, _reference_sample(p, 20, k, u))
+        assert (np.sort(out, axis=1)[:, 1:] != np.sort(out, axis=1)[:, :-1]).all()
+
+
+def test_sampling_from_a_popularity_held_by_k_experts_ends():
+    """Before the direct draws, two experts with all but 1e-300 of the popularity and k = 3
+    looped for ever; now the third expert of every token is one of the cold ones."""
+    ids = sample_routing([1.0, 1.0, 1e-300, 1e-300, 0.0], 200, 3, seed=0)
+    assert ids.shape == (200, 3)
+    assert (np.sort(ids[:, :2], axis=1) == [0, 1]).all() and np.isin(ids[:, 2], [2, 3]).all()
+    with pytest.raises(ValueError, match="popularity"):
+        sample_routing([0.0, 0.0], 4, 1)
 
 
 def test_sampled_routing_is_distinct_and_follows_popularity():
@@ -322,3 +348,61 @@ def test_setup_and_run_validation():
         sample_routing([1.0, 0.0, 0.0], 3, 2)
     assert math.isclose(nic_aware_placement(np.ones(8), 8, 4, gpus_per_node=4,
                                             gpus_per_nic=2).n_slots, 8)
+
+
+def test_results_are_read_only_and_checked_when_made_or_replaced():
+    import dataclasses
+
+    p, tr = _h20_step(mode="relay")
+    lr = decode_layer(p, tr)
+    for res, names in ((tr, ("rdma_in", "nvl_in", "ret_op", "remote_hosts")),
+                       (lr, ("completion", "arrival", "nic_in"))):
+        for name in names:
+            assert not getattr(res, name).flags.writeable
+    with pytest.raises(ValueError, match="ret_kind"):
+        dataclasses.replace(tr, ret_kind=np.full(tr.ret_kind.size, 3))
+    with pytest.raises(ValueError, match="nvl_back"):
+        dataclasses.replace(tr, nvl_back=tr.nvl_back[:-1])
+    with pytest.raises(ValueError, match="mode"):
+        dataclasses.replace(tr, mode="both")
+    with pytest.raises(ValueError, match="arrival"):
+        dataclasses.replace(lr, arrival=-lr.arrival)
+    with pytest.raises(ValueError, match="traffic"):
+        dataclasses.replace(lr, traffic="x")
+    # traffic counted on another placement is refused, not indexed out of range
+    other = contiguous_slots(8, 8, gpus_per_node=8, gpus_per_nic=2)
+    src = np.zeros(4, dtype=np.int64)
+    small = decode_traffic(other, [[1, 2]] * 4, src, "direct")
+    with pytest.raises(ValueError, match="traffic"):
+        decode_layer(p, small)
+    r = simulate_decode(DecodeSetup(n_hosts=1, n_experts=8, n_slots=8, k=2, tokens_per_gpu=2),
+                        n_steps=2)
+    assert not r.layer_time.flags.writeable and not r.completion.flags.writeable
+    with pytest.raises(ValueError, match="layer_time"):
+        dataclasses.replace(r, layer_time=np.zeros(0))
+    with pytest.raises(ValueError, match="completion"):
+        dataclasses.replace(r, completion=r.completion[:, :3])
+    with pytest.raises(ValueError, match="hw"):
+        DecodeSetup(hw=3)
+    with pytest.raises(ValueError, match="name"):
+        DecodeHardware(name=float("inf"))
+    with pytest.raises(ValueError, match="nic_bw"):
+        DecodeHardware(nic_bw=5e-324)
+    with pytest.raises(ValueError, match="sm_tax"):
+        Transport("x", 0.0, 0.0, True)
+
+
+def test_simulate_decode_names_its_own_parameters():
+    s = DecodeSetup(n_hosts=1, n_experts=8, n_slots=16, k=2, tokens_per_gpu=2)
+    for kw, name in (({"placement": "x"}, "placement"), ({"placement": "contiguous"}, "placement"),
+                     ({"swap_threshold": 1e300}, "swap_threshold"),
+                     ({"cooldown": 2**63 - 1}, "cooldown"), ({"transport": "x"}, "transport"),
+                     ({"popularity": np.eye(3, 8)}, "popularity"), ({"mode": 1}, "mode")):
+        with pytest.raises(ValueError, match=name):
+            simulate_decode(s, n_steps=3, **kw)
+    with pytest.raises(ValueError, match="UNEVEN_MAX_STEPS"):
+        simulate_decode(DecodeSetup(), n_steps=100_000)
+    with pytest.raises(ValueError, match="UNEVEN_MAX_STEPS"):
+        drifting_popularity(2, 5_000_000, 1.0)
+    with pytest.raises(ValueError, match="n_experts"):
+        expected_remote_hosts(8, 4, n_experts=10**18)

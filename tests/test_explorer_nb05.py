@@ -78,3 +78,45 @@ def test_figure_recipes_draw():
     # the rings that mark the best choice have a legend entry beside the lines'
     assert any("best" in t.get_text() for ax in fig.axes if ax.get_legend()
                for t in ax.get_legend().get_texts())
+
+
+def test_states_and_recipes_check_their_inputs():
+    import dataclasses
+
+    from uneven import plots
+
+    s = nb05.balance_state(n_hosts=2, tokens_per_gpu=16)
+    assert not s.gpu_done.flags.writeable and not s.gpu_ready.flags.writeable
+    for changes, name in (({"gpu_done": s.gpu_done[:-1]}, "gpu_done"),
+                          ({"nic_in": -s.nic_in}, "nic_in"), ({"layer_time": np.inf}, "layer_time"),
+                          ({"label": None}, "label"), ({"swaps": True}, "swaps")):
+        with pytest.raises(ValueError, match=name):
+            dataclasses.replace(s, **changes)
+    fig, _ = plots.figure(8, 3)
+    with pytest.raises(ValueError, match="state"):
+        nb05.draw_balance(fig, (1.0, 2.0))
+    with pytest.raises(ValueError, match="fig"):
+        nb05.draw_balance(None, s)
+    with pytest.raises(ValueError, match="nic_gbps"):
+        nb05.balance_state(nic_gbps=1e300)
+    plan = contiguous_slots(8, 4, gpus_per_node=4)
+    with pytest.raises(ValueError, match="load"):
+        nb05.swap_to_steady(plan, [1.0, 2.0], 0.02)
+    with pytest.raises(ValueError, match="placement"):
+        nb05.swap_to_steady(float("inf"), np.ones(8), 0.02, max_rounds=0)
+    load = np.ones(8)
+    for call, name in (
+        (lambda: nb05.load_figure([0, 0, 0, 1], {"contiguous": plan}, load), "counts"),
+        (lambda: nb05.load_figure(load, {"mine": plan}, load), "per_placement"),
+        (lambda: nb05.load_figure(load, {"contiguous": plan}, np.zeros(8)), "load"),
+        (lambda: nb05.swaps_figure([], drift=0.1), "runs"),
+        (lambda: nb05.waterfall_figure(None, [1.0], [1.0]), "names"),
+        (lambda: nb05.waterfall_figure(["a"], [1e308], [1.0]), "median_us"),
+        (lambda: nb05.waterfall_figure(["a"], [1.0], [1.0], paper=5), "paper"),
+        (lambda: nb05.transport_figure({("skewed", "x"): 1.0}), "table"),
+        (lambda: nb05.batch_figure([16, 16], {"relay": [1.0, 1.0]}, ["relay"] * 2), "batches"),
+        (lambda: nb05.batch_figure([16], {"relay": [0.0]}, ["relay"]), "times"),
+        (lambda: nb05.batch_figure([16], {"relay": [1.0]}, ["direct"]), "best"),
+    ):
+        with pytest.raises(ValueError, match=name):
+            call()

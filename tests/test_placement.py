@@ -288,3 +288,68 @@ def test_errors_name_the_parameter():
     with pytest.raises(ValueError, match="n_phy"):
         replicate_experts(np.ones(10), 10**7)
     assert isinstance(contiguous_slots(4, 2, gpus_per_node=2, gpus_per_nic=1), Placement)
+
+
+def test_placements_are_read_only_and_checked_when_made_or_replaced():
+    import dataclasses
+
+    p = nic_aware_placement([8.0, 7.0, 1.0, 1.0], 8, 4, gpus_per_node=4, gpus_per_nic=2)
+    for a in (p.phy2log, p.logcnt, p.log2phy):
+        assert not a.flags.writeable
+    # a direct construction with the same maps is the same placement
+    same = Placement(p.phy2log, p.logcnt, p.log2phy, 4, 4, 2, "copy")
+    assert same.log2phy.tolist() == p.log2phy.tolist()
+    bad_cnt = p.logcnt.copy()
+    bad_cnt[0] += 1
+    bad_l2p = p.log2phy.copy()
+    bad_l2p[0, 0] = bad_l2p[1, 0]  # expert 0 claims a slot of expert 1
+    for changes, name in (({"logcnt": bad_cnt}, "logcnt"), ({"log2phy": bad_l2p}, "log2phy"),
+                          ({"phy2log": p.phy2log[:-1]}, "phy2log"), ({"n_gpus": 12}, "n_gpus"),
+                          ({"gpus_per_nic": 3}, "gpus_per_nic"), ({"name": 5}, "name"),
+                          ({"n_gpus": True}, "n_gpus")):
+        with pytest.raises(ValueError, match=name):
+            dataclasses.replace(p, **changes)
+    r = nvlink_swaps(contiguous_slots(4, 4, gpus_per_node=4), [5.0, 4.0, 1.0, 1.0])
+    assert not r.pairs.flags.writeable
+    with pytest.raises(ValueError, match="pairs"):
+        dataclasses.replace(r, pairs=[[0, 9]])
+    with pytest.raises(ValueError, match="copy_bytes"):
+        dataclasses.replace(r, copy_bytes=float("inf"))
+
+
+def test_big_or_absurd_inputs_are_refused_before_the_work():
+    # each extra slot scans every expert: 65,536 experts x ~10**6 extra slots is refused by the
+    # work budget, not run
+    with pytest.raises(ValueError, match="UNEVEN_MAX_STEPS"):
+        replicate_experts(np.ones(65536), 1 << 20)
+    with pytest.raises(ValueError, match="weight"):
+        rebalance_experts(np.zeros((0, 4)), 4, 1, 1, 1)
+    with pytest.raises(ValueError, match="load"):
+        nic_aware_placement([1e300, 1.0], 2, 2, gpus_per_node=2, gpus_per_nic=1)
+    with pytest.raises(ValueError, match="threshold"):
+        nvlink_swaps(contiguous_slots(4, 4, gpus_per_node=4), np.ones(4), threshold=1e300)
+    with pytest.raises(ValueError, match="blocked"):
+        nvlink_swaps(contiguous_slots(4, 4, gpus_per_node=4), np.ones(4), blocked=[[True], []])
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(0, 10_000), st.sampled_from([(8, 2), (8, 1), (4, 2)]))
+def test_swapped_placements_with_replicas_keep_consistent_maps(seed, shape):
+    """nvlink_swaps updates log2phy in place of rebuilding it: the maps it returns pass the
+    checks of a direct construction and equal a rebuild from phy2log and the replica ranks."""
+    gpn, gpnic = shape
+    rng = np.random.default_rng(seed)
+    n_gpus = 2 * gpn
+    n_exp = n_gpus * int(rng.integers(1, 3))
+    load = rng.pareto(1.0, n_exp) * 100
+    p = eplb_placement(load, n_exp + n_gpus, n_gpus, gpus_per_node=gpn, gpus_per_nic=gpnic)
+    for _ in range(3):  # a few rounds on a shifted load, so that swaps happen
+        load = rng.permutation(load)
+        p = nvlink_swaps(p, load, threshold=0.0).placement
+        checked = Placement(p.phy2log, p.logcnt, p.log2phy, n_gpus, gpn, gpnic, p.name)
+        rank = np.empty(p.n_slots, dtype=np.int64)
+        valid = p.log2phy >= 0
+        rank[p.log2phy[valid]] = np.nonzero(valid)[1]
+        rebuilt = placement_from_phy2log(p.phy2log, n_exp, n_gpus, gpus_per_node=gpn,
+                                         gpus_per_nic=gpnic, phyrank=rank)
+        np.testing.assert_array_equal(checked.log2phy, rebuilt.log2phy)

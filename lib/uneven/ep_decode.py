@@ -36,6 +36,28 @@ dispatch, receivers in combine, which all hold the same batch — bounds a strea
 than being timed op by op.
 
 Units: seconds, bytes, bytes/s.
+
+One H20 host, 8 experts in 16 slots, top-2, 4 tokens per GPU:
+
+>>> from uneven.ep_transport import SM_FREE, decode_traffic
+>>> from uneven.schedulers.placement import route_to_slots
+>>> setup = DecodeSetup(n_hosts=1, n_experts=8, n_slots=16, k=2, tokens_per_gpu=4)
+>>> pop = drifting_popularity(8, 2, 4.0, drift=0.1, seed=0)   # planned for row 0, run on row 1
+>>> plan = make_placement("NIC-aware", setup, pop[0] * 64)
+>>> src = np.repeat(np.arange(8), 4)
+>>> ids = sample_routing(pop[1], 32, 2, seed=1)
+>>> traffic = decode_traffic(plan, route_to_slots(plan, ids, src), src, "relay")
+>>> layer = decode_layer(plan, traffic, SM_FREE, setup.hw, overlap=True)
+>>> round(layer.layer_time * 1e6, 1), round(layer.exposed_comm * 1e6, 1)
+(44.3, 22.3)
+>>> run = simulate_decode(setup, placement="EPLB", mode="relay", n_steps=4, seed=2)
+>>> round(run.median() * 1e6, 1), round(run.p99("exposed_comm") * 1e6, 1)
+(84.5, 62.5)
+>>> [round(x * 1e6) for x in isolated_phases(1, tokens_per_gpu=16, k=2, n_experts=16,
+...                                         hw=H20_DECODE)]
+[32, 32]
+>>> round(expert_bytes(4096, 1024, 2.0) / 1e6, 2)
+25.17
 """
 
 from __future__ import annotations
@@ -45,12 +67,25 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ._jit import njit
-from ._validate import as_float_array, check_bool, check_choice, check_int, check_real
+from ._validate import (
+    _show,
+    as_float_array,
+    check_bool,
+    check_choice,
+    check_instance,
+    check_int,
+    check_real,
+    check_str,
+    frozen_array,
+    trusted,
+)
 from .engines.timeline import run_timeline
 from .ep_traffic import combine_bytes_per_token, dispatch_bytes_per_token
 from .ep_transport import DEEPEP_LL, DecodeTraffic, Transport, decode_traffic, send_order
+from .limits import PY_STEP, check_bytes, check_steps, max_steps
 from .schedulers.placement import (
     Placement,
+    _loads,
     contiguous_slots,
     eplb_placement,
     nic_aware_placement,
@@ -78,18 +113,22 @@ __all__ = [
 ]
 
 PLACEMENTS = ("contiguous", "EPLB", "NIC-aware")
+#: Largest time a result may hold (s): far beyond any layer, far below a float's range.
+_MAX_TIME = 1e100
 
 
 def expert_bytes(hidden: int = 7168, intermediate: int = 2048, bytes_per_value: float = 1.0
                  ) -> float:
     """Bytes of one routed expert's weights (gate, up and down projections): 3·H·I values.
+    ``hidden`` and ``intermediate`` up to 10**7, ``bytes_per_value`` up to 64.
 
     >>> round(expert_bytes() / 1e6, 2)      # DeepSeek-V3 in FP8
     44.04
     """
-    h = check_int("hidden", hidden, lo=1)
-    i = check_int("intermediate", intermediate, lo=1)
-    return 3.0 * h * i * check_real("bytes_per_value", bytes_per_value, lo=0.0, lo_open=True)
+    h = check_int("hidden", hidden, lo=1, hi=10**7)
+    i = check_int("intermediate", intermediate, lo=1, hi=10**7)
+    return 3.0 * h * i * check_real("bytes_per_value", bytes_per_value, lo=0.0, lo_open=True,
+                                    hi=64.0)
 
 
 @dataclass(frozen=True)
@@ -100,7 +139,8 @@ class DecodeHardware:
     ``hbm_bw`` per GPU; ``expert_bytes`` bytes of weights read per expert that has tokens;
     ``token_time`` s per token per expert (its FLOPs at the GPU's dense rate);
     ``dispatch_bytes`` / ``combine_bytes`` per token copy; ``nic_latency`` / ``nvlink_latency``
-    added once per crossing.
+    added once per crossing. Ranges: at most 1024 GPUs per node; bandwidths 1 .. 1e18 bytes/s;
+    byte counts up to 1e15; times up to 1000 s.
     """
 
     name: str = "H20"
@@ -117,16 +157,22 @@ class DecodeHardware:
     nvlink_latency: float = us(1.0)
 
     def __post_init__(self):
-        check_int("gpus_per_node", self.gpus_per_node, lo=1)
-        check_int("gpus_per_nic", self.gpus_per_nic, lo=1, hi=self.gpus_per_node)
-        if self.gpus_per_node % self.gpus_per_nic:
-            raise ValueError(f"gpus_per_nic must divide gpus_per_node ({self.gpus_per_node}); "
-                             f"got {self.gpus_per_nic}")
+        put = object.__setattr__
+        put(self, "name", check_str("name", self.name, max_len=200))
+        gpn = check_int("gpus_per_node", self.gpus_per_node, lo=1, hi=1024)
+        gpnic = check_int("gpus_per_nic", self.gpus_per_nic, lo=1, hi=gpn)
+        if gpn % gpnic:
+            raise ValueError(f"gpus_per_nic must divide gpus_per_node ({gpn}); got {gpnic}")
+        put(self, "gpus_per_node", gpn)
+        put(self, "gpus_per_nic", gpnic)
         for name in ("nic_bw", "nvlink_bw", "hbm_bw"):
-            check_real(name, getattr(self, name), lo=0.0, lo_open=True, unit="bytes/s")
-        for name in ("expert_bytes", "token_time", "dispatch_bytes", "combine_bytes",
-                     "nic_latency", "nvlink_latency"):
-            check_real(name, getattr(self, name), lo=0.0)
+            put(self, name, check_real(name, getattr(self, name), lo=1.0, hi=1e18,
+                                       unit="bytes/s"))
+        for name in ("expert_bytes", "dispatch_bytes", "combine_bytes"):
+            put(self, name, check_real(name, getattr(self, name), lo=0.0, hi=1e15,
+                                       unit="bytes"))
+        for name in ("token_time", "nic_latency", "nvlink_latency"):
+            put(self, name, check_real(name, getattr(self, name), lo=0.0, hi=1e3, unit="s"))
 
 
 #: An H20 host: 8 GPUs sharing 4 × 400 Gb/s NICs in pairs, NVLink 900 GB/s bidirectional (450 per
@@ -157,22 +203,33 @@ class DecodeSetup:
     hw: DecodeHardware = H20_DECODE
 
     def __post_init__(self):
-        check_int("n_hosts", self.n_hosts, lo=1, hi=128)
-        n_gpus = self.n_hosts * self.hw.gpus_per_node
-        check_int("n_experts", self.n_experts, lo=n_gpus, hi=4096)
-        if self.n_experts % n_gpus:
+        put = object.__setattr__
+        hw = check_instance("hw", self.hw, DecodeHardware)
+        n_hosts = check_int("n_hosts", self.n_hosts, lo=1, hi=128)
+        n_gpus = n_hosts * hw.gpus_per_node
+        n_exp = check_int("n_experts", self.n_experts, lo=n_gpus, hi=max(n_gpus, 4096))
+        if n_exp > 4096:
+            raise ValueError(f"n_hosts x hw.gpus_per_node must be at most 4096 GPUs (one expert "
+                             f"each at least); got {n_gpus}")
+        if n_exp % n_gpus:
             raise ValueError(f"n_experts must be a multiple of the GPU count {n_gpus}; got "
-                             f"{self.n_experts}")
-        check_int("n_slots", self.n_slots, lo=self.n_experts, hi=4 * self.n_experts)
-        if self.n_slots % n_gpus:
+                             f"{n_exp}")
+        n_slots = check_int("n_slots", self.n_slots, lo=n_exp, hi=4 * n_exp)
+        if n_slots % n_gpus:
             raise ValueError(f"n_slots must be a multiple of the GPU count {n_gpus}; got "
-                             f"{self.n_slots}")
-        check_int("k", self.k, lo=1, hi=min(32, self.n_experts))
-        check_int("tokens_per_gpu", self.tokens_per_gpu, lo=1, hi=4096)
-        check_real("busiest_over_median", self.busiest_over_median, lo=1.0, hi=1000.0)
-        check_real("drift", self.drift, lo=0.0, hi=1.0)
-        if not isinstance(self.hw, DecodeHardware):
-            raise ValueError(f"hw must be a DecodeHardware; got {type(self.hw).__name__}")
+                             f"{n_slots}")
+        k = check_int("k", self.k, lo=1, hi=min(32, n_exp))
+        tpg = check_int("tokens_per_gpu", self.tokens_per_gpu, lo=1, hi=4096)
+        if n_gpus * tpg * k > 10_000_000:
+            raise ValueError(f"tokens_per_gpu x GPUs x k must be at most 10,000,000 routed "
+                             f"copies per step; got {tpg} x {n_gpus} x {k}")
+        for name, value in (("n_hosts", n_hosts), ("n_experts", n_exp), ("n_slots", n_slots),
+                            ("k", k), ("tokens_per_gpu", tpg),
+                            ("busiest_over_median", check_real(
+                                "busiest_over_median", self.busiest_over_median, lo=1.0,
+                                hi=1000.0)),
+                            ("drift", check_real("drift", self.drift, lo=0.0, hi=1.0))):
+            put(self, name, value)
 
     @property
     def n_gpus(self) -> int:
@@ -190,7 +247,8 @@ class LayerResult:
     GPU's expert time; ``exposed_comm`` = ``layer_time - compute_time.max()``: the communication
     the layer does not hide. ``dispatch_end`` = the last arrival. ``nic_in`` / ``nic_out``
     ``[n_nics]``: how long each NIC's dispatch receive and combine send streams are busy.
-    ``traffic``: the copies (:class:`uneven.ep_transport.DecodeTraffic`).
+    ``traffic``: the copies (:class:`uneven.ep_transport.DecodeTraffic`). Arrays are
+    read-only.
     """
 
     layer_time: float
@@ -205,6 +263,31 @@ class LayerResult:
     nic_out: np.ndarray = field(repr=False)
     traffic: DecodeTraffic = field(repr=False)
 
+    def __post_init__(self):
+        put = object.__setattr__
+        tr = check_instance("traffic", self.traffic, DecodeTraffic)
+        n_slots, n_nics = tr.nvl_in.size, tr.rdma_in.shape[0]
+        for name in ("layer_time", "dispatch_end"):
+            put(self, name, check_real(name, getattr(self, name), lo=0.0, hi=_MAX_TIME,
+                                       unit="s"))
+        put(self, "exposed_comm", check_real("exposed_comm", self.exposed_comm, lo=-_MAX_TIME,
+                                             hi=_MAX_TIME, unit="s"))
+        done = frozen_array("completion", self.completion, ndim=1, lo=0.0)
+        if done.size == 0 or done.size > n_slots:
+            raise ValueError(f"completion must have one entry per GPU (1 .. {n_slots}); got "
+                             f"{done.size}")
+        put(self, "completion", done)
+        for name in ("arrival", "compute_start", "compute_end"):
+            put(self, name, frozen_array(name, getattr(self, name), shape=(n_slots,), lo=0.0))
+        put(self, "compute_time", frozen_array("compute_time", self.compute_time,
+                                               shape=done.shape, lo=0.0))
+        for name in ("nic_in", "nic_out"):
+            put(self, name, frozen_array(name, getattr(self, name), shape=(n_nics,), lo=0.0))
+        for name in ("completion", "arrival", "compute_start", "compute_end", "compute_time",
+                     "nic_in", "nic_out"):
+            if getattr(self, name).max() > _MAX_TIME:
+                raise ValueError(f"{name} must hold times of at most {_MAX_TIME:g} s")
+
 
 @dataclass(frozen=True, eq=False)
 class DecodeRun:
@@ -212,7 +295,8 @@ class DecodeRun:
     :func:`simulate_decode`). Per step (``[n_steps]``): ``layer_time``, ``exposed_comm`` (s),
     ``nic_ratio`` (busiest / mean NIC receive copies in dispatch), ``swaps`` (swaps made before
     the step). ``completion`` ``[n_steps, n_gpus]`` (s). ``copy_bytes``: expert weights moved by
-    swaps over the timed steps (bytes). ``placement``: the last step's placement."""
+    swaps over the timed steps (bytes). ``placement``: the last step's placement. Arrays are
+    read-only."""
 
     layer_time: np.ndarray = field(repr=False)
     exposed_comm: np.ndarray = field(repr=False)
@@ -221,6 +305,29 @@ class DecodeRun:
     completion: np.ndarray = field(repr=False)
     copy_bytes: float
     placement: Placement = field(repr=False)
+
+    def __post_init__(self):
+        put = object.__setattr__
+        p = check_instance("placement", self.placement, Placement)
+        t = frozen_array("layer_time", self.layer_time, ndim=1, lo=0.0)
+        if t.size == 0 or t.max() > _MAX_TIME:
+            raise ValueError(f"layer_time must have one time per step (at least one step), each "
+                             f"at most {_MAX_TIME:g} s; got {_show(self.layer_time)}")
+        put(self, "layer_time", t)
+        e = frozen_array("exposed_comm", self.exposed_comm, shape=t.shape, lo=-_MAX_TIME)
+        if e.max() > _MAX_TIME:
+            raise ValueError(f"exposed_comm must hold times of at most {_MAX_TIME:g} s")
+        put(self, "exposed_comm", e)
+        r = frozen_array("nic_ratio", self.nic_ratio, shape=t.shape, lo=0.0)
+        if r.max() > 1e6:
+            raise ValueError(f"nic_ratio must hold ratios of at most 1e6; got {r.max()}")
+        put(self, "nic_ratio", r)
+        put(self, "swaps", frozen_array("swaps", self.swaps, dtype="int", shape=t.shape, lo=0))
+        c = frozen_array("completion", self.completion, shape=(t.size, p.n_gpus), lo=0.0)
+        if c.max() > _MAX_TIME:
+            raise ValueError(f"completion must hold times of at most {_MAX_TIME:g} s")
+        put(self, "completion", c)
+        put(self, "copy_bytes", check_real("copy_bytes", self.copy_bytes, lo=0.0, unit="bytes"))
 
     def p99(self, what: str = "layer_time") -> float:
         """99th percentile over steps of ``layer_time`` or ``exposed_comm`` (s)."""
@@ -245,7 +352,8 @@ def drifting_popularity(n_experts: int, n_steps: int, busiest_over_median: float
     (:func:`uneven.workloads.expert_popularity`), dealt to the experts by the rank of a latent
     score. The scores start standard normal and follow ``x ← ρ x + sqrt(1 − ρ²) ε`` with
     ``ρ = 1 − drift``: after ``1 / drift`` steps they keep a correlation of about ``e⁻¹`` with
-    where they started. ``drift = 0``: the same row every step. At most 10 million entries.
+    where they started. ``drift = 0``: the same row every step. At most 10 million entries
+    (and within the budgets of :mod:`uneven.limits`: one Python-level step per row).
 
     >>> p = drifting_popularity(16, 3, 4.0, seed=1)
     >>> p.shape, bool(np.allclose(p.sum(axis=1), 1.0))
@@ -255,8 +363,9 @@ def drifting_popularity(n_experts: int, n_steps: int, busiest_over_median: float
     s = check_int("n_steps", n_steps, lo=1)
     if n * s > 10_000_000:
         raise ValueError(f"n_steps × n_experts must be at most 10,000,000; got {s} × {n}")
-    ratio = check_real("busiest_over_median", busiest_over_median, lo=1.0)
+    ratio = check_real("busiest_over_median", busiest_over_median, lo=1.0, hi=1e12)
     drift = check_real("drift", drift, lo=0.0, hi=1.0)
+    _check_popularity_budget("n_steps", s, n)
     rng = rng_from(seed)
     shape = np.sort(expert_popularity(n, ratio, seed=0))[::-1]  # by rank, busiest first
     rho = 1.0 - drift
@@ -272,29 +381,77 @@ def drifting_popularity(n_experts: int, n_steps: int, busiest_over_median: float
     return out
 
 
+def _check_popularity_budget(name, n_steps, n_experts):
+    check_bytes(name, n_steps, 8.0 * 3 * n_steps * n_experts, "the popularity of every step")
+    check_steps(name, n_steps, n_steps * (3.0 * PY_STEP + 4.0 * n_experts
+                                          * max(1.0, np.log2(n_experts))),
+                "ranking the experts at every step")
+
+
+#: Draws of one choice rejected in a row (an expert the token already has) before the sampler
+#: draws that choice directly from the experts left (one uniform, a scan over the experts).
+#: Below this the draws are plain successive sampling; the direct draw only keeps popularity
+#: that sits almost all on a few experts from looping (for it the result is the same
+#: distribution).
+REJECT_CAP = 64
+
+
 @njit
-def _sample_kernel(cdf, k, u, out):
-    """Successive sampling without replacement; returns the uniforms used, or -1 if ``u`` ran
-    out."""
+def _sample_kernel(cdf, p, k, u, out, t0, drawn, budget):
+    """Successive sampling without replacement for tokens ``t0 ..`` on the uniforms ``u``.
+
+    Returns ``(t, pos, work)``: the tokens done so far (all of them, or up to the one that ran
+    out of uniforms or of ``budget`` loop steps), the position in ``u`` where token ``t``'s
+    draws start, and the loop steps spent. ``drawn`` (bool ``[n]``, all False) is scratch.
+    """
     n_tok = out.shape[0]
     n = cdf.size
     pos = 0
-    for t in range(n_tok):
+    work = 0
+    for t in range(t0, n_tok):
+        start = pos
         m = 0
+        miss = 0
         while m < k:
-            if pos >= u.size:
-                return -1
-            e = np.searchsorted(cdf, u[pos] * cdf[n - 1], side="right")
-            pos += 1
-            if e >= n:
-                e = n - 1
-            dup = False
-            for q in range(m):
-                dup |= out[t, q] == e
-            if not dup:
-                out[t, m] = e
-                m += 1
-    return pos
+            if pos >= u.size or work > budget:
+                for q in range(m):
+                    drawn[out[t, q]] = False
+                return t, start, work
+            if miss < REJECT_CAP:
+                e = np.searchsorted(cdf, u[pos] * cdf[n - 1], side="right")
+                pos += 1
+                work += 1
+                if e >= n:
+                    e = n - 1
+                if drawn[e]:
+                    miss += 1
+                    continue
+            else:  # draw this choice from the experts not drawn yet
+                rest = 0.0
+                for j in range(n):
+                    if not drawn[j]:
+                        rest += p[j]
+                x = u[pos] * rest
+                pos += 1
+                work += 2 * n
+                e = -1
+                acc = 0.0
+                for j in range(n):
+                    if drawn[j]:
+                        continue
+                    if e < 0 or p[j] > 0.0:
+                        e = j
+                    acc += p[j]
+                    if p[j] > 0.0 and acc > x:
+                        break
+            out[t, m] = e
+            drawn[e] = True
+            m += 1
+            miss = 0
+        for q in range(k):
+            drawn[out[t, q]] = False
+        work += k
+    return n_tok, pos, work
 
 
 def _reference_sample(p, n_tokens, k, u):
@@ -303,12 +460,28 @@ def _reference_sample(p, n_tokens, k, u):
     out, pos = [], 0
     for _ in range(n_tokens):
         row = []
+        miss = 0
         while len(row) < k:
-            x = u[pos] * cdf[-1]
-            pos += 1
-            e = min(int(np.searchsorted(cdf, x, side="right")), len(p) - 1)
-            if e not in row:
-                row.append(e)
+            if miss < REJECT_CAP:
+                x = u[pos] * cdf[-1]
+                pos += 1
+                e = min(int(np.searchsorted(cdf, x, side="right")), len(p) - 1)
+                if e in row:
+                    miss += 1
+                    continue
+            else:
+                left = [j for j in range(len(p)) if j not in row]
+                x = u[pos] * sum(p[j] for j in left)
+                pos += 1
+                acc, e = 0.0, -1
+                for j in left:
+                    if e < 0 or p[j] > 0:
+                        e = j
+                    acc += p[j]
+                    if p[j] > 0 and acc > x:
+                        break
+            row.append(e)
+            miss = 0
         out.append(row)
     return np.array(out, dtype=np.int64).reshape(n_tokens, k)
 
@@ -317,24 +490,46 @@ def sample_routing(popularity, n_tokens: int, k: int, seed=0) -> np.ndarray:
     """Each of ``n_tokens`` tokens draws ``k`` distinct experts, one after another with
     probability proportional to ``popularity`` among those not yet drawn. Returns int64
     ``[n_tokens, k]``. Needs at least ``k`` experts with positive popularity; at most 10 million
-    draws.
+    draws, and at most 2**20 experts. A popularity held almost all by ``k`` or fewer experts
+    costs a scan over the experts for the draws it would otherwise repeat (see
+    :data:`REJECT_CAP`); the work budget of :mod:`uneven.limits` bounds it.
 
     >>> sample_routing([0.5, 0.3, 0.2], 4, 2, seed=0).shape
     (4, 2)
     """
     p = as_float_array("popularity", popularity, ndim=1, lo=0.0)
-    n_tokens = check_int("n_tokens", n_tokens, lo=0)
-    k = check_int("k", k, lo=1, hi=int(np.count_nonzero(p)) if p.size else 0)
+    if p.size > 1 << 20:
+        raise ValueError(f"popularity must have at most {1 << 20:,} experts; got {p.size:,}")
+    n_tokens = check_int("n_tokens", n_tokens, lo=0, hi=10_000_000)
+    nnz = int(np.count_nonzero(p))
+    if nnz == 0:
+        raise ValueError("popularity must have at least one expert with positive popularity")
+    k = check_int("k", k, lo=1, hi=nnz)
     if n_tokens * k > 10_000_000:
         raise ValueError(f"n_tokens × k must be at most 10,000,000; got {n_tokens} × {k}")
     rng = rng_from(seed)
-    cdf = np.cumsum(p)
+    check_bytes("n_tokens", n_tokens, 8.0 * 3 * n_tokens * k + 16.0 * p.size,
+                "the routed experts and their uniforms")
+    with np.errstate(over="ignore"):
+        cdf = np.cumsum(p)
+    if not np.isfinite(cdf[-1]):  # loads near the float limit: the same shares, scaled down
+        p = p / p.max()
+        cdf = np.cumsum(p)
     out = np.empty((n_tokens, k), dtype=np.int64)
+    drawn = np.zeros(p.size, dtype=np.bool_)
     size = n_tokens * k * 2 + 64
     u = rng.random(size)
-    while _sample_kernel(cdf, k, u, out) < 0:  # rare: extend the same stream
-        u = np.concatenate([u, rng.random(size)])
-    return out
+    limit = max_steps()
+    t, work = 0, 0
+    while True:
+        t, pos, used = _sample_kernel(cdf, p, k, u, out, t, drawn, limit - work)
+        work += used
+        if t == n_tokens:
+            return out
+        if work > limit:  # popularity held by about k experts: the direct draws cost too much
+            check_steps("popularity", popularity, work * n_tokens / max(t, 1),
+                        f"drawing {k} distinct experts per token")
+        u = np.concatenate([u[pos:], rng.random(size)])  # rare: the same stream, extended
 
 
 # --------------------------------------------------------------------------------------------
@@ -365,26 +560,31 @@ def decode_layer(placement: Placement, traffic: DecodeTraffic, transport: Transp
     host; ``overlap`` per-expert overlap. The placement's ``gpus_per_nic`` and ``gpus_per_node``
     must match ``hw``'s.
     """
-    if not isinstance(placement, Placement):
-        raise ValueError(f"placement must be a Placement; got {type(placement).__name__}")
-    if not isinstance(traffic, DecodeTraffic):
-        raise ValueError(f"traffic must be a DecodeTraffic; got {type(traffic).__name__}")
-    if not isinstance(transport, Transport):
-        raise ValueError(f"transport must be a Transport; got {type(transport).__name__}")
-    if not isinstance(hw, DecodeHardware):
-        raise ValueError(f"hw must be a DecodeHardware; got {type(hw).__name__}")
+    p = check_instance("placement", placement, Placement)
+    check_instance("traffic", traffic, DecodeTraffic, "from decode_traffic(...)")
+    check_instance("transport", transport, Transport)
+    check_instance("hw", hw, DecodeHardware)
     overlap = check_bool("overlap", overlap)
-    p = placement
     if (p.gpus_per_nic, p.gpus_per_node) != (hw.gpus_per_nic, hw.gpus_per_node):
         raise ValueError(f"placement has {p.gpus_per_node} GPUs per node and {p.gpus_per_nic} per"
                          f" NIC but hw has {hw.gpus_per_node} and {hw.gpus_per_nic}")
-    if traffic.nvl_in.size != p.n_slots or traffic.rdma_in.shape[0] != p.n_nics:
-        raise ValueError("traffic was counted on another placement (slot or NIC count differs)")
     relay = traffic.mode == "relay"
     P, N, K, H = p.n_slots, p.n_gpus, p.n_nics, p.n_nodes
     spg, gpn, gpnic = p.slots_per_gpu, p.gpus_per_node, p.gpus_per_nic
     sph = spg * gpn
     nph = gpn // gpnic
+    if traffic.nvl_in.size != P or traffic.rdma_in.shape != (K, sph) or (
+        traffic.ret_src.size and traffic.ret_src.max() >= N
+    ):
+        raise ValueError("traffic was counted on another placement (slot, NIC or GPU count "
+                         "differs)")
+    n_ops = 2 * K * sph + 3 * P + (H * sph if relay else 0)
+    n_edges = P * (2 * spg + nph + 4) + 2 * K * sph + H * sph
+    check_bytes("placement", f"{P:,} slots on {N:,} GPUs", 8.0 * (16 * n_ops + 8 * n_edges),
+                "the ops and edges of the layer's timeline")
+    check_steps("placement", f"{P:,} slots on {N:,} GPUs",
+                60 * PY_STEP + 40.0 * (n_ops + n_edges) + 4.0 * traffic.ret_src.size,
+                "timing the layer twice")
     order = send_order(p)
     slot = np.arange(P, dtype=np.int64)
     gpu = slot // spg
@@ -503,12 +703,14 @@ def decode_layer(placement: Placement, traffic: DecodeTraffic, transport: Transp
         arrival = np.where(m, np.maximum(arrival, fin[a] + d), arrival)
     compute_time = np.bincount(gpu, weights=comp, minlength=N)
     layer = float(completion.max())
-    return LayerResult(
-        layer, layer - float(compute_time.max()), float(arrival.max()), completion, arrival,
-        tl.start[o_c:o_envl].copy(), fin[o_c:o_envl].copy(), compute_time,
-        dur[:A].reshape(K, sph).sum(axis=1), dur[o_enic:o_chain].reshape(K, sph).sum(axis=1),
-        traffic,
-    )
+    out = dict(completion=completion, arrival=arrival, compute_start=tl.start[o_c:o_envl].copy(),
+               compute_end=fin[o_c:o_envl].copy(), compute_time=compute_time,
+               nic_in=dur[:A].reshape(K, sph).sum(axis=1),
+               nic_out=dur[o_enic:o_chain].reshape(K, sph).sum(axis=1))
+    for a in out.values():
+        a.flags.writeable = False
+    return trusted(LayerResult, layer_time=layer, exposed_comm=layer - float(compute_time.max()),
+                   dispatch_end=float(arrival.max()), traffic=traffic, **out)
 
 
 # --------------------------------------------------------------------------------------------
@@ -517,8 +719,11 @@ def decode_layer(placement: Placement, traffic: DecodeTraffic, transport: Transp
 
 def make_placement(kind: str, setup: DecodeSetup, load) -> Placement:
     """``"contiguous"`` (the setup must have no spare slots), ``"EPLB"`` (global policy) or
-    ``"NIC-aware"`` placement of ``setup`` planned for ``load`` (float ``[n_experts]``)."""
+    ``"NIC-aware"`` placement of ``setup`` planned for ``load`` (float ``[n_experts]``, each
+    >= 0 and at most 1e250)."""
     kind = check_choice("kind", kind, PLACEMENTS)
+    check_instance("setup", setup, DecodeSetup)
+    load = _loads("load", load, shape=(setup.n_experts,))
     hw = setup.hw
     kw = dict(gpus_per_node=hw.gpus_per_node, gpus_per_nic=hw.gpus_per_nic)
     if kind == "contiguous":
@@ -548,29 +753,51 @@ def simulate_decode(setup: DecodeSetup = DecodeSetup(), *, placement: str = "NIC
     routed, the moving average and the swaps follow them) but are not timed or returned, so the
     run measures a plan that is ``start`` steps old; with the same ``seed`` it times exactly
     steps ``start .. start + n_steps - 1`` of a longer run. ``popularity`` (float
-    ``[start + n_steps, n_experts]``) replaces the drifting workload. Costs about 2-5 ms per
-    timed step, far less per untimed one (no layer is timed).
+    ``[start + n_steps, n_experts]``, routing probabilities in [0, 1], each row with at least
+    ``k`` positive entries) replaces the drifting workload. Costs about 2-5 ms per timed step,
+    far less per untimed one (no layer is timed); the steps must fit the work budget of
+    :mod:`uneven.limits` (at its default, about 900 timed steps of the default setup).
 
     >>> r = simulate_decode(DecodeSetup(n_hosts=1, n_experts=8, n_slots=8, k=2,
     ...                                 tokens_per_gpu=2), n_steps=3, start=5, swaps=True)
     >>> r.layer_time.shape
     (3,)
     """
-    if not isinstance(setup, DecodeSetup):
-        raise ValueError(f"setup must be a DecodeSetup; got {type(setup).__name__}")
+    check_instance("setup", setup, DecodeSetup)
+    placement = check_choice("placement", placement, PLACEMENTS)
+    if placement == "contiguous" and setup.n_slots != setup.n_experts:
+        raise ValueError(f"placement='contiguous' needs a setup without spare slots (n_slots == "
+                         f"n_experts == {setup.n_experts}); got {setup.n_slots} slots")
     swaps = check_bool("swaps", swaps)
+    mode = check_choice("mode", mode, ("direct", "relay"))
+    overlap = check_bool("overlap", overlap)
+    check_instance("transport", transport, Transport)
     n_steps = check_int("n_steps", n_steps, lo=1, hi=100_000)
     start = check_int("start", start, lo=0, hi=100_000)
     seed = check_int("seed", seed, lo=0)
-    cooldown = check_int("cooldown", cooldown, lo=0)
+    swap_threshold = check_real("swap_threshold", swap_threshold, lo=0.0, hi=1e3)
+    cooldown = check_int("cooldown", cooldown, lo=0, hi=10**9)
     ema = check_real("ema", ema, lo=0.0, hi=1.0, lo_open=True)
     n_tok = setup.n_gpus * setup.tokens_per_gpu
     total = start + n_steps
+    copies = n_tok * setup.k
+    per_step = 20 * PY_STEP + 30.0 * copies + 20.0 * setup.n_experts
+    per_timed = 300 * PY_STEP + 80.0 * copies + 400.0 * setup.n_slots
+    check_steps("n_steps", n_steps, start * per_step + n_steps * (per_step + per_timed),
+                f"{start:,} untimed and {n_steps:,} timed steps of {copies:,} routed copies")
+    check_bytes("n_steps", n_steps, 8.0 * (3 * total * setup.n_experts
+                                           + n_steps * (setup.n_gpus + 8) + 40 * copies),
+                "the popularity of every step and the per-step results")
     if popularity is None:
         pop = drifting_popularity(setup.n_experts, total, setup.busiest_over_median,
                                   drift=setup.drift, seed=np.random.default_rng([seed, 1]))
     else:
-        pop = as_float_array("popularity", popularity, shape=(total, setup.n_experts), lo=0.0)
+        pop = as_float_array("popularity", popularity, shape=(total, setup.n_experts), lo=0.0,
+                             hi=1.0)
+        nnz = np.count_nonzero(pop, axis=1).min()
+        if nnz < setup.k:
+            raise ValueError(f"popularity must give every step at least k = {setup.k} experts "
+                             f"with positive popularity; a step has {nnz}")
     expected = pop[0] * n_tok * setup.k
     plc = make_placement(placement, setup, expected)
     src = np.repeat(np.arange(setup.n_gpus, dtype=np.int64), setup.tokens_per_gpu)
@@ -606,7 +833,10 @@ def simulate_decode(setup: DecodeSetup = DecodeSetup(), *, placement: str = "NIC
         nic_in = tr.nic_in()
         out_r[i] = nic_in.max() / nic_in.mean() if nic_in.mean() > 0 else 1.0
         comp[i] = lr.completion
-    return DecodeRun(out_t, out_e, out_r, out_s, comp, copied, plc)
+    for a in (out_t, out_e, out_r, out_s, comp):
+        a.flags.writeable = False
+    return trusted(DecodeRun, layer_time=out_t, exposed_comm=out_e, nic_ratio=out_r, swaps=out_s,
+                   completion=comp, copy_bytes=copied, placement=plc)
 
 
 
@@ -624,11 +854,17 @@ def isolated_phases(n_hosts: int, *, tokens_per_gpu: int = 128, k: int = 8, n_ex
     """
     n_hosts = check_int("n_hosts", n_hosts, lo=1, hi=128)
     tokens_per_gpu = check_int("tokens_per_gpu", tokens_per_gpu, lo=1, hi=4096)
-    if not isinstance(hw, DecodeHardware):
-        raise ValueError(f"hw must be a DecodeHardware; got {type(hw).__name__}")
+    check_instance("hw", hw, DecodeHardware)
+    check_instance("transport", transport, Transport)
+    seed = check_int("seed", seed, lo=0)
     n_gpus = n_hosts * hw.gpus_per_node
-    n_exp = -(-check_int("n_experts", n_experts, lo=1) // n_gpus) * n_gpus
+    n_exp = -(-check_int("n_experts", n_experts, lo=1, hi=4096) // n_gpus) * n_gpus
+    if n_exp > 4096:
+        raise ValueError(f"n_hosts x hw.gpus_per_node must be at most 4096 GPUs; got {n_gpus}")
     k = check_int("k", k, lo=1, hi=n_exp)
+    if n_gpus * tokens_per_gpu * k > 10_000_000:
+        raise ValueError(f"tokens_per_gpu x GPUs x k must be at most 10,000,000 routed copies; "
+                         f"got {tokens_per_gpu} x {n_gpus} x {k}")
     bare = DecodeHardware(**{**hw.__dict__, "expert_bytes": 0.0, "token_time": 0.0})
     p = contiguous_slots(n_exp, n_gpus, gpus_per_node=hw.gpus_per_node,
                          gpus_per_nic=hw.gpus_per_nic)

@@ -34,6 +34,18 @@ Units: seconds, bytes, bytes/s; counts are copies.
 
 >>> round(expected_remote_hosts(8, 4), 2), round(expected_remote_hosts(8, 4, n_experts=256), 2)
 (2.7, 2.71)
+
+Two hosts of 4 GPUs (two per NIC), one expert per GPU; token 0 on GPU 0, token 1 on GPU 5:
+
+>>> from uneven.schedulers.placement import contiguous_slots
+>>> p = contiguous_slots(8, 8, gpus_per_node=4, gpus_per_nic=2)
+>>> send_order(p).tolist()
+[0, 1, 2, 3, 0, 1, 2, 3]
+>>> t = decode_traffic(p, [[4, 5, 7], [0, 2, 6]], [0, 5], "relay")
+>>> t.nic_in().tolist(), t.nic_out().tolist(), t.rdma_copies
+([1, 0, 1, 0], [1, 0, 1, 0], 2)
+>>> Transport("mine", fixed=20e-6, per_message=5e-9, sm_tax=0.1)
+Transport(name='mine', fixed=2e-05, per_message=5e-09, sm_tax=0.1)
 """
 
 from __future__ import annotations
@@ -44,8 +56,18 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ._jit import njit
-from ._validate import as_int_array, check_choice, check_int, check_real
-from .schedulers.placement import Placement
+from ._validate import (
+    as_int_array,
+    check_choice,
+    check_instance,
+    check_int,
+    check_real,
+    check_str,
+    frozen_array,
+    trusted,
+)
+from .limits import check_bytes, check_steps
+from .schedulers.placement import MAX_EXPERTS, Placement
 from .units import us
 
 __all__ = [
@@ -71,6 +93,7 @@ class Transport:
     requests, doorbells, completions). ``sm_tax`` (0 … <1): share of the GPU's SMs that the
     communication kernels hold; expert GEMMs that run beside them take ``1 / (1 − sm_tax)`` as
     long (without per-expert overlap communication and compute do not run together, so no tax).
+    ``fixed`` and ``per_message`` are at most 1000 s, ``sm_tax`` at most 0.95.
     """
 
     name: str
@@ -79,9 +102,12 @@ class Transport:
     sm_tax: float
 
     def __post_init__(self):
-        check_real("fixed", self.fixed, lo=0.0, unit="s")
-        check_real("per_message", self.per_message, lo=0.0, unit="s")
-        check_real("sm_tax", self.sm_tax, lo=0.0, hi=0.95)
+        put = object.__setattr__
+        put(self, "name", check_str("name", self.name, max_len=200))
+        put(self, "fixed", check_real("fixed", self.fixed, lo=0.0, hi=1e3, unit="s"))
+        put(self, "per_message", check_real("per_message", self.per_message, lo=0.0, hi=1e3,
+                                            unit="s"))
+        put(self, "sm_tax", check_real("sm_tax", self.sm_tax, lo=0.0, hi=0.95))
 
 
 #: A transport like DeepEP's low-latency (LL) kernels. ``fixed`` and ``per_message`` are model
@@ -111,7 +137,7 @@ class DecodeTraffic:
     operation that delivers it (``kind`` ``ret_kind`` 0 = RDMA op ``n * slots_per_host + j``,
     1 = the slot's NVLink op, 2 = the slot's own compute: the source holds the expert).
     ``remote_hosts``: int64 ``[T]`` remote hosts per token; ``remote_slots``: remote slots per
-    token.
+    token. Every count is at most :data:`MAX_COPIES`; arrays are read-only.
     """
 
     mode: str
@@ -134,6 +160,44 @@ class DecodeTraffic:
         """RDMA copies in dispatch (= in combine)."""
         return int(self.rdma_sent.sum())
 
+    def __post_init__(self):
+        put = object.__setattr__
+        put(self, "mode", check_choice("mode", self.mode, TRANSPORT_MODES))
+
+        def counts(name, **kw):
+            arr = frozen_array(name, getattr(self, name), dtype="int", lo=0, **kw)
+            if arr.size and arr.max() > MAX_COPIES:
+                raise ValueError(f"{name} must hold counts of at most {MAX_COPIES:,} copies; got "
+                                 f"{arr.max()}")
+            put(self, name, arr)
+            return arr
+
+        rin = counts("rdma_in", ndim=2)
+        if rin.size == 0:
+            raise ValueError(f"rdma_in must have a row per NIC and a column per host slot; got "
+                             f"shape {rin.shape}")
+        counts("rdma_back", shape=rin.shape)
+        nvl = counts("nvl_in", ndim=1)
+        if nvl.size == 0 or nvl.size % rin.shape[1]:
+            raise ValueError(f"nvl_in must have one entry per slot, a multiple of the slots per "
+                             f"host ({rin.shape[1]}); got {nvl.size}")
+        for name in ("nvl_back", "tokens", "remote_tokens"):
+            counts(name, shape=nvl.shape)
+        for name in ("rdma_sent", "rdma_returned"):
+            counts(name, shape=(rin.shape[0],))
+        kind = counts("ret_kind", ndim=1)
+        if kind.size and kind.max() > 2:
+            raise ValueError(f"ret_kind must be 0 (RDMA), 1 (NVLink) or 2 (own GPU); got "
+                             f"{kind.max()}")
+        counts("ret_src", shape=kind.shape)
+        op = counts("ret_op", shape=kind.shape)
+        top = np.where(kind == 0, rin.size, nvl.size)
+        if op.size and (op >= top).any():
+            raise ValueError(f"ret_op must name an RDMA stream slot (< {rin.size}) for ret_kind "
+                             f"0 and a slot (< {nvl.size}) otherwise")
+        rh = counts("remote_hosts", ndim=1)
+        counts("remote_slots", shape=rh.shape)
+
     def nic_in(self) -> np.ndarray:
         """RDMA copies received per NIC in dispatch (int64 ``[n_nics]``)."""
         return self.rdma_in.sum(axis=1)
@@ -151,8 +215,7 @@ def send_order(placement: Placement) -> np.ndarray:
     >>> send_order(contiguous_slots(8, 4, gpus_per_node=2, gpus_per_nic=1)).tolist()
     [0, 2, 1, 3, 0, 2, 1, 3]
     """
-    if not isinstance(placement, Placement):
-        raise ValueError(f"placement must be a Placement; got {type(placement).__name__}")
+    check_instance("placement", placement, Placement)
     s = np.arange(placement.n_slots, dtype=np.int64)
     spg, gpn = placement.slots_per_gpu, placement.gpus_per_node
     local = s % (spg * gpn)
@@ -327,13 +390,14 @@ def decode_traffic(placement: Placement, slots, src_gpu, mode: str = "direct") -
     >>> d.rdma_copies, r.rdma_copies, int(r.nvl_in.sum())   # relay: one copy, two forwards
     (3, 1, 2)
     """
-    if not isinstance(placement, Placement):
-        raise ValueError(f"placement must be a Placement; got {type(placement).__name__}")
-    p = placement
+    p = check_instance("placement", placement, Placement)
     mode = check_choice("mode", mode, TRANSPORT_MODES)
     q = as_int_array("slots", slots, ndim=2, lo=0, hi=p.n_slots - 1)
     if q.size > MAX_COPIES:
         raise ValueError(f"slots must hold at most {MAX_COPIES:,} copies; got {q.size:,}")
+    check_bytes("slots", slots, 8.0 * (3 * q.size + 2 * q.shape[0] + 8 * p.n_slots),
+                "the counts and the combine items of every copy")
+    check_steps("slots", slots, 4.0 * q.size + 8.0 * p.n_slots, "counting every copy")
     src = as_int_array("src_gpu", src_gpu, shape=(q.shape[0],), lo=0, hi=p.n_gpus - 1)
     n_tok, k = q.shape
     spg, gpn, gpnic = p.slots_per_gpu, p.gpus_per_node, p.gpus_per_nic
@@ -362,9 +426,11 @@ def decode_traffic(placement: Placement, slots, src_gpu, mode: str = "direct") -
         np.full(p.n_nodes, -1, dtype=np.int64), np.zeros(p.n_nodes, dtype=np.int64),
         np.zeros(p.n_nodes, dtype=np.int64),
     )
-    return DecodeTraffic(mode, ret_src=ret_src[:n_items], ret_op=ret_op[:n_items],
-                         ret_kind=ret_kind[:n_items], remote_hosts=rhosts, remote_slots=rslots,
-                         **arrays)
+    arrays.update(ret_src=ret_src[:n_items], ret_op=ret_op[:n_items],
+                  ret_kind=ret_kind[:n_items], remote_hosts=rhosts, remote_slots=rslots)
+    for a in arrays.values():
+        a.flags.writeable = False
+    return trusted(DecodeTraffic, mode=mode, **arrays)
 
 
 def expected_remote_hosts(k: int, n_hosts: int, *, n_experts: int | None = None) -> float:
@@ -372,7 +438,8 @@ def expected_remote_hosts(k: int, n_hosts: int, *, n_experts: int | None = None)
 
     Without ``n_experts``, each expert's host is drawn independently:
     ``(H − 1)(1 − (1 − 1/H)^k)``. With ``n_experts`` (``k`` distinct experts out of
-    ``n_experts``, ``n_experts / H`` per host): ``(H − 1)(1 − C(E − E/H, k) / C(E, k))``.
+    ``n_experts``, ``n_experts / H`` per host, at most 65,536 experts):
+    ``(H − 1)(1 − C(E − E/H, k) / C(E, k))``.
 
     >>> round(expected_remote_hosts(8, 4), 3), round(8 * 3 / 4, 1)
     (2.7, 6.0)
@@ -381,7 +448,9 @@ def expected_remote_hosts(k: int, n_hosts: int, *, n_experts: int | None = None)
     h = check_int("n_hosts", n_hosts, lo=1)
     if n_experts is None:
         return (h - 1) * (1.0 - (1.0 - 1.0 / h) ** k)
-    e = check_int("n_experts", n_experts, lo=k)
+    e = check_int("n_experts", n_experts, lo=1, hi=MAX_EXPERTS)
+    if k > e:
+        raise ValueError(f"k must be at most n_experts ({e}); got {k}")
     if e % h:
         raise ValueError(f"n_hosts must divide n_experts ({e}); got {h}")
     return (h - 1) * (1.0 - math.comb(e - e // h, k) / math.comb(e, k))

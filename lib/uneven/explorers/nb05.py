@@ -3,6 +3,34 @@
 The explorer (:func:`balancing_explorer`) and the notebook's figure recipes, which draw values the
 notebook computed with :mod:`uneven.schedulers.placement`, :mod:`uneven.ep_transport` and
 :mod:`uneven.ep_decode`.
+
+>>> from uneven import plots
+>>> state = balance_state(placement="NIC-aware", mode="relay", n_hosts=2, tokens_per_gpu=16)
+>>> state.nic_in.size, state.gpu_done.size
+(8, 16)
+>>> fig, _ = plots.figure(8, 3)
+>>> draw_balance(fig, state)
+(8, 16, 600.0, 50.0)
+
+The figure recipes on small inputs:
+
+>>> from uneven.ep_decode import DecodeSetup, simulate_decode
+>>> from uneven.schedulers.placement import contiguous_slots, nic_aware_placement
+>>> load = [8.0, 7.0, 1.0, 1.0, 2.0, 3.0, 1.0, 1.0]
+>>> plans = {"contiguous": contiguous_slots(8, 4, gpus_per_node=4, gpus_per_nic=2),
+...          "NIC-aware": nic_aware_placement(load, 8, 4, gpus_per_node=4, gpus_per_nic=2)}
+>>> swap_to_steady(plans["contiguous"], load, 0.02)[1]
+1
+>>> fig = load_figure([3, 5, 1, 2, 8, 1, 1, 2], plans, load)
+>>> run = simulate_decode(DecodeSetup(n_hosts=1, n_experts=8, n_slots=8, k=2, tokens_per_gpu=4),
+...                       n_steps=3)
+>>> fig = swaps_figure({"NIC-aware": run}, drift=0.005)
+>>> fig = waterfall_figure(["a", "b"], [10.0, 6.0], [12.0, 8.0], layer_us=[30.0, 25.0],
+...                        paper=(190.21, 134.0))
+>>> fig = transport_figure({("skewed", "A"): 2e-4, ("skewed", "B"): 1.5e-4,
+...                         ("balanced", "A"): 1e-4, ("balanced", "B"): 0.6e-4})
+>>> fig = batch_figure([16, 32], {"one copy per expert": [2e-4, 3e-4], "relay": [1.5e-4, 2e-4]},
+...                    ["relay", "relay"])
 """
 
 from __future__ import annotations
@@ -14,10 +42,22 @@ import numpy as np
 from matplotlib.ticker import MaxNLocator
 
 from .. import plots
-from .._validate import check_bool, check_choice, check_int, check_real
+from .._validate import (
+    _show,
+    as_float_array,
+    check_bool,
+    check_choice,
+    check_instance,
+    check_int,
+    check_real,
+    check_str,
+    frozen_array,
+    trusted,
+)
 from ..ep_decode import (
     H20_DECODE,
     PLACEMENTS,
+    DecodeRun,
     DecodeSetup,
     decode_layer,
     drifting_popularity,
@@ -25,9 +65,20 @@ from ..ep_decode import (
     sample_routing,
 )
 from ..ep_transport import DEEPEP_LL, SM_FREE, decode_traffic
-from ..schedulers.placement import gpu_loads, nic_loads, nvlink_swaps, route_to_slots
+from ..schedulers.placement import (
+    MAX_EXPERTS,
+    Placement,
+    _check_swap_budget,
+    _loads,
+    gpu_loads,
+    nic_loads,
+    nvlink_swaps,
+    route_to_slots,
+)
 from ..units import gbit_per_s, gbyte_per_s, to_us
 from ..widgets import Explorer, dropdown, explore, int_slider, reuse, slider, toggle
+from ._common import check_dict, is_real
+from ._common import curve as _curve
 
 __all__ = ["BalanceState", "balance_state", "draw_balance", "balancing_explorer",
            "TRANSPORTS", "STALE_STEP", "swap_to_steady", "load_figure", "swaps_figure",
@@ -36,6 +87,8 @@ __all__ = ["BalanceState", "balance_state", "draw_balance", "balancing_explorer"
 TRANSPORTS = {"DeepEP-LL-like": DEEPEP_LL, "SM-free": SM_FREE}
 #: The explorer shows the step this many steps after the placement was planned (it has drifted).
 STALE_STEP = 200
+_MAX_BARS = 4096  # NICs or GPUs one explorer figure draws
+_MAX_SECONDS = 1e6  # times a figure draws (s)
 
 
 @dataclass(frozen=True)
@@ -47,6 +100,7 @@ class BalanceState:
     all arrived, when its experts end, when it has its results back. ``layer_time``,
     ``exposed_comm`` (layer minus the busiest GPU's compute), ``nic_ratio`` (busiest / mean NIC
     receive copies), ``gpus_per_nic``, ``swaps`` made to reach a steady state, ``label``.
+    At most 4096 NICs and GPUs; times up to 1e6 s; arrays are read-only.
     """
 
     nic_in: np.ndarray
@@ -59,6 +113,29 @@ class BalanceState:
     gpus_per_nic: int
     swaps: int
     label: str
+
+    def __post_init__(self):
+        put = object.__setattr__
+        nic = frozen_array("nic_in", self.nic_in, ndim=1, lo=0.0)
+        ready = frozen_array("gpu_ready", self.gpu_ready, ndim=1, lo=0.0)
+        for name, arr in (("nic_in", nic), ("gpu_ready", ready)):
+            if not 1 <= arr.size <= _MAX_BARS:
+                raise ValueError(f"{name} must have 1 .. {_MAX_BARS} entries; got {arr.size}")
+        put(self, "nic_in", nic)
+        put(self, "gpu_ready", ready)
+        for name in ("gpu_compute_end", "gpu_done"):
+            put(self, name, frozen_array(name, getattr(self, name), shape=ready.shape, lo=0.0))
+        for name in ("nic_in", "gpu_ready", "gpu_compute_end", "gpu_done"):
+            if getattr(self, name).max() > _MAX_SECONDS:
+                raise ValueError(f"{name} must hold times of at most {_MAX_SECONDS:g} s")
+        put(self, "layer_time", check_real("layer_time", self.layer_time, lo=0.0,
+                                           hi=_MAX_SECONDS, unit="s"))
+        put(self, "exposed_comm", check_real("exposed_comm", self.exposed_comm,
+                                             lo=-_MAX_SECONDS, hi=_MAX_SECONDS, unit="s"))
+        put(self, "nic_ratio", check_real("nic_ratio", self.nic_ratio, lo=0.0, hi=1e6))
+        put(self, "gpus_per_nic", check_int("gpus_per_nic", self.gpus_per_nic, lo=1, hi=1024))
+        put(self, "swaps", check_int("swaps", self.swaps, lo=0))
+        put(self, "label", check_str("label", self.label, max_len=500))
 
 
 @lru_cache(maxsize=8)
@@ -75,9 +152,16 @@ def _routing(n_experts, ratio, n_tokens, k):
 def swap_to_steady(placement, load, threshold, *, max_rounds=32, expert_bytes=44.04e6):
     """Apply :func:`uneven.schedulers.placement.nvlink_swaps` rounds on ``load`` until no swap
     passes ``threshold`` (at most ``max_rounds``): where per-step swaps that track the load
-    settle. Returns ``(placement, swaps)``."""
+    settle. Returns ``(placement, swaps)``. ``max_rounds`` at most 10,000 (and the rounds
+    within the work budget of :mod:`uneven.limits`)."""
+    check_instance("placement", placement, Placement)
+    load = _loads("load", load, shape=(placement.n_experts,))
+    rounds = check_int("max_rounds", max_rounds, lo=0, hi=10_000)
+    threshold = check_real("threshold", threshold, lo=0.0, hi=1e3)
+    expert_bytes = check_real("expert_bytes", expert_bytes, lo=0.0, hi=1e15, unit="bytes")
+    _check_swap_budget("max_rounds", placement, rounds)
     n = 0
-    for _ in range(check_int("max_rounds", max_rounds, lo=0)):
+    for _ in range(rounds):
         r = nvlink_swaps(placement, load, threshold=threshold, expert_bytes=expert_bytes)
         if r.pairs.size == 0:
             break
@@ -93,8 +177,8 @@ def balance_state(placement: str = "contiguous", mode: str = "direct", overlap: 
     """One step, ``STALE_STEP`` steps after the placement was planned, of an EP group of
     ``n_hosts`` H20-like hosts (256 experts, no spare slots, top-8). ``skew``: busiest/median
     expert popularity; ``swaps``: NVLink swaps that track this step's expected load, run to a
-    steady state with ``swap_threshold``; ``nic_gbps`` (Gb/s per NIC), ``nvlink_gbps`` (GB/s per
-    GPU per direction)."""
+    steady state with ``swap_threshold``; ``nic_gbps`` (Gb/s per NIC, 10 .. 1e6),
+    ``nvlink_gbps`` (GB/s per GPU per direction, 10 .. 1e6)."""
     placement = check_choice("placement", placement, PLACEMENTS)
     mode = check_choice("mode", mode, ("direct", "relay"))
     overlap = check_bool("overlap", overlap)
@@ -106,8 +190,9 @@ def balance_state(placement: str = "contiguous", mode: str = "direct", overlap: 
     n_hosts = check_choice("n_hosts", n_hosts, (2, 4, 8))
     gpnic = check_choice("gpus_per_nic", gpus_per_nic, (1, 2))
     hw = replace(H20_DECODE, gpus_per_nic=gpnic,
-                 nic_bw=gbit_per_s(check_real("nic_gbps", nic_gbps, lo=10.0, unit="Gb/s")),
-                 nvlink_bw=gbyte_per_s(check_real("nvlink_gbps", nvlink_gbps, lo=10.0,
+                 nic_bw=gbit_per_s(check_real("nic_gbps", nic_gbps, lo=10.0, hi=1e6,
+                                              unit="Gb/s")),
+                 nvlink_bw=gbyte_per_s(check_real("nvlink_gbps", nvlink_gbps, lo=10.0, hi=1e6,
                                                   unit="GB/s")))
     setup = DecodeSetup(n_hosts=n_hosts, tokens_per_gpu=b, busiest_over_median=skew, hw=hw)
     n_tok = setup.n_gpus * b
@@ -127,14 +212,22 @@ def balance_state(placement: str = "contiguous", mode: str = "direct", overlap: 
     nin = traffic.nic_in()
     label = (f"{placement}{' + swaps' if swaps else ''}, {mode}"
              f"{', per-expert overlap' if overlap else ''}, {tr.name}")
-    return BalanceState(lr.nic_in, ready, cend, lr.completion, lr.layer_time, lr.exposed_comm,
-                        float(nin.max() / nin.mean()) if nin.mean() > 0 else 1.0, gpnic, n_swaps,
-                        label)
+    ready.flags.writeable = False
+    cend.flags.writeable = False
+    return trusted(BalanceState, nic_in=lr.nic_in, gpu_ready=ready, gpu_compute_end=cend,
+                   gpu_done=lr.completion, layer_time=lr.layer_time,
+                   exposed_comm=lr.exposed_comm,
+                   nic_ratio=float(nin.max() / nin.mean()) if nin.mean() > 0 else 1.0,
+                   gpus_per_nic=gpnic, swaps=n_swaps, label=label)
 
 
 def draw_balance(fig, state: BalanceState, **_):
     """Left: each NIC's dispatch receive stream, busy time (µs). Right: each GPU's step — waiting
     for its inputs, running its experts, waiting for its results. Returns the layout key."""
+    from matplotlib.figure import Figure
+
+    check_instance("fig", fig, Figure)
+    check_instance("state", state, BalanceState, "from balance_state(...)")
     n_nics, n_gpus = state.nic_in.size, state.gpu_done.size
     # axis limits from a coarse ladder: most slider moves keep the cached background
     tmax = _ladder(to_us(state.gpu_done.max()), 150.0)
@@ -184,7 +277,7 @@ def draw_balance(fig, state: BalanceState, **_):
         v[:, 2, 1] = v[:, 3, 1] = y + half
         return v
 
-    art = reuse(fig, ("balance", n_nics, n_gpus), build)
+    art = reuse(fig, f"balance-{n_nics}-{n_gpus}", build)
     art["ax_n"].set_ylim(0, nmax)
     art["ax_g"].set_xlim(0, tmax)
     heights = to_us(state.nic_in)
@@ -255,9 +348,31 @@ def balancing_explorer(show: bool = True) -> Explorer:
 
 def load_figure(counts, per_placement: dict, load):
     """Left: CDF of one step's tokens per expert, relative to the median. Middle and right: load
-    per GPU and per NIC (``per_placement``: ``{name: Placement}``, names from the palette),
-    relative to the mean, for the expected ``load`` (float ``[n_experts]``)."""
-    counts = np.asarray(counts, dtype=float)
+    per GPU and per NIC (``per_placement``: ``{name: Placement}``, names from the palette, one
+    host layout), relative to the mean, for the expected ``load`` (float ``[n_experts]``, not all
+    zero). ``counts``: at most 65,536 experts, a median > 0 and at most 1e12 times below the
+    busiest."""
+    counts = _curve("counts", counts, lo=0.0)
+    if counts.size > MAX_EXPERTS:
+        raise ValueError(f"counts must have at most {MAX_EXPERTS:,} entries; got {counts.size:,}")
+    counts = counts / counts.max() if counts.max() > 0 else counts
+    if not np.median(counts) >= 1e-12:
+        raise ValueError("counts must have a median > 0 (at least 1e-12 of the busiest)")
+    check_dict("per_placement", per_placement, key=lambda k: isinstance(k, str)
+               and k in plots.PALETTE, item=lambda v: isinstance(v, Placement), hi=8)
+    first = next(iter(per_placement.values()))
+    layout = (first.n_gpus, first.gpus_per_node, first.gpus_per_nic, first.n_experts)
+    if any((p.n_gpus, p.gpus_per_node, p.gpus_per_nic, p.n_experts) != layout
+           for p in per_placement.values()):
+        raise ValueError("per_placement must hold placements of the same experts on the same "
+                         "hosts (GPUs, GPUs per node, GPUs per NIC)")
+    if first.n_gpus > _MAX_BARS:
+        raise ValueError(f"per_placement must place the experts on at most {_MAX_BARS} GPUs; "
+                         f"got {first.n_gpus}")
+    load = _curve("load", load, n=first.n_experts, lo=0.0)
+    if not load.max() > 0:
+        raise ValueError("load must have at least one expert with a positive load")
+    load = load / load.max()  # the same shares, far from the float limits
     fig, (ax_c, ax_g, ax_n) = plots.figure(12, 3.9, ncols=3, width_ratios=(0.8, 1.2, 1.0))
     with plots.style():
         rel = np.sort(counts / np.median(counts))
@@ -297,7 +412,11 @@ def load_figure(counts, per_placement: dict, load):
 
 def swaps_figure(runs: dict, *, drift: float):
     """Busiest / mean NIC receive copies per step (``runs``: ``{name: DecodeRun}``, names from the
-    palette)."""
+    palette, at most 8 runs of at most 100,000 steps); ``drift``: the popularity drift per step
+    (0 .. 1)."""
+    check_dict("runs", runs, key=lambda k: isinstance(k, str) and k in plots.PALETTE,
+               item=lambda v: isinstance(v, DecodeRun) and v.nic_ratio.size <= 100_000, hi=8)
+    drift = check_real("drift", drift, lo=0.0, hi=1.0)
     fig, ax = plots.figure(8, 3.3)
     with plots.style():
         for name, r in runs.items():
@@ -315,10 +434,30 @@ def waterfall_figure(names, median_us, p99_us, *, layer_us=None, paper: tuple | 
     """The ablation as a waterfall: each bar spans the change in median exposed communication
     (µs) from one step to the next (green: removed; red: added); diamonds mark the P99 over
     steps; ``layer_us`` (optional, median layer time in µs per step) is drawn as a black dash
-    above each bar, because the exposed metric moves with the busiest GPU's expert time."""
-    med = np.asarray(median_us, dtype=float)
-    p99 = np.asarray(p99_us, dtype=float)
-    layer = None if layer_us is None else np.asarray(layer_us, dtype=float)
+    above each bar, because the exposed metric moves with the busiest GPU's expert time.
+    ``names``: one label per step (1 .. 16 steps); times from 0 to 1e12 µs; ``paper``: the
+    paper's (before, after) communication time in µs, or None."""
+    med = _curve("median_us", median_us, lo=0.0)
+    if med.size > 16 or med.max() > 1e12:
+        raise ValueError(f"median_us must have 1 .. 16 steps of at most 1e12 µs; got "
+                         f"{_show(median_us)}")
+    if not isinstance(names, (list, tuple)) or len(names) != med.size or not all(
+        isinstance(n, str) and len(n) <= 200 for n in names
+    ):
+        raise ValueError(f"names must be a list of {med.size} step labels (strings); got "
+                         f"{_show(names)}")
+    p99 = _curve("p99_us", p99_us, n=med.size, lo=0.0)
+    if p99.max() > 1e12:
+        raise ValueError(f"p99_us must hold times of at most 1e12 µs; got {p99.max()}")
+    layer = None
+    if layer_us is not None:
+        layer = _curve("layer_us", layer_us, n=med.size, lo=0.0)
+        if layer.max() > 1e12:
+            raise ValueError(f"layer_us must hold times of at most 1e12 µs; got {layer.max()}")
+    if paper is not None and not (isinstance(paper, (tuple, list)) and len(paper) == 2
+                                  and all(is_real(x, lo=0.0) and x < 1e12 for x in paper)):
+        raise ValueError(f"paper must be None or a pair (before, after) of times in µs; got "
+                         f"{_show(paper)}")
     fig, ax = plots.figure(10, 4.0)
     with plots.style():
         x = np.arange(med.size)
@@ -346,7 +485,7 @@ def waterfall_figure(names, median_us, p99_us, *, layer_us=None, paper: tuple | 
                     va="bottom" if above else "top", fontsize=8)
         ax.set_xticks(x, names, rotation=12, ha="right", fontsize=8)
         ax.set_ylabel("time per layer (µs)")
-        ax.set_ylim(0, top * 1.2)
+        ax.set_ylim(0, top * 1.2 if top > 0 else 1.0)
         ax.grid(axis="x", visible=False)
         title = "exposed communication, median over steps (model); green = what each step removes"
         if paper is not None:
@@ -358,9 +497,16 @@ def waterfall_figure(names, median_us, p99_us, *, layer_us=None, paper: tuple | 
 
 def transport_figure(table: dict):
     """The 2×2: ``table[(balance, transport)] = exposed communication (s)`` for balance in
-    ('skewed', 'balanced') and two transports; the better one's gain in µs and % above the bars."""
+    ('skewed', 'balanced') and two transports; the better one's gain in µs and % above the bars.
+    Times from 1e-12 to 1e6 s."""
     bal = ["skewed", "balanced"]
+    check_dict("table", table, key=lambda k: isinstance(k, tuple) and len(k) == 2
+               and k[0] in bal and isinstance(k[1], str) and len(k[1]) <= 100,
+               item=lambda v: is_real(v, lo=1e-12) and v <= _MAX_SECONDS, lo=4, hi=4)
     trs = list(dict.fromkeys(t for _, t in table))
+    if len(trs) != 2 or any((b, t) not in table for b in bal for t in trs):
+        raise ValueError(f"table must time both balances with the same two transports; got "
+                         f"{_show(sorted(table))}")
     fig, ax = plots.figure(7.5, 3.4)
     with plots.style():
         width = 0.36
@@ -384,8 +530,20 @@ def transport_figure(table: dict):
 
 def batch_figure(batches, times: dict, best: list):
     """Layer time (µs) against tokens per GPU for each transport/overlap option (``times``:
-    ``{label: [s per batch]}``); ``best``: the best label per batch, marked with a ring."""
-    b = np.asarray(batches)
+    ``{label: [s per batch]}``, times > 0 and at most 1e6 s); ``best``: the best label per batch,
+    marked with a ring. ``batches``: 1 .. 64 distinct batch sizes (integers, 1 .. 1e6)."""
+    b = _curve("batches", batches, lo=1.0)
+    if b.size > 64 or b.max() > 1e6 or not np.all(b == np.round(b)) or np.unique(b).size < b.size:
+        raise ValueError(f"batches must be 1 .. 64 distinct integers from 1 to 1e6; got "
+                         f"{_show(batches)}")
+    b = b.astype(np.int64)
+    check_dict("times", times, key=lambda k: isinstance(k, str) and len(k) <= 200,
+               item=lambda v: _positive_times(v, b.size), hi=16)
+    if not isinstance(best, (list, tuple)) or len(best) != b.size or not all(
+        isinstance(x, str) and x in times for x in best
+    ):
+        raise ValueError(f"best must name one label of times per batch ({b.size}); got "
+                         f"{_show(best)}")
     fig, (ax, ax_r) = plots.figure(11, 3.8, ncols=2)
     styles = {"direct": "-", "relay": "--"}
     with plots.style():
@@ -415,3 +573,11 @@ def batch_figure(batches, times: dict, best: list):
         ax_r.set_title("relative to one copy per expert, no overlap", loc="left")
         plots.legend(ax_r, "right")
     return fig
+
+
+def _positive_times(value, n) -> bool:
+    try:
+        arr = as_float_array("times", value, shape=(n,), lo=1e-300)
+    except ValueError:
+        return False
+    return bool(arr.max() <= _MAX_SECONDS)

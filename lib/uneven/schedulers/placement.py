@@ -39,16 +39,50 @@ give the same maps (``tests/test_placement.py`` compares them on saved outputs o
 >>> phy2log, log2phy, logcnt = rebalance_experts(load, 16, 4, 2, 8)   # EPLB's README example
 >>> phy2log.tolist()
 [[5, 6, 5, 7, 8, 4, 3, 4, 10, 9, 10, 2, 0, 1, 11, 1]]
+
+One host of 4 GPUs, two per NIC, 8 experts with two hot ones:
+
+>>> load = [8.0, 7.0, 1.0, 1.0, 2.0, 3.0, 1.0, 1.0]
+>>> plain = contiguous_slots(8, 4, gpus_per_node=4, gpus_per_nic=2)
+>>> eplb = eplb_placement(load, 12, 4, gpus_per_node=4, gpus_per_nic=2)
+>>> nic = nic_aware_placement(load, 12, 4, gpus_per_node=4, gpus_per_nic=2)
+>>> gpu_loads(plain, load).tolist(), nic_loads(eplb, load).tolist(), host_loads(nic, load).tolist()
+([15.0, 2.0, 5.0, 2.0], [12.0, 12.0], [24.0])
+>>> slot_loads(eplb, load).round(2).tolist()[:4]
+[3.0, 2.0, 1.0, 2.67]
+>>> route_to_slots(nic, [[0, 1], [0, 5]], [0, 3]).tolist()
+[[6, 7], [6, 0]]
+>>> swap = nvlink_swaps(plain, load, blocked=[False] * 7 + [True])
+>>> swap.pairs.tolist(), swap.nic_max_before, swap.nic_max_after
+([[1, 6]], 17.0, 13.0)
+>>> [a.tolist() for a in balanced_packing([[5.0, 1.0, 4.0, 2.0], [1.0, 1.0, 3.0, 0.0]], 2)]
+[[[0, 0, 1, 1], [1, 1, 0, 0]], [[0, 1, 0, 1], [0, 1, 0, 1]]]
+>>> [a.tolist() for a in replicate_experts([[6.0, 2.0, 3.0]], 5)]
+[[[0, 1, 2, 0, 0]], [[0, 0, 0, 1, 2]], [[3, 1, 1]]]
+>>> placement_from_phy2log([0, 1, 2, 0, 3, 1], 4, 2, gpus_per_node=2, gpus_per_nic=1,
+...                        phyrank=[0, 0, 0, 1, 0, 1], name="mine")
+Placement(n_gpus=2, gpus_per_node=2, gpus_per_nic=1, name='mine')
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from .._jit import njit
-from .._validate import as_float_array, as_int_array, check_int, check_real
+from .._validate import (
+    as_float_array,
+    as_int_array,
+    check_instance,
+    check_int,
+    check_real,
+    check_str,
+    frozen_array,
+    trusted,
+)
+from ..limits import PY_STEP, check_bytes, check_steps
 
 __all__ = [
     "Placement",
@@ -72,8 +106,13 @@ __all__ = [
 ]
 
 #: Largest sizes accepted (bigger inputs are refused with a ValueError before any allocation).
+#: Within them, every call also stays inside the memory and work budgets of :mod:`uneven.limits`
+#: (2 GiB and 2e9 loop steps by default): the greedy replication costs ``rows x (slots -
+#: experts) x experts`` steps, the packing ``rows x items x packs``.
 MAX_LAYERS, MAX_EXPERTS, MAX_SLOTS = 4096, 65536, 1 << 20
 _MAX_CELLS = 50_000_000  # layers x slots
+#: Largest load (or weight) of one expert: sums over a million slots stay far from overflow.
+MAX_LOAD = 1e250
 
 
 @dataclass(frozen=True, eq=False)
@@ -94,6 +133,38 @@ class Placement:
     gpus_per_node: int
     gpus_per_nic: int
     name: str = "placement"
+
+    def __post_init__(self):
+        # Direct construction and dataclasses.replace: the three maps must describe one
+        # placement (the library's own placements are made by placement_from_phy2log, unchecked
+        # here a second time).
+        put = object.__setattr__
+        n_gpus, gpn, gpnic = _check_hosts(self.n_gpus, self.gpus_per_node, self.gpus_per_nic)
+        p2l = frozen_array("phy2log", self.phy2log, dtype="int", ndim=1, lo=0)
+        if p2l.size == 0 or p2l.size > MAX_SLOTS or p2l.size % n_gpus:
+            raise ValueError(f"phy2log must have a positive multiple of n_gpus ({n_gpus}) slots "
+                             f"(at most {MAX_SLOTS:,}); got {p2l.size}")
+        cnt = frozen_array("logcnt", self.logcnt, dtype="int", ndim=1, lo=1)
+        if cnt.size == 0 or cnt.size > MAX_EXPERTS or p2l.max() >= cnt.size:
+            raise ValueError(f"logcnt must have one entry per expert (1 .. {MAX_EXPERTS:,}), "
+                             f"more than the largest expert id in phy2log ({p2l.max()}); got "
+                             f"{cnt.size} entries")
+        if not np.array_equal(np.bincount(p2l, minlength=cnt.size), cnt):
+            raise ValueError("logcnt must count the slots of each expert in phy2log (each "
+                             "expert at least once)")
+        width = int(cnt.max())
+        l2p = frozen_array("log2phy", self.log2phy, dtype="int", shape=(cnt.size, width), lo=-1)
+        used = np.arange(width)[None, :] < cnt[:, None]
+        slots = l2p[used]  # expert by expert, in replica order
+        if (l2p[~used] != -1).any() or slots.min() < 0 or not np.array_equal(
+            p2l[np.minimum(slots, p2l.size - 1)], np.repeat(np.arange(cnt.size), cnt)
+        ) or slots.max() >= p2l.size or np.bincount(slots, minlength=p2l.size).max() > 1:
+            raise ValueError("log2phy must list each expert's slots of phy2log once each, in "
+                             "its first logcnt entries, padded with -1")
+        for name, value in (("phy2log", p2l), ("logcnt", cnt), ("log2phy", l2p),
+                            ("n_gpus", n_gpus), ("gpus_per_node", gpn), ("gpus_per_nic", gpnic),
+                            ("name", check_str("name", self.name, max_len=200))):
+            put(self, name, value)
 
     @property
     def n_slots(self) -> int:
@@ -138,6 +209,18 @@ class SwapResult:
     copy_bytes: float
     nic_max_before: float
     nic_max_after: float
+
+    def __post_init__(self):
+        put = object.__setattr__
+        p = check_instance("placement", self.placement, Placement)
+        pairs = frozen_array("pairs", self.pairs, dtype="int", ndim=2, lo=0)
+        if pairs.shape[1] != 2 or (pairs.size and pairs.max() >= p.n_slots):
+            raise ValueError(f"pairs must be rows of two slot ids < {p.n_slots}; got shape "
+                             f"{pairs.shape}")
+        put(self, "pairs", pairs)
+        put(self, "copy_bytes", check_real("copy_bytes", self.copy_bytes, lo=0.0, unit="bytes"))
+        for name in ("nic_max_before", "nic_max_after"):
+            put(self, name, check_real(name, getattr(self, name), lo=0.0))
 
 
 # --------------------------------------------------------------------------------------------
@@ -229,8 +312,13 @@ def _reference_packing(weight, n_packs):
 # EPLB's building blocks
 
 
+def _loads(name, value, **kw):
+    """Loads (unitless, >= 0, at most :data:`MAX_LOAD` each) as float64."""
+    return as_float_array(name, value, lo=0.0, hi=MAX_LOAD, **kw)
+
+
 def _as_rows(name, weight):
-    w = as_float_array(name, weight, lo=0.0)
+    w = _loads(name, weight)
     if w.ndim not in (1, 2):
         raise ValueError(f"{name} must be a 1-d or 2-d array of loads; got shape {w.shape}")
     one = w.ndim == 1
@@ -273,8 +361,21 @@ def balanced_packing(weight, n_packs: int):
     n_packs = check_int("n_packs", n_packs, lo=1, hi=n)
     if n % n_packs:
         raise ValueError(f"n_packs must divide the number of items ({n}); got {n_packs}")
+    check_bytes("weight", weight, 8.0 * 4 * w.size, "the packs and ranks of every item")
+    check_steps("n_packs", n_packs, _packing_steps(w.shape[0], n, n_packs),
+                "packing every item into the lightest pack")
     pack, rank = _packing(w, n_packs)
     return (pack[0], rank[0]) if one else (pack, rank)
+
+
+def _packing_steps(rows, n, n_packs):
+    """Loop steps of :func:`_packing` on ``rows`` rows of ``n`` items."""
+    return float(rows) * n * (n_packs + 2 * max(1.0, math.log2(n)))
+
+
+def _replicate_steps(rows, n, n_phy):
+    """Loop steps of :func:`_replicate`: each extra slot scans every expert."""
+    return float(rows) * (n + (n_phy - n) * n)
 
 
 def _replicate(w, n_phy):
@@ -304,6 +405,9 @@ def replicate_experts(weight, n_phy: int):
     n_phy = check_int("n_phy", n_phy, lo=n, hi=MAX_SLOTS)
     if w.shape[0] * n_phy > _MAX_CELLS:
         raise ValueError(f"n_phy={n_phy} with {w.shape[0]} rows is too large")
+    check_bytes("n_phy", n_phy, 8.0 * w.shape[0] * (2 * n_phy + n), "the slot maps")
+    check_steps("n_phy", n_phy, _replicate_steps(w.shape[0], n, n_phy),
+                "giving each extra slot to the busiest expert")
     out = _replicate(w, n_phy)
     return tuple(a[0] for a in out) if one else out
 
@@ -351,9 +455,11 @@ def _eplb_hierarchical(w, n_phy, n_groups, n_nodes, n_gpus):
     return phy2log, phyrank, logcnt
 
 
-def _log2phy(phy2log, phyrank, logcnt):
+def _log2phy(phy2log, phyrank, logcnt, name="n_replicas"):
     n_layers, n_phy = phy2log.shape
     width = int(logcnt.max())
+    check_bytes(name, n_phy, 8.0 * logcnt.size * width,
+                f"log2phy: {logcnt.size:,} experts x {width:,} replicas of the busiest")
     out = np.full((n_layers, logcnt.shape[1], width), -1, dtype=np.int64)
     rows = np.arange(n_layers)[:, None]
     out[rows, phy2log, phyrank] = np.arange(n_phy, dtype=np.int64)[None, :]
@@ -386,9 +492,9 @@ def rebalance_experts(weight, n_replicas: int, n_groups: int, n_nodes: int, n_gp
         raise ValueError(f"weight must be a 2-d array [layers, experts]; got shape "
                          f"{np.asarray(weight).shape}")
     n_layers, n_exp = w.shape
-    if n_layers > MAX_LAYERS or n_exp > MAX_EXPERTS:
-        raise ValueError(f"weight must have at most {MAX_LAYERS} layers and {MAX_EXPERTS} experts;"
-                         f" got shape {w.shape}")
+    if n_layers == 0 or n_layers > MAX_LAYERS or n_exp > MAX_EXPERTS:
+        raise ValueError(f"weight must have 1 .. {MAX_LAYERS} layers and at most {MAX_EXPERTS} "
+                         f"experts; got shape {w.shape}")
     n_gpus = check_int("n_gpus", n_gpus, lo=1, hi=MAX_SLOTS)
     n_replicas = check_int("n_replicas", n_replicas, lo=n_exp, hi=MAX_SLOTS)
     if n_replicas % n_gpus:
@@ -402,10 +508,16 @@ def rebalance_experts(weight, n_replicas: int, n_groups: int, n_nodes: int, n_gp
     n_nodes = check_int("n_nodes", n_nodes, lo=1, hi=n_gpus)
     if n_gpus % n_nodes:
         raise ValueError(f"n_nodes must divide n_gpus ({n_gpus}); got {n_nodes}")
-    if n_groups % n_nodes == 0:
-        out = _eplb_hierarchical(w, n_replicas, n_groups, n_nodes, n_gpus)
-    else:
-        out = _eplb_hierarchical(w, n_replicas, 1, 1, n_gpus)
+    hier = n_groups % n_nodes == 0
+    g, nodes = (n_groups, n_nodes) if hier else (1, 1)
+    check_bytes("n_replicas", n_replicas, 8.0 * n_layers * (12 * n_replicas + 6 * n_exp),
+                "the slot maps of every layer")
+    check_steps("n_replicas", n_replicas,
+                _replicate_steps(n_layers * nodes, n_exp // nodes, n_replicas // nodes)
+                + _packing_steps(n_layers, g, nodes)
+                + _packing_steps(n_layers * nodes, n_replicas // nodes, n_gpus // nodes),
+                "replicating and packing every layer")
+    out = _eplb_hierarchical(w, n_replicas, g, nodes, n_gpus)
     phy2log, phyrank, logcnt = out
     return phy2log, _log2phy(phy2log, phyrank, logcnt), logcnt
 
@@ -449,6 +561,8 @@ def placement_from_phy2log(phy2log, n_experts: int, n_gpus: int, *, gpus_per_nod
         missing = int(np.flatnonzero(logcnt == 0)[0])
         raise ValueError(f"phy2log must give every expert at least one slot; expert {missing} "
                          "has none")
+    check_bytes("phy2log", phy2log, 8.0 * 6 * p2l.size, "the slot maps")
+    name = check_str("name", name, max_len=200)
     if phyrank is None:
         order = np.argsort(p2l, kind="stable")
         starts = np.concatenate([[0], np.cumsum(logcnt)[:-1]])
@@ -458,12 +572,28 @@ def placement_from_phy2log(phy2log, n_experts: int, n_gpus: int, *, gpus_per_nod
         rank = as_int_array("phyrank", phyrank, shape=(p2l.size,), lo=0)
         if rank.max() >= logcnt.max() or np.any(rank >= logcnt[p2l]):
             raise ValueError("phyrank must number each expert's replicas 0 .. logcnt-1")
-    log2phy = np.full((n_experts, int(logcnt.max())), -1, dtype=np.int64)
-    log2phy[p2l, rank] = np.arange(p2l.size, dtype=np.int64)
+    log2phy = _log2phy_of(p2l, logcnt, rank, "phy2log")
     if np.any((log2phy < 0) & (np.arange(log2phy.shape[1]) < logcnt[:, None])):
         raise ValueError("phyrank must number each expert's replicas 0 .. logcnt-1 once each")
-    p2l.flags.writeable = False
-    return Placement(p2l, logcnt, log2phy, n_gpus, gpn, gpnic, str(name))
+    return _placement(p2l, logcnt, log2phy, n_gpus, gpn, gpnic, name)
+
+
+def _log2phy_of(p2l, logcnt, rank, name="n_slots"):
+    """The slots of each expert by replica rank, -1 padded (from consistent maps)."""
+    width = int(logcnt.max())
+    check_bytes(name, p2l.size, 8.0 * logcnt.size * width,
+                f"log2phy: {logcnt.size:,} experts x {width:,} replicas of the busiest")
+    log2phy = np.full((logcnt.size, width), -1, dtype=np.int64)
+    log2phy[p2l, rank] = np.arange(p2l.size, dtype=np.int64)
+    return log2phy
+
+
+def _placement(p2l, logcnt, log2phy, n_gpus, gpn, gpnic, name) -> Placement:
+    """A Placement from maps this module just built and checked (no second check)."""
+    for a in (p2l, logcnt, log2phy):
+        a.flags.writeable = False
+    return trusted(Placement, phy2log=p2l, logcnt=logcnt, log2phy=log2phy, n_gpus=n_gpus,
+                   gpus_per_node=gpn, gpus_per_nic=gpnic, name=name)
 
 
 def contiguous_slots(n_experts: int, n_gpus: int, *, gpus_per_node: int = 8,
@@ -478,9 +608,10 @@ def contiguous_slots(n_experts: int, n_gpus: int, *, gpus_per_node: int = 8,
     n_experts = check_int("n_experts", n_experts, lo=n_gpus, hi=MAX_EXPERTS)
     if n_experts % n_gpus:
         raise ValueError(f"n_gpus must divide n_experts ({n_experts}); got {n_gpus}")
-    return placement_from_phy2log(np.arange(n_experts), n_experts, n_gpus,
-                                  gpus_per_node=gpus_per_node, gpus_per_nic=gpus_per_nic,
-                                  name="contiguous")
+    n_gpus, gpn, gpnic = _check_hosts(n_gpus, gpus_per_node, gpus_per_nic)
+    p2l = np.arange(n_experts, dtype=np.int64)
+    return _placement(p2l, np.ones(n_experts, dtype=np.int64), p2l.reshape(-1, 1).copy(),
+                      n_gpus, gpn, gpnic, "contiguous")
 
 
 def eplb_placement(load, n_slots: int, n_gpus: int, *, gpus_per_node: int = 8,
@@ -494,14 +625,19 @@ def eplb_placement(load, n_slots: int, n_gpus: int, *, gpus_per_node: int = 8,
     [3, 0, 2, 0, 0, 1]
     """
     n_gpus, gpn, gpnic = _check_hosts(n_gpus, gpus_per_node, gpus_per_nic)
-    w = as_float_array("load", load, ndim=1, lo=0.0)
-    p2l, l2p, _ = rebalance_experts(w[None, :], n_slots, n_groups, n_gpus // gpn, n_gpus)
-    # EPLB's replica ranks, recovered from its log2phy order
-    rank = np.empty(p2l.shape[1], dtype=np.int64)
-    valid = l2p[0] >= 0
-    rank[l2p[0][valid]] = np.nonzero(valid)[1]
-    return placement_from_phy2log(p2l[0], w.size, n_gpus, gpus_per_node=gpn, gpus_per_nic=gpnic,
-                                  phyrank=rank, name="EPLB")
+    w = _loads("load", load, ndim=1)
+    if w.size == 0 or w.size > MAX_EXPERTS:
+        raise ValueError(f"load must have 1 .. {MAX_EXPERTS} experts; got {w.size}")
+    n_slots = check_int("n_slots", n_slots, lo=w.size, hi=MAX_SLOTS)
+    if n_slots % n_gpus:
+        raise ValueError(f"n_slots must be a multiple of n_gpus ({n_gpus}); got {n_slots}")
+    n_groups = check_int("n_groups", n_groups, lo=1, hi=w.size)
+    if w.size % n_groups:
+        raise ValueError(f"n_groups must divide the number of experts ({w.size}); got "
+                         f"{n_groups}")
+    p2l, l2p, cnt = rebalance_experts(w[None, :], n_slots, n_groups, n_gpus // gpn, n_gpus)
+    # EPLB's own maps (log2phy in its replica order): consistent, built here, not re-checked
+    return _placement(p2l[0], cnt[0], l2p[0], n_gpus, gpn, gpnic, "EPLB")
 
 
 def nic_aware_placement(load, n_slots: int, n_gpus: int, *, gpus_per_node: int = 8,
@@ -524,13 +660,19 @@ def nic_aware_placement(load, n_slots: int, n_gpus: int, *, gpus_per_node: int =
     [0, 3, 1, 2]
     """
     n_gpus, gpn, gpnic = _check_hosts(n_gpus, gpus_per_node, gpus_per_nic)
-    w = as_float_array("load", load, ndim=1, lo=0.0)
+    w = _loads("load", load, ndim=1)
     n_exp = w.size
     if n_exp == 0 or n_exp > MAX_EXPERTS:
         raise ValueError(f"load must have 1 .. {MAX_EXPERTS} experts; got {n_exp}")
     n_slots = check_int("n_slots", n_slots, lo=n_exp, hi=MAX_SLOTS)
     if n_slots % n_gpus:
         raise ValueError(f"n_slots must be a multiple of n_gpus ({n_gpus}); got {n_slots}")
+    check_bytes("n_slots", n_slots, 8.0 * (12 * n_slots + 4 * n_exp), "the slot maps")
+    check_steps("n_slots", n_slots, _replicate_steps(1, n_exp, n_slots)
+                + _packing_steps(1, n_slots, n_gpus // gpn)
+                + _packing_steps(n_gpus // gpn, n_slots // (n_gpus // gpn), gpn // gpnic)
+                + _packing_steps(n_gpus // gpnic, n_slots // (n_gpus // gpnic), gpnic),
+                "replicating and packing in three levels")
     phy2log, prank, cnt = _replicate(w[None, :], n_slots)
     rep = w[phy2log[0]] / cnt[0][phy2log[0]]
     # packing levels: hosts, NICs per host, GPUs per NIC; items keep their replica index
@@ -544,8 +686,9 @@ def nic_aware_placement(load, n_slots: int, n_gpus: int, *, gpus_per_node: int =
         nxt[(r_idx * n_packs + pack.ravel()), rank.ravel()] = items.ravel()
         items = nxt
     order = items.ravel()  # slot order: host, NIC, GPU, position
-    return placement_from_phy2log(phy2log[0][order], n_exp, n_gpus, gpus_per_node=gpn,
-                                  gpus_per_nic=gpnic, phyrank=prank[0][order], name="NIC-aware")
+    p2l, logcnt = phy2log[0][order], cnt[0]
+    return _placement(p2l, logcnt, _log2phy_of(p2l, logcnt, prank[0][order]), n_gpus, gpn, gpnic,
+                      "NIC-aware")
 
 
 # --------------------------------------------------------------------------------------------
@@ -553,9 +696,7 @@ def nic_aware_placement(load, n_slots: int, n_gpus: int, *, gpus_per_node: int =
 
 
 def _check_placement(placement):
-    if not isinstance(placement, Placement):
-        raise ValueError(f"placement must be a Placement; got {type(placement).__name__}")
-    return placement
+    return check_instance("placement", placement, Placement, "from placement_from_phy2log(...)")
 
 
 def route_to_slots(placement: Placement, expert_ids, src_gpu) -> np.ndarray:
@@ -570,6 +711,7 @@ def route_to_slots(placement: Placement, expert_ids, src_gpu) -> np.ndarray:
     """
     p = _check_placement(placement)
     ids = as_int_array("expert_ids", expert_ids, ndim=2, lo=0, hi=p.n_experts - 1)
+    check_bytes("expert_ids", expert_ids, 8.0 * 3 * ids.size, "the replica and slot of each copy")
     src = as_int_array("src_gpu", src_gpu, shape=(ids.shape[0],), lo=0, hi=p.n_gpus - 1)
     replica = src[:, None] % p.logcnt[ids]
     return p.log2phy[ids, replica]
@@ -579,7 +721,7 @@ def slot_loads(placement: Placement, expert_load) -> np.ndarray:
     """Expected load of each slot (float64 ``[n_slots]``): an expert's load split evenly over its
     replicas."""
     p = _check_placement(placement)
-    w = as_float_array("expert_load", expert_load, shape=(p.n_experts,), lo=0.0)
+    w = _loads("expert_load", expert_load, shape=(p.n_experts,))
     return w[p.phy2log] / p.logcnt[p.phy2log]
 
 
@@ -627,16 +769,14 @@ def nvlink_swaps(placement: Placement, expert_load, *, threshold: float = 0.02,
     ([2, 1, 0, 3], 9.0, 6.0)
     """
     p = _check_placement(placement)
-    w = as_float_array("expert_load", expert_load, shape=(p.n_experts,), lo=0.0)
-    threshold = check_real("threshold", threshold, lo=0.0)
-    expert_bytes = check_real("expert_bytes", expert_bytes, lo=0.0, unit="bytes")
+    w = _loads("expert_load", expert_load, shape=(p.n_experts,))
+    threshold = check_real("threshold", threshold, lo=0.0, hi=1e3)
+    expert_bytes = check_real("expert_bytes", expert_bytes, lo=0.0, hi=1e15, unit="bytes")
     if blocked is None:
         blk = np.zeros(p.n_experts, dtype=bool)
     else:
-        blk = np.asarray(blocked)
-        if blk.shape != (p.n_experts,) or blk.dtype != bool:
-            raise ValueError(f"blocked must be a bool array of shape ({p.n_experts},); got "
-                             f"{getattr(blk, 'dtype', type(blk))} {blk.shape}")
+        blk = frozen_array("blocked", blocked, dtype="bool", shape=(p.n_experts,))
+    _check_swap_budget("placement", p)
     p2l = p.phy2log.copy()
     rep = w[p2l] / p.logcnt[p2l]
     spg, gpnic, gpn = p.slots_per_gpu, p.gpus_per_nic, p.gpus_per_node
@@ -685,13 +825,33 @@ def nvlink_swaps(placement: Placement, expert_load, *, threshold: float = 0.02,
         nic[hot_nic] -= d
         nic[cold_nic] += d
         pairs.append((sa, sb))
-    # the replica ranks travel with the experts
-    rank = np.empty(p.n_slots, dtype=np.int64)
-    valid = p.log2phy >= 0
-    rank[p.log2phy[valid]] = np.nonzero(valid)[1]
-    for sa, sb in pairs:
-        rank[sa], rank[sb] = rank[sb], rank[sa]
-    new = placement_from_phy2log(p2l, p.n_experts, p.n_gpus, gpus_per_node=gpn,
-                                 gpus_per_nic=gpnic, phyrank=rank, name=p.name)
+    if pairs:  # the replica ranks travel with the experts
+        rank = np.empty(p.n_slots, dtype=np.int64)
+        valid = p.log2phy >= 0
+        rank[p.log2phy[valid]] = np.nonzero(valid)[1]
+        l2p = p.log2phy.copy()
+        for sa, sb in pairs:
+            rank[sa], rank[sb] = rank[sb], rank[sa]
+            l2p[p2l[sa], rank[sa]] = sa  # each expert's replica now sits in the other slot
+            l2p[p2l[sb], rank[sb]] = sb
+        new = _placement(p2l, p.logcnt, l2p, p.n_gpus, gpn, gpnic, p.name)
+    else:
+        new = p  # nothing moved: the same (read-only) placement
     arr = np.array(pairs, dtype=np.int64).reshape(-1, 2)
-    return SwapResult(new, arr, 2.0 * expert_bytes * len(pairs), before, float(nic.max()))
+    arr.flags.writeable = False
+    return trusted(SwapResult, placement=new, pairs=arr, copy_bytes=2.0 * expert_bytes * len(pairs),
+                   nic_max_before=before, nic_max_after=float(nic.max()))
+
+
+def _swap_steps(p: Placement) -> float:
+    """Loop steps of one :func:`nvlink_swaps` call: per host, a few dozen array operations and
+    the ``slots_per_gpu²`` candidate pairs."""
+    return p.n_nodes * (30.0 * PY_STEP + 12.0 * p.slots_per_gpu**2) + 10.0 * p.n_slots
+
+
+def _check_swap_budget(name, p: Placement, rounds: int = 1):
+    spg = p.slots_per_gpu
+    check_bytes(name, f"a placement with {spg:,} slots per GPU", 8.0 * 10 * spg * spg,
+                "the candidate swaps of one host")
+    check_steps(name, f"a placement of {p.n_nodes:,} hosts", rounds * _swap_steps(p),
+                "trying swaps in every host")
