@@ -196,3 +196,28 @@ def test_progress_bar_does_not_change_the_table():
         warnings.simplefilter("ignore")  # tqdm's notebook detection
         t = sweep(lambda x: x + 1, {"x": list(range(5))}, processes=1, progress=True)
     assert t["result"].tolist() == [1, 2, 3, 4, 5]
+
+
+def _bad_setup():
+    raise OSError("no cache here")
+
+
+def _dies(x):
+    import os
+
+    if x == 1:
+        os._exit(3)  # the worker process dies mid-chunk
+    return float(x)
+
+
+@pytest.mark.parametrize("processes", [1, 2])
+def test_a_failing_setup_is_raised_with_its_reason(processes):
+    with pytest.raises(RuntimeError, match="setup failed.*OSError: no cache here"):
+        sweep(lambda x: x, {"x": [1, 2, 3]}, processes=processes, chunk_size=1, setup=_bad_setup,
+              progress=False)
+
+
+def test_a_dead_worker_fails_its_points_not_the_sweep():
+    with pytest.warns(SweepWarning, match="worker lost"):
+        t = sweep(_dies, {"x": [0, 1]}, processes=2, chunk_size=1, progress=False)
+    assert t["error"][1].startswith("worker lost")

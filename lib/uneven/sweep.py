@@ -163,6 +163,11 @@ def _point_seed(seed: int, index: int) -> int:
 # --------------------------------------------------------------------------- workers
 
 _WORKER_FN = None
+_SETUP_ERROR = ""
+
+
+class _SetupFailed(RuntimeError):
+    """``setup`` raised in a worker: the sweep cannot run there (raised to the caller)."""
 
 
 def _dumps(obj) -> bytes:
@@ -174,13 +179,18 @@ def _dumps(obj) -> bytes:
 
 
 def _init_worker(fn_bytes, setup_bytes):
-    global _WORKER_FN
-    _WORKER_FN = pickle.loads(fn_bytes)
-    if setup_bytes is not None:
-        pickle.loads(setup_bytes)()
+    global _WORKER_FN, _SETUP_ERROR
+    try:
+        _WORKER_FN = pickle.loads(fn_bytes)
+        if setup_bytes is not None:
+            pickle.loads(setup_bytes)()
+    except Exception as err:  # reported by the first chunk (an initializer's error is lost)
+        _SETUP_ERROR = f"{type(err).__name__}: {err}"
 
 
 def _local_chunk(points):
+    if _SETUP_ERROR:
+        raise _SetupFailed(f"setup failed in a worker process: {_SETUP_ERROR}")
     return _run_chunk(_WORKER_FN, points)
 
 
@@ -199,7 +209,11 @@ def _dask_setup(setup):
     key = id(setup) if not hasattr(setup, "__qualname__") else (
         getattr(setup, "__module__", ""), setup.__qualname__)
     if key not in _DASK_READY:
-        setup()
+        try:
+            setup()
+        except Exception as err:
+            raise _SetupFailed(f"setup failed on a Dask worker: {type(err).__name__}: "
+                               f"{err}") from None
         _DASK_READY.add(key)
 
 
@@ -420,7 +434,10 @@ def sweep(fn, grid, *, client=None, seed: int = 0, chunk_size: int | None = None
             outcomes = _on_dask(client, fn, setup, chunks, bar)
         elif processes == 1 or len(chunks) == 1 and processes is None:
             if setup is not None:
-                setup()
+                try:
+                    setup()
+                except Exception as err:
+                    raise RuntimeError(f"setup failed: {type(err).__name__}: {err}") from err
             outcomes = []
             for chunk in chunks:
                 outcomes += _run_chunk(fn, chunk)
@@ -490,9 +507,20 @@ def _on_processes(fn, setup, chunks, workers, bar):
         futures = {pool.submit(_local_chunk, chunk): j for j, chunk in enumerate(chunks)}
         for fut in as_completed(futures):
             j = futures[fut]
-            results[j] = fut.result()
+            results[j] = _chunk_result(fut, chunks[j])
             bar.update(len(chunks[j]))
     return [x for part in results for x in part]
+
+
+def _chunk_result(fut, chunk):
+    """The chunk's outcomes; if its worker died, every point of it fails with the reason."""
+    try:
+        return fut.result()
+    except _SetupFailed as err:
+        raise RuntimeError(str(err)) from None
+    except Exception as err:  # the worker process died (a crash, the memory limit) or was lost
+        text = f"worker lost: {type(err).__name__}: {err}"[:500]
+        return [(None, text)] * len(chunk)
 
 
 def _on_dask(client, fn, setup, chunks, bar):
@@ -504,7 +532,7 @@ def _on_dask(client, fn, setup, chunks, bar):
     try:
         for fut in dask_completed(futures):
             j = index[fut.key]
-            results[j] = fut.result()
+            results[j] = _chunk_result(fut, chunks[j])
             bar.update(len(chunks[j]))
     finally:
         for f in futures:
