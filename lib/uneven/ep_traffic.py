@@ -543,7 +543,7 @@ def _generated_step_kernel(key, gpu_lo, gpu_hi, group_lo, tokens_per_gpu, ep, gp
             _gen_top2(key, t, n_pairs, gsize, n_groups, w32t, skew_on, has_bias, biast, buf, top,
                       sec, hi_s, lo_s)
             _route_generated(buf, top, sec, gsize, n_groups, max_groups, k, gscore, kept, tops,
-                             cand, cval, order)
+                             cand, cval, order, False)
             n_g = 0
             n_n = 0
             own = 0

@@ -802,10 +802,11 @@ def _buf_pos(x, g, n_groups, half):
 
 @njit(inline="always")
 def _route_generated(buf, top, sec, gsize, n_groups, max_groups, k, gscore, kept, tops, cand,
-                     cval, order):
+                     cval, order, ordered):
     """Node-limited top-k of one token whose biased scores are in ``buf`` (group-transposed):
     the same rule, tie breaks and threshold trick as ``_node_limited_kernel``. Writes the ``k``
-    chosen expert ids, best first, to ``order[:k]``."""
+    chosen expert ids to ``order[:k]``, best first if ``ordered`` (else in increasing id when
+    exactly ``k`` experts reach the threshold: the set is the same, the ranking is skipped)."""
     inf = np.inf
     half = ((gsize + 1) // 2) * n_groups
     for g in range(n_groups):  # in float64, as node_limited_route (exact for float32 inputs)
@@ -864,15 +865,34 @@ def _route_generated(buf, top, sec, gsize, n_groups, max_groups, k, gscore, kept
                 tau = min(tau, vi if r < k else inf)
     # the kept experts >= tau (~k of them), in increasing id
     m = 0
-    for j in range(max_groups):
-        g = kept[j]
-        base = g * gsize
-        for x in range(gsize):
-            v = np.float64(buf[_buf_pos(x, g, n_groups, half)])
-            cand[m] = base + x
-            cval[m] = v
-            m += v >= tau
-    _rank_order(cval, cand, m, order)
+    if n_groups == 8 and gsize == 32:  # positions first (one store each), ids by shifts
+        for j in range(max_groups):
+            p = kept[j]
+            for _i2 in range(16):
+                cand[m] = p
+                m += buf[p] >= tau
+                cand[m] = p + 128
+                m += buf[p + 128] >= tau
+                p += 8
+        for j in range(m):
+            p = cand[j]
+            if ordered or m != k:
+                cval[j] = np.float64(buf[p])
+            cand[j] = ((p & 7) << 5) | (((p & 127) >> 3) << 1) | (p >> 7)
+    else:
+        for j in range(max_groups):
+            g = kept[j]
+            base = g * gsize
+            for x in range(gsize):
+                v = np.float64(buf[_buf_pos(x, g, n_groups, half)])
+                cand[m] = base + x
+                cval[m] = v
+                m += v >= tau
+    if not ordered and m == k:  # exactly k: the set is known, its order is not needed
+        for j in range(k):
+            order[j] = cand[j]
+    else:
+        _rank_order(cval, cand, m, order)
 
 
 @njit(nogil=True)
@@ -897,7 +917,7 @@ def _generated_route_kernel(key, first_token, n_tokens, n_experts, n_groups, max
         _gen_top2(key, t, n_pairs, gsize, n_groups, w32t, skew_on, has_bias, biast, buf, top,
                   sec, hi_s, lo_s)
         _route_generated(buf, top, sec, gsize, n_groups, max_groups, k, gscore, kept, tops,
-                         cand, cval, order)
+                         cand, cval, order, True)
         total = 0.0
         for j in range(k):
             e = order[j]
