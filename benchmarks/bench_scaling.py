@@ -10,9 +10,17 @@
   and the timeline engine) at ``p = 32`` and at ``p = m``; the dispatcher (``mode="replan"``),
   which takes about ``p`` steps per op, at ``p = 32`` and at ``p = m`` (to 3 x 10^5 ops).
 
-Each row gives the exponent fitted over all points and over the upper half of the sizes (the
-asymptote: fixed per-call costs flatten the small sizes); an upper exponent above 1.1 is named
-"worse than linear" in the metric and in a closing row. Run alone:
+Costs are CPU seconds (all threads). Each row gives the exponent fitted over all points and over
+the upper half of the sizes (the asymptote: fixed per-call costs flatten the small sizes); an
+upper exponent above 1.1 is named "worse than linear" in the metric and in a closing row.
+
+What was seen on the 2-core machine (Nov 2026): the EP step is linear (exponent 1.0); flows'
+link loads are near-linear (1.1-1.2: random link indices outgrow the caches); the uniform
+all-to-all grows as GPUs^3 beyond 16K GPUs (its node-pair matrix, 1.5 in pairs, leaves the
+cache); the pipeline's fixed orders cost 140 ns per ``p * m`` up to 3 x 10^4 and 400-850 ns at
+10^6 (exponent 1.3-1.45 over the top half): every op slot holds ~320 bytes of DAG, timeline and
+result, so 10^6 is 0.6 GB of freshly allocated, page-faulted memory. Nothing in the algorithms
+is above linear except the dispatcher at ``p = m`` (``p`` steps per op, 1.5 as expected). Run alone:
 ``python benchmarks/bench_scaling.py``.
 """
 
@@ -36,14 +44,16 @@ LINEAR = 1.1  # an upper exponent above this is called worse than linear
 
 
 def _time(fn) -> float:
-    """Fastest of up to 3 runs, fewer when one run is long (the machine is shared)."""
-    t0 = time.perf_counter()
+    """CPU seconds of this process (all threads, page faults included): the fastest of up to 3
+    runs, fewer when one run is long. CPU time, not wall: the cores are shared, and a fit over
+    three decades must not bend when another process takes a core for a while."""
+    t0 = time.process_time()
     fn()
-    best = time.perf_counter() - t0
+    best = time.process_time() - t0
     for _ in range(2 if best < 0.05 else 1 if best < 0.5 else 0):
-        t0 = time.perf_counter()
+        t0 = time.process_time()
         fn()
-        best = min(best, time.perf_counter() - t0)
+        best = min(best, time.process_time() - t0)
     return best
 
 
