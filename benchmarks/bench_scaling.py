@@ -18,8 +18,9 @@ What was seen on the 2-core machine (Nov 2026): the EP step is linear (exponent 
 link loads are near-linear (1.1-1.2: random link indices outgrow the caches); the uniform
 all-to-all grows as GPUs^3 beyond 16K GPUs (its node-pair matrix, 1.5 in pairs, leaves the
 cache); the pipeline's fixed orders cost 140 ns per ``p * m`` up to 3 x 10^4 and 400-850 ns at
-10^6 (exponent 1.3-1.45 over the top half): every op slot holds ~320 bytes of DAG, timeline and
-result, so 10^6 is 0.6 GB of freshly allocated, page-faulted memory. Nothing in the algorithms
+10^6 (exponent 1.3-1.45 over the top half): the library budgets 320 bytes of DAG, timeline and
+result per op slot (4 ``p m`` slots for 1F1B), so 10^6 touches on the order of 1 GB of freshly
+allocated, page-faulted memory. Nothing in the algorithms
 is above linear except the dispatcher at ``p = m`` (``p`` steps per op, 1.5 as expected). Run alone:
 ``python benchmarks/bench_scaling.py``.
 """
