@@ -13,7 +13,8 @@ ROOT_ARG := $(if $(filter 0,$(shell id -u)),--allow-root,)
 # The venv's own kernel must win over a user-level "python3" kernelspec (ipython kernel install).
 export JUPYTER_PATH := $(abspath $(VENV))/share/jupyter
 
-# Installs the test, browser, classroom (otter-grader) and site (Sphinx, MyST-NB) extras, then
+# Installs the test, browser, classroom (otter-grader), site (Sphinx, MyST-NB) and research (Dask,
+# pandas, SimPy) extras, then
 # nbstripout as a git filter (`nbstripout --install`, local git config; nothing outside a git work
 # tree), so that running a notebook never dirties `git status`; the filter's options live in
 # tools/nbstrip.py.
@@ -22,7 +23,7 @@ $(STAMP): pyproject.toml
 		{ echo "uneven needs Python >= 3.10; try: make PYTHON=python3.11 $(MAKECMDGOALS)"; exit 1; }
 	$(BIN)/python -c 'import pip' 2>/dev/null || { rm -rf $(VENV); $(PYTHON) -m venv $(VENV); }
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[test,browser,classroom,site]'
+	$(BIN)/python -m pip install --quiet -e '.[test,browser,classroom,site,research]'
 	$(BIN)/python tools/nbstrip.py install
 	touch $(STAMP)
 

@@ -5,13 +5,16 @@ kernel is the project's ``python3``, Run All from the Run menu, wait for every c
 execution count, then scroll through it taking screenshots and count what is rendered: no error
 output, one rendered image per cell tagged ``figure``/``explorer`` and none elsewhere. In the
 explorer cell, move a slider and change a dropdown: the figure must change each time and no
-widget error may show. Finally save from the File menu: the saved notebook must strip (with the
-git filter's options) to exactly the committed one.
+widget error may show. Then the slider that redrew is moved 10 more times and each move's latency
+(key press to the new figure decoded, timed in the page) is recorded; the median is a measurement
+(target <= 150 ms), never an assertion. Finally save from the File menu: the saved notebook must
+strip (with the git filter's options) to exactly the committed one.
 
 Needs Playwright for Python (the ``browser`` extra) and a Chromium: Debian's ``chromium`` at
 ``/usr/bin/chromium`` or ``$UNEVEN_CHROMIUM``; Playwright's own browser download is never used.
 Without them the test skips, or fails when ``UNEVEN_REQUIRE_BROWSER=1`` (as in CI).
-Screenshots and a summary (wall time per notebook) go to ``browser-screenshots/`` (git-ignored).
+Screenshots and a summary (wall time per notebook, slider latencies in ``latency.json``) go to
+``browser-screenshots/`` (git-ignored).
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ import secrets
 import shutil
 import signal
 import socket
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -44,6 +48,8 @@ CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic"
 VIEWPORT = {"width": 1400, "height": 1000}
 RUN_TIMEOUT = 600  # seconds for Run All of one notebook
 CHANGE_TIMEOUT = 8  # seconds for the explorer's figure to change after a control moves
+LATENCY_MOVES = 10  # slider moves timed per explorer
+LATENCY_TARGET_MS = 150.0  # what a reader should feel as immediate; reported, not asserted
 
 # One JupyterLab and one Chromium for all notebooks: under pytest-xdist the whole module runs on
 # one worker.
@@ -81,6 +87,7 @@ class Record:
     expected_images: int = 0
     screenshots: list[str] = field(default_factory=list)
     explorer: list[str] = field(default_factory=list)
+    latency: list[dict] = field(default_factory=list)  # per explorer: slider, moves, median
 
 
 RECORDS: list[Record] = []
@@ -104,6 +111,16 @@ def summary():
             lines += ["", f"{r.notebook} explorer:", *[f"- {e}" for e in r.explorer]]
     (SHOTS / "summary.md").write_text("\n".join(lines) + "\n")
     (SHOTS / "summary.json").write_text(json.dumps([r.__dict__ for r in RECORDS], indent=1))
+    # Slider latency per notebook, merged with earlier runs of other notebooks (``-k`` runs).
+    path = SHOTS / "latency.json"
+    try:
+        latency = json.loads(path.read_text())
+    except (OSError, ValueError):
+        latency = {}
+    for r in RECORDS:
+        if r.latency:
+            latency[r.notebook] = {"target_ms": LATENCY_TARGET_MS, "explorers": r.latency}
+    path.write_text(json.dumps(latency, indent=1, sort_keys=True))
 
 
 # ---- the browser and the server ---------------------------------------------------------------
@@ -394,6 +411,59 @@ def _wait_src_change(page, img, before: str, what: str, name: str, index: int) -
     return seconds
 
 
+# Arms a probe in the page: the time of the next key press in the cell, and the time the
+# explorer's image next shows a new source, decoded and ready to paint (``img.decode()``).
+# JupyterLab may replace the <img> rather than its ``src``, so the whole cell is observed.
+ARM_PROBE = """(cell) => {
+  const img = () => cell.querySelector(".jp-OutputArea-output[data-mime-type='image/png'] img");
+  const before = (img() || {}).src || null;
+  const probe = {t0: null, t1: null};
+  window.__unevenProbe = probe;
+  cell.addEventListener('keydown', () => { if (probe.t0 === null) probe.t0 = performance.now(); },
+                        {capture: true, once: true});
+  const obs = new MutationObserver(() => {
+    const i = img();
+    if (!i || !i.src || i.src === before || probe.seen) return;
+    probe.seen = true;
+    obs.disconnect();
+    const done = () => { probe.t1 = performance.now(); };
+    i.decode().then(done, done);
+  });
+  obs.observe(cell, {subtree: true, childList: true, attributes: true, attributeFilter: ['src']});
+  probe.stop = () => obs.disconnect();
+}"""
+
+
+def _timed_moves(page, cell, handle, first_key: str) -> list[float | None]:
+    """``LATENCY_MOVES`` key presses on one slider; per move the ms from key down to the new figure
+    decoded (None: no new figure within ``CHANGE_TIMEOUT / 2`` s). At either end of its range the
+    slider turns round. Each move waits for the previous figure, as a reader would."""
+    key = first_key
+    times = []
+    for _ in range(LATENCY_MOVES):
+        value = handle.get_attribute("aria-valuenow")
+        page.evaluate(ARM_PROBE, cell.element_handle())
+        handle.focus()
+        page.keyboard.press(key)
+        if handle.get_attribute("aria-valuenow") == value:  # at the end: turn round
+            key = "ArrowLeft" if key == "ArrowRight" else "ArrowRight"
+            page.evaluate("() => window.__unevenProbe.stop()")
+            page.evaluate(ARM_PROBE, cell.element_handle())
+            page.keyboard.press(key)
+        t0 = time.perf_counter()
+        probe = None
+        while time.perf_counter() - t0 < CHANGE_TIMEOUT / 2:
+            probe = page.evaluate("() => ({t0: window.__unevenProbe.t0, "
+                                  "t1: window.__unevenProbe.t1})")
+            if probe["t1"] is not None:
+                break
+            time.sleep(0.02)
+        page.evaluate("() => window.__unevenProbe.stop()")
+        ok = probe and probe["t0"] is not None and probe["t1"] is not None
+        times.append(round(probe["t1"] - probe["t0"], 1) if ok else None)
+    return times
+
+
 def _widget_errors(cell) -> list[str]:
     """Widget front-end failures, or the explorer's own message (``⚠ ...``) under its controls."""
     bad = r"Error displaying widget|Error rendering|Failed to load model"
@@ -403,7 +473,7 @@ def _widget_errors(cell) -> list[str]:
             + [t[:300] for t in outputs if re.search(bad, t)])
 
 
-def _drive_explorer(page, name: str, index: int, shots: Path) -> list[str]:
+def _drive_explorer(page, name: str, index: int, shots: Path, latency: list) -> list[str]:
     cell = page.locator(f".jp-NotebookPanel .jp-Cell[data-windowed-list-index='{index}']")
     cell.scroll_into_view_if_needed()
     img = _explorer_src(cell)
@@ -427,6 +497,14 @@ def _drive_explorer(page, name: str, index: int, shots: Path) -> list[str]:
         if seconds is not None:
             notes.append(f"slider {label!r} {value} → {after}: figure changed in "
                          f"{seconds:.2f} s")
+            moves = _timed_moves(page, cell, handle, "ArrowRight" if k % 2 == 0 else "ArrowLeft")
+            good = [t for t in moves if t is not None]
+            median = statistics.median(good) if good else None
+            latency.append({"cell": index, "slider": label, "moves_ms": moves,
+                            "median_ms": median, "redrawn": len(good)})
+            shown = "no redraw" if median is None else f"median {median:.0f} ms"
+            notes.append(f"slider {label!r}, {LATENCY_MOVES} moves: {shown} ({len(good)} redrawn; "
+                         f"target <= {LATENCY_TARGET_MS:.0f} ms, not asserted)")
             break
     else:
         pytest.fail(f"{name} cell {index}: no slider step changed the explorer's figure within "
@@ -511,7 +589,7 @@ def test_notebook_runs_and_renders_in_jupyterlab(path, lab, browser):
             f"{name}: {record.images} rendered images, {len(figure_cells)} cells tagged "
             "figure/explorer")
         for index in explorers:
-            record.explorer += _drive_explorer(page, name, index, shots)
+            record.explorer += _drive_explorer(page, name, index, shots, record.latency)
         saved = _save(page, lab, name)
         # make lab's save hook stores the notebook exactly as committed: git status stays clean
         assert saved == path.read_text(encoding="utf-8"), (

@@ -40,6 +40,7 @@ from .schedulers.pipeline import (
     simulate_trace,
     slackness,
 )
+from .sweep import sweep
 from .topology import Topology, cloudmatrix384, cluster, h20_cluster, h800_cluster, superpod
 from .workloads import (
     episodic_delay_trace,
@@ -68,4 +69,6 @@ __all__ = [
     # workloads
     "expert_popularity", "expert_loads", "sequence_lengths", "episodic_delay_trace",
     "gaussian_delay_trace",
+    # research scale
+    "sweep",
 ]

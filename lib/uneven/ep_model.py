@@ -28,15 +28,24 @@ from ._validate import (
     check_real,
     frozen_array,
 )
-from .engines.linkload import LinkLoads, link_loads_matrix
+from .engines.linkload import LinkLoads, link_loads, link_loads_matrix
 from .ep_traffic import (
+    MODES,
     EpTraffic,
     _bytes_per_token,
+    _generated_step_kernel,
     ep_dispatch_traffic,
     local_buffer_writes,
 )
 from .limits import check_bytes, check_steps
-from .schedulers.experts import contiguous_placement, node_limited_route, synthetic_gate_scores
+from .schedulers.experts import (
+    _bias_transposed,
+    _counter_args,
+    _transposed,
+    contiguous_placement,
+    node_limited_route,
+    synthetic_gate_scores,
+)
 from .topology import LINK_KINDS, Topology, h800_cluster
 
 __all__ = [
@@ -51,6 +60,8 @@ __all__ = [
     "decode_tpot_bound",
     "nvlink_fanout_limit",
     "min_node_cap",
+    "EpStep",
+    "ep_step",
 ]
 
 _NIC_KINDS = [LINK_KINDS.index(k) for k in ("nic_up", "nic_down", "leaf_up", "leaf_down")]
@@ -496,3 +507,199 @@ def min_node_cap(k: int, fanout_limit: float) -> int:
         raise ValueError(f"k / fanout_limit must be below 2**62 nodes; got {k} / "
                          f"{fanout_limit:.3g}")
     return max(1, int(np.ceil(nodes - 1e-12)))
+
+
+# --------------------------------------------------------------------------------------------
+# one training step's dispatch over a whole cluster
+
+
+@dataclass(frozen=True, eq=False)
+class EpStep:
+    """The dispatch of one MoE layer over a whole cluster, from :func:`ep_step`.
+
+    ``network`` / ``nvlink``: float64 ``[n_groups, ep, ep]``, dispatch bytes inside each EP group
+    (GPU ids local to the group; group ``q`` holds GPUs ``q ep ... q ep + ep - 1``).
+    ``expert_load``: int64 ``[n_groups, n_experts]``, tokens routed to each expert of each group.
+    ``nodes_per_token``, ``remote_nodes_per_token``, ``gpus_per_token``: averages over tokens.
+    ``loads``: the dispatch's :class:`LinkLoads` on the whole cluster; ``time`` (s): its phase
+    time (bottleneck model, as :func:`ep_phase` without forwarding); ``bytes_per_copy`` (bytes).
+    Arrays are read-only; everything is checked when made.
+    """
+
+    n_gpus: int
+    ep: int
+    tokens_per_gpu: int
+    k: int
+    network: np.ndarray = field(repr=False)
+    nvlink: np.ndarray = field(repr=False)
+    expert_load: np.ndarray = field(repr=False)
+    nodes_per_token: float
+    remote_nodes_per_token: float
+    gpus_per_token: float
+    loads: LinkLoads = field(repr=False)
+    time: float
+    bytes_per_copy: float
+
+    def __post_init__(self):
+        put = object.__setattr__
+        for name in ("n_gpus", "ep", "tokens_per_gpu", "k"):
+            put(self, name, check_int(name, getattr(self, name), lo=1))
+        if self.n_gpus % self.ep:
+            raise ValueError(f"ep must divide n_gpus ({self.n_gpus}); got {self.ep}")
+        groups = self.n_gpus // self.ep
+        shape = (groups, self.ep, self.ep)
+        put(self, "network", frozen_array("network", self.network, shape=shape, lo=0.0))
+        put(self, "nvlink", frozen_array("nvlink", self.nvlink, shape=shape, lo=0.0))
+        load = frozen_array("expert_load", self.expert_load, dtype="int", ndim=2, lo=0)
+        if load.shape[0] != groups:
+            raise ValueError(f"expert_load must have one row per EP group ({groups}); got "
+                             f"shape {load.shape}")
+        put(self, "expert_load", load)
+        for name in ("nodes_per_token", "remote_nodes_per_token", "gpus_per_token", "time",
+                     "bytes_per_copy"):
+            put(self, name, check_real(name, getattr(self, name), lo=0.0))
+        check_instance("loads", self.loads, LinkLoads)
+
+    @property
+    def network_copies_per_token(self) -> float:
+        """Copies that cross the network per token (unitless)."""
+        return self._copies(self.network)
+
+    @property
+    def nvlink_copies_per_token(self) -> float:
+        """Copies that cross NVLink per token (unitless)."""
+        return self._copies(self.nvlink)
+
+    def _copies(self, matrix) -> float:
+        if self.bytes_per_copy == 0.0:
+            return 0.0
+        return float(matrix.sum()) / self.bytes_per_copy / (self.n_gpus * self.tokens_per_gpu)
+
+
+def ep_step(
+    n_gpus: int,
+    tokens_per_gpu: int = 4096,
+    *,
+    ep: int = 64,
+    gpus_per_node: int = 8,
+    n_experts: int = 256,
+    k: int = 8,
+    max_nodes: int = 4,
+    skew: float = 0.0,
+    seed: int = 0,
+    bias=None,
+    hidden: int = 7168,
+    dispatch_dtype="fp8",
+    mode: str = "dedup",
+    topology=h800_cluster,
+    threads: int = 1,
+) -> EpStep:
+    """One DeepSeek-V3-style MoE dispatch over ``n_gpus`` GPUs: generate, route, count, time.
+
+    The cluster is cut into EP groups of ``ep`` GPUs (``ep / gpus_per_node`` nodes, experts
+    placed contiguously, ``n_experts / ep`` per GPU). Every GPU holds ``tokens_per_gpu`` tokens;
+    token ``t`` (numbered GPU by GPU over the cluster) has the gate scores of
+    :func:`uneven.schedulers.experts.counter_gate_scores` (``skew``, ``seed``), is routed by
+    node-limited top-``k`` with the group's nodes as groups and at most ``max_nodes`` of them
+    (``bias`` float ``[n_experts]`` steers selection), and its dispatch copies are counted at
+    once (``mode`` 'dedup' or 'direct', as :func:`uneven.ep_traffic.ep_dispatch_traffic`). One
+    compiled pass per token: no score or id matrix is ever stored, so 2,048 GPUs x 4,096 tokens
+    (8.4M tokens) need a few MB. The byte matrices then go through the link-load engine on
+    ``topology(n_gpus // gpus_per_node)`` (default :func:`uneven.topology.h800_cluster`).
+    ``threads`` (1-64) run the GPUs in parallel (the kernel releases the GIL); the result does
+    not depend on it. Identical to routing each GPU's tokens with
+    :func:`uneven.schedulers.experts.generated_route` (``first_token = gpu * tokens_per_gpu``)
+    and counting them with :func:`uneven.ep_traffic.ep_dispatch_traffic` (tests).
+
+    Size: ``n_gpus x tokens_per_gpu x n_experts`` steps within the work budget of
+    :mod:`uneven.limits` (the DeepSeek-V3 step, 2.1e9, needs ``UNEVEN_MAX_STEPS`` raised); the
+    per-group matrices (``16 ep^2 + 8 n_experts`` bytes per group per thread) within its memory
+    budget.
+
+    >>> st = ep_step(32, 64, ep=16)
+    >>> st.network.shape, round(st.nodes_per_token, 2), st.time > 0
+    ((2, 16, 16), 1.99, True)
+    """
+    n_gpus = check_int("n_gpus", n_gpus, lo=1)
+    tokens_per_gpu = check_int("tokens_per_gpu", tokens_per_gpu, lo=1)
+    g = check_int("gpus_per_node", gpus_per_node, lo=1)
+    ep = check_int("ep", ep, lo=g)
+    if ep % g:
+        raise ValueError(f"ep must be a multiple of gpus_per_node ({g}); got {ep}")
+    if n_gpus % ep:
+        raise ValueError(f"n_gpus must be a multiple of ep ({ep}); got {n_gpus}")
+    n_experts = check_int("n_experts", n_experts, lo=ep)
+    if n_experts % ep:
+        raise ValueError(f"n_experts must be a multiple of ep ({ep}); got {n_experts}")
+    nodes_ep = ep // g
+    max_nodes = min(check_int("max_nodes", max_nodes, lo=1), nodes_ep)
+    k = check_int("k", k, lo=1, hi=max_nodes * (n_experts // nodes_ep))
+    mode = check_choice("mode", mode, MODES)
+    threads = check_int("threads", threads, lo=1, hi=64)
+    check_callable("topology", topology, "n_nodes -> Topology")
+    bd = _bytes_per_token(hidden, dispatch_dtype, "dispatch_dtype")
+    groups = n_gpus // ep
+    tokens = n_gpus * tokens_per_gpu
+    check_bytes("n_gpus", n_gpus, 8.0 * groups * (2 * ep * ep + n_experts) * (threads + 2)
+                + 48.0 * groups * ep * ep + 64.0 * n_experts,
+                f"per-group byte matrices of {groups:,} EP groups")
+    check_steps("tokens_per_gpu", tokens_per_gpu, float(tokens) * n_experts,
+                f"generating and routing {tokens:,} tokens over {n_experts} experts")
+    n_experts, key, _, w32, skew_on = _counter_args(n_experts, skew, seed, 0, None, tokens)
+    biast = _bias_transposed(bias, n_experts, nodes_ep)
+    w32t = _transposed(w32, nodes_ep, np.float32)
+    try:
+        topo = topology(n_gpus // g)
+    except Exception as err:  # the caller's callable: say which argument failed
+        raise ValueError(f"topology({n_gpus // g}) failed: {type(err).__name__}: {err}") from err
+    check_instance("topology(n_nodes)", topo, Topology, "the topology callable's result")
+    if topo.n_gpus != n_gpus or topo.gpus_per_node != g:
+        raise ValueError(f"topology({n_gpus // g}) must have {n_gpus} GPUs in nodes of {g}; got "
+                         f"{topo.n_gpus} in nodes of {topo.gpus_per_node}")
+
+    network = np.zeros((groups, ep, ep))
+    nvlink = np.zeros((groups, ep, ep))
+    load = np.zeros((groups, n_experts), dtype=np.int64)
+    stats = np.zeros(3, dtype=np.int64)
+    cuts = np.linspace(0, n_gpus, min(threads, n_gpus) + 1).round().astype(np.int64)
+    expert_gpu = contiguous_placement(n_experts, ep)
+    gpu_ids = np.arange(ep, dtype=np.int64)
+
+    def part(lo, hi, net, nvl, ld, st):
+        g_lo = lo // ep
+        _generated_step_kernel(
+            key, np.int64(lo), np.int64(hi), np.int64(g_lo), np.int64(tokens_per_gpu),
+            np.int64(ep), np.int64(g), np.int64(n_experts), np.int64(nodes_ep),
+            np.int64(max_nodes), np.int64(k), w32t, skew_on, bias is not None, biast,
+            mode == "dedup", expert_gpu, expert_gpu // g, gpu_ids // g,
+            np.arange(0, ep, g, dtype=np.int64), net, nvl, ld, st)
+
+    if cuts.size == 2:
+        part(0, n_gpus, network, nvlink, load, stats)
+    else:
+        from concurrent.futures import ThreadPoolExecutor
+
+        jobs = []
+        for lo, hi in zip(cuts[:-1].tolist(), cuts[1:].tolist(), strict=True):
+            g_lo, g_hi = lo // ep, (hi - 1) // ep + 1
+            n_g = g_hi - g_lo
+            jobs.append((lo, hi, g_lo, np.zeros((n_g, ep, ep)), np.zeros((n_g, ep, ep)),
+                         np.zeros((n_g, n_experts), dtype=np.int64), np.zeros(3, np.int64)))
+        with ThreadPoolExecutor(len(jobs)) as pool:
+            list(pool.map(lambda j: part(j[0], j[1], j[3], j[4], j[5], j[6]), jobs))
+        for _, _, g_lo, net, nvl, ld, st in jobs:
+            n_g = net.shape[0]
+            network[g_lo:g_lo + n_g] += net
+            nvlink[g_lo:g_lo + n_g] += nvl
+            load[g_lo:g_lo + n_g] += ld
+            stats += st
+    network *= bd
+    nvlink *= bd
+    # flows: every nonzero entry of the group matrices, on the whole cluster
+    both = network + nvlink
+    grp, i, j = np.nonzero(both)
+    src = grp * ep + i
+    dst = grp * ep + j
+    loads = link_loads(topo, src, dst, both[grp, i, j])
+    return EpStep(n_gpus, ep, tokens_per_gpu, k, network, nvlink, load,
+                  stats[0] / tokens, stats[1] / tokens, stats[2] / tokens, loads, loads.time(), bd)

@@ -50,6 +50,7 @@ from ._validate import (
     frozen_array,
 )
 from .limits import check_bytes
+from .schedulers.experts import _gen_top2, _route_generated
 
 __all__ = [
     "EpTraffic",
@@ -492,3 +493,94 @@ def combine_bytes_per_token(hidden: int, dtype="bf16") -> float:
     14336.0
     """
     return _bytes_per_token(hidden, dtype)
+
+
+# --------------------------------------------------------------------------------------------
+# generate, route and aggregate in one pass (the DeepSeek-V3 step at cluster scale)
+
+
+@njit(nogil=True)
+def _generated_step_kernel(key, gpu_lo, gpu_hi, group_lo, tokens_per_gpu, ep, gpus_per_node,
+                           n_experts, n_groups, max_groups, k, w32t, skew_on, has_bias, biast,
+                           dedup, expert_gpu, expert_node, gpu_node, node_first_gpu, network,
+                           nvlink, load, stats):
+    """Dispatch copy counts of the tokens of GPUs ``[gpu_lo, gpu_hi)``, each token's gate
+    scores generated (counter-based, as ``counter_gate_scores``) and node-limited-routed in cache,
+    its copies counted at once: no score matrix, no id matrix. ``network``/``nvlink``
+    ``[groups, ep, ep]`` and ``load`` ``[groups, n_experts]`` are indexed by EP group minus
+    ``group_lo``, GPUs by their index inside the group; experts sit contiguously on the group's
+    GPUs and the routing groups are the group's nodes. ``stats`` += (nodes, remote nodes, GPUs)
+    summed over tokens. Node and GPU of an expert come from lookup tables (``expert_gpu``,
+    ``expert_node``, ``gpu_node``, ``node_first_gpu``): an integer division per copy would cost
+    more than the routing."""
+    gsize = n_experts // n_groups
+    n_pairs = (n_experts + 1) // 2
+    n_tops = 2 * max(max_groups, (k + 1) // 2)
+    buf = np.empty(n_experts, dtype=biast.dtype)
+    top = np.empty(n_groups, dtype=biast.dtype)
+    sec = np.empty(n_groups, dtype=biast.dtype)
+    hi_s = np.empty(128, dtype=biast.dtype)
+    lo_s = np.empty(128, dtype=biast.dtype)
+    gscore = np.empty(n_groups)
+    kept = np.empty(n_groups, dtype=np.int64)
+    tops = np.empty(n_tops)
+    cand = np.empty(n_experts, dtype=np.int64)
+    cval = np.empty(n_experts)
+    order = np.empty(n_experts, dtype=np.int64)
+    gpu_stamp = np.full(ep, -1, dtype=np.int64)
+    node_stamp = np.full(ep // gpus_per_node, -1, dtype=np.int64)
+    gbuf = np.empty(k, dtype=np.int64)
+    nbuf = np.empty(k, dtype=np.int64)
+    n_nodes_sum = 0
+    remote_sum = 0
+    gpus_sum = 0
+    stamp = 0
+    for gpu in range(gpu_lo, gpu_hi):
+        grp = gpu // ep - group_lo
+        s = gpu % ep
+        s_node = s // gpus_per_node
+        s_local = s % gpus_per_node
+        t0 = gpu * tokens_per_gpu
+        for t in range(t0, t0 + tokens_per_gpu):
+            _gen_top2(key, t, n_pairs, gsize, n_groups, w32t, skew_on, has_bias, biast, buf, top,
+                      sec, hi_s, lo_s)
+            _route_generated(buf, top, sec, gsize, n_groups, max_groups, k, gscore, kept, tops,
+                             cand, cval, order, False)
+            n_g = 0
+            n_n = 0
+            own = 0
+            for j in range(k):
+                e = order[j]
+                load[grp, e] += 1
+                g = expert_gpu[e]
+                new_gpu = gpu_stamp[g] != stamp
+                gpu_stamp[g] = stamp
+                gbuf[n_g] = g
+                n_g += new_gpu
+                nd = expert_node[e]
+                new_node = node_stamp[nd] != stamp
+                node_stamp[nd] = stamp
+                nbuf[n_n] = nd
+                n_n += new_node
+                own += new_node & (nd == s_node)
+            stamp += 1
+            n_nodes_sum += n_n
+            remote_sum += n_n - own
+            gpus_sum += n_g
+            if dedup:
+                for q in range(n_n):
+                    nd = nbuf[q]
+                    network[grp, s, node_first_gpu[nd] + s_local] += nd != s_node
+                for q in range(n_g):
+                    g = gbuf[q]
+                    f = node_first_gpu[gpu_node[g]] + s_local
+                    nvlink[grp, f, g] += g != f
+            else:
+                for q in range(n_g):
+                    g = gbuf[q]
+                    remote = gpu_node[g] != s_node
+                    network[grp, s, g] += remote
+                    nvlink[grp, s, g] += (not remote) & (g != s)
+    stats[0] += n_nodes_sum
+    stats[1] += remote_sum
+    stats[2] += gpus_sum

@@ -51,6 +51,8 @@ __all__ = [
     "skew_for_load_ratio",
     "expected_distinct_groups",
     "contiguous_placement",
+    "counter_gate_scores",
+    "generated_route",
 ]
 
 
@@ -636,3 +638,440 @@ def contiguous_placement(n_experts: int, n_gpus: int) -> np.ndarray:
     if n_experts % n_gpus:
         raise ValueError(f"n_gpus must divide n_experts ({n_experts}); got {n_gpus}")
     return np.arange(n_experts, dtype=np.int64) // (n_experts // n_gpus)
+
+
+# --------------------------------------------------------------------------------------------
+# Counter-based gate scores, generated inside the routing kernel
+#
+# At DeepSeek-V3 training scale (8.4M tokens x 256 experts per step) a score matrix is 8.6 GB in
+# float32 and generating it with numpy costs as much as routing it. Here each score is a pure
+# function of (seed, token, expert): score(t, e) takes 24 bits of SplitMix64's output for the
+# counter c = t * ceil(E / 2) + e // 2 (the high 24 bits for an even e, bits 16..39 for an odd e),
+# u = bits / 2**24, a float32 uniform in [0, 1) with 24 random bits; with skew, the expert's odds
+# are multiplied by w_e = exp(skew * z_e) as in synthetic_gate_scores, in float32:
+# s = u w / (u w + (1 - u)). So any token range can be generated anywhere (a thread, a worker)
+# without a stream to hand over, and the routing kernel generates each token's scores in L1
+# cache, never in memory. The selection then runs on float64(s) + bias, exactly as
+# node_limited_route does on the float64 cast of the same scores.
+
+_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+_MIX1 = np.uint64(0xBF58476D1CE4E5B9)
+_MIX2 = np.uint64(0x94D049BB133111EB)
+_MASK24 = np.uint64(0xFFFFFF)
+_INV24 = np.float32(2.0**-24)
+_SH40 = np.uint64(40)
+_SH16 = np.uint64(16)
+_SH30 = np.uint64(30)
+_SH27 = np.uint64(27)
+_SH31 = np.uint64(31)
+_ONE32 = np.float32(1.0)
+_F32_MAX = float(np.finfo(np.float32).max)
+
+
+@njit(inline="always")
+def _mix64(x):
+    """SplitMix64's output function (Steele, Lea & Flood 2014): a bijection of 64-bit words."""
+    x = (x ^ (x >> _SH30)) * _MIX1
+    x = (x ^ (x >> _SH27)) * _MIX2
+    return x ^ (x >> _SH31)
+
+
+@njit(inline="always")
+def _pair_uniforms(key, counter):
+    """Two float32 uniforms in [0, 1) with 24 random bits each, from one 64-bit hash."""
+    z = _mix64(key + counter * _GOLDEN)
+    hi = np.float32(np.int64(z >> _SH40)) * _INV24
+    lo = np.float32(np.int64((z >> _SH16) & _MASK24)) * _INV24
+    return hi, lo
+
+
+@njit(inline="always")
+def _skewed(u, w):
+    uw = u * w
+    return uw / (uw + (_ONE32 - u))
+
+
+@njit(inline="always")
+def _one_score(key, t, e, n_pairs, w32, skew_on):
+    hi, lo = _pair_uniforms(key, np.uint64(t) * np.uint64(n_pairs) + np.uint64(e >> 1))
+    u = hi if (e & 1) == 0 else lo
+    if skew_on:
+        return _skewed(u, w32[e])
+    return u
+
+
+@njit(nogil=True)
+def _counter_scores_kernel(key, first_token, n_tokens, n_experts, w32, skew_on, out):
+    n_pairs = (n_experts + 1) // 2
+    for i in range(n_tokens):
+        t = first_token + i
+        for e in range(n_experts):
+            out[i, e] = _one_score(key, t, e, n_pairs, w32, skew_on)
+
+
+@njit(inline="always")
+def _top2(a, b, v):
+    """The two largest of (a, b, v) when a >= b are the two largest so far."""
+    return max(a, v), max(b, min(a, v))
+
+
+@njit(inline="always")
+def _gen_top2(key, t, n_pairs, gsize, n_groups, w32t, skew_on, has_bias, biast, buf, top, sec,
+              hi_s, lo_s):
+    """Generate token ``t``'s biased scores into ``buf`` and each group's two largest into
+    ``top`` and ``sec``. ``buf`` has the dtype of ``biast``: float32 when there is no bias (the
+    scores themselves), float64 otherwise (``float64(s) + bias``, as node_limited_route computes).
+
+    Layout (:func:`_buf_pos`): groups are the fastest index, so every loop below runs across
+    groups and vectorises; even experts of a group fill the first half of ``buf``, odd ones the
+    second, so one 64-bit hash (an expert pair) writes one entry of each half.
+
+    Eight groups of 32 experts (DeepSeek-V3: 256 experts, one group per node of EP64) take a fast
+    path: the two halves are merged pairwise into (larger, smaller), then folded in halves
+    (16 -> 8 -> 4 -> 2 -> 1 rows of 8 lanes), each level a flat loop over contiguous arrays;
+    ``hi_s`` and ``lo_s`` (128 entries, buf's dtype) are its scratch."""
+    tbase = np.uint64(t) * np.uint64(n_pairs)
+    if n_groups == 8 and gsize == 32:
+        if skew_on:
+            for i2 in range(16):
+                c0 = tbase + np.uint64(i2)
+                for g in range(8):
+                    u0, u1 = _pair_uniforms(key, c0 + np.uint64(16 * g))
+                    q = 8 * i2 + g
+                    buf[q] = _skewed(u0, w32t[q]) + biast[q]
+                    buf[128 + q] = _skewed(u1, w32t[128 + q]) + biast[128 + q]
+        elif has_bias:
+            for i2 in range(16):
+                c0 = tbase + np.uint64(i2)
+                for g in range(8):
+                    u0, u1 = _pair_uniforms(key, c0 + np.uint64(16 * g))
+                    q = 8 * i2 + g
+                    buf[q] = u0 + biast[q]
+                    buf[128 + q] = u1 + biast[128 + q]
+        else:
+            for i2 in range(16):
+                c0 = tbase + np.uint64(i2)
+                for g in range(8):
+                    u0, u1 = _pair_uniforms(key, c0 + np.uint64(16 * g))
+                    q = 8 * i2 + g
+                    buf[q] = u0
+                    buf[128 + q] = u1
+        for q in range(128):
+            x0 = buf[q]
+            x1 = buf[128 + q]
+            hi_s[q] = max(x0, x1)
+            lo_s[q] = min(x0, x1)
+        n = 64
+        while n >= 8:  # fold row q with row q + n (both of lane q % 8)
+            for q in range(n):
+                h0 = hi_s[q]
+                h1 = hi_s[q + n]
+                hi_s[q] = max(h0, h1)
+                lo_s[q] = max(min(h0, h1), max(lo_s[q], lo_s[q + n]))
+            n //= 2
+        for g in range(8):
+            top[g] = hi_s[g]
+            sec[g] = lo_s[g]
+        return
+    top[0] = -np.inf
+    ninf = top[0]  # -inf in buf's dtype
+    for g in range(n_groups):
+        top[g] = ninf
+        sec[g] = ninf
+    half = ((gsize + 1) // 2) * n_groups
+    for i in range(gsize):
+        r0 = (i & 1) * half + (i >> 1) * n_groups
+        for g in range(n_groups):
+            e = g * gsize + i
+            hi, lo = _pair_uniforms(key, tbase + np.uint64(e >> 1))
+            u = hi if (e & 1) == 0 else lo
+            if skew_on:
+                u = _skewed(u, w32t[r0 + g])
+            v = u + biast[r0 + g]
+            buf[r0 + g] = v
+            a = top[g]
+            sec[g] = max(sec[g], min(a, v))
+            top[g] = max(a, v)
+
+
+@njit(inline="always")
+def _buf_pos(x, g, n_groups, half):
+    """Where expert ``x`` of group ``g`` sits in the kernels' score buffer."""
+    return (x & 1) * half + (x >> 1) * n_groups + g
+
+
+@njit(inline="always")
+def _route_generated(buf, top, sec, gsize, n_groups, max_groups, k, gscore, kept, tops, cand,
+                     cval, order, ordered):
+    """Node-limited top-k of one token whose biased scores are in ``buf`` (group-transposed):
+    the same rule, tie breaks and threshold trick as ``_node_limited_kernel``. Writes the ``k``
+    chosen expert ids to ``order[:k]``, best first if ``ordered`` (else in increasing id when
+    exactly ``k`` experts reach the threshold: the set is the same, the ranking is skipped)."""
+    inf = np.inf
+    half = ((gsize + 1) // 2) * n_groups
+    for g in range(n_groups):  # in float64, as node_limited_route (exact for float32 inputs)
+        gscore[g] = np.float64(top[g]) + np.float64(sec[g]) if gsize > 1 else np.float64(top[g])
+    nk = 0
+    for g in range(n_groups):
+        gs = gscore[g]
+        r = 0
+        for h in range(n_groups):
+            vh = gscore[h]
+            r += (vh > gs) | ((vh == gs) & (h < g))
+        kept[nk] = g
+        nk += r < max_groups
+    n_kept = max_groups * gsize
+    n_tops = 2 * max_groups if k <= 2 * max_groups else 2 * ((k + 1) // 2)
+    if k == n_kept:
+        tau = -inf
+    else:
+        if k <= 2 * max_groups:
+            for j in range(max_groups):
+                tops[2 * j] = np.float64(top[kept[j]])
+                tops[2 * j + 1] = np.float64(sec[kept[j]])
+        else:  # blocks of the kept experts, in increasing expert id
+            nb = n_tops // 2
+            blk = n_kept // nb
+            a0 = -inf
+            b0 = -inf
+            p = 0
+            i = 0
+            for j in range(max_groups):
+                g = kept[j]
+                for x in range(gsize):
+                    v0 = np.float64(buf[_buf_pos(x, g, n_groups, half)])
+                    b0 = max(b0, min(a0, v0))
+                    a0 = max(a0, v0)
+                    p += 1
+                    if p == blk and i < nb - 1:
+                        tops[2 * i] = a0
+                        tops[2 * i + 1] = b0
+                        a0 = -inf
+                        b0 = -inf
+                        p = 0
+                        i += 1
+            tops[2 * i] = a0
+            tops[2 * i + 1] = b0
+        tau = inf
+        if k == n_tops:
+            for i in range(n_tops):
+                tau = min(tau, tops[i])
+        else:
+            for i in range(n_tops):
+                vi = tops[i]
+                r = 0
+                for j in range(n_tops):
+                    r += tops[j] > vi
+                tau = min(tau, vi if r < k else inf)
+    # the kept experts >= tau (~k of them), in increasing id
+    m = 0
+    if n_groups == 8 and gsize == 32:  # positions first (one store each), ids by shifts
+        for j in range(max_groups):
+            p = kept[j]
+            for _i2 in range(16):
+                cand[m] = p
+                m += buf[p] >= tau
+                cand[m] = p + 128
+                m += buf[p + 128] >= tau
+                p += 8
+        for j in range(m):
+            p = cand[j]
+            if ordered or m != k:
+                cval[j] = np.float64(buf[p])
+            cand[j] = ((p & 7) << 5) | (((p & 127) >> 3) << 1) | (p >> 7)
+    else:
+        for j in range(max_groups):
+            g = kept[j]
+            base = g * gsize
+            for x in range(gsize):
+                v = np.float64(buf[_buf_pos(x, g, n_groups, half)])
+                cand[m] = base + x
+                cval[m] = v
+                m += v >= tau
+    if not ordered and m == k:  # exactly k: the set is known, its order is not needed
+        for j in range(k):
+            order[j] = cand[j]
+    else:
+        _rank_order(cval, cand, m, order)
+
+
+@njit(nogil=True)
+def _generated_route_kernel(key, first_token, n_tokens, n_experts, n_groups, max_groups, k,
+                            w32, w32t, skew_on, has_bias, biast, route_scale, out_ids, out_w):
+    gsize = n_experts // n_groups
+    n_pairs = (n_experts + 1) // 2
+    n_tops = 2 * max(max_groups, (k + 1) // 2)
+    buf = np.empty(n_experts, dtype=biast.dtype)
+    top = np.empty(n_groups, dtype=biast.dtype)
+    sec = np.empty(n_groups, dtype=biast.dtype)
+    hi_s = np.empty(128, dtype=biast.dtype)
+    lo_s = np.empty(128, dtype=biast.dtype)
+    gscore = np.empty(n_groups)
+    kept = np.empty(n_groups, dtype=np.int64)
+    tops = np.empty(n_tops)
+    cand = np.empty(n_experts, dtype=np.int64)
+    cval = np.empty(n_experts)
+    order = np.empty(n_experts, dtype=np.int64)
+    for i in range(n_tokens):
+        t = first_token + i
+        _gen_top2(key, t, n_pairs, gsize, n_groups, w32t, skew_on, has_bias, biast, buf, top,
+                  sec, hi_s, lo_s)
+        _route_generated(buf, top, sec, gsize, n_groups, max_groups, k, gscore, kept, tops,
+                         cand, cval, order, True)
+        total = 0.0
+        for j in range(k):
+            e = order[j]
+            s = np.float64(_one_score(key, t, e, n_pairs, w32, skew_on))
+            out_ids[i, j] = e
+            out_w[i, j] = s
+            total += s
+        for j in range(k):
+            if total > 0.0:
+                out_w[i, j] = out_w[i, j] / total * route_scale
+            else:
+                out_w[i, j] = route_scale / k
+
+
+def _reference_counter_scores(key, first_token, n_tokens, n_experts, w32=None):
+    """Pure-Python counter-based scores (test oracle): Python integers masked to 64 bits."""
+    mask = 2**64 - 1
+    key = int(key)
+    n_pairs = (n_experts + 1) // 2
+    out = np.zeros((n_tokens, n_experts), dtype=np.float32)
+    for i in range(n_tokens):
+        t = first_token + i
+        for e in range(n_experts):
+            x = (key + (t * n_pairs + e // 2) * 0x9E3779B97F4A7C15) & mask
+            x = ((x ^ (x >> 30)) * 0xBF58476D1CE4E5B9) & mask
+            x = ((x ^ (x >> 27)) * 0x94D049BB133111EB) & mask
+            x ^= x >> 31
+            bits = x >> 40 if e % 2 == 0 else (x >> 16) & 0xFFFFFF
+            u = np.float32(bits) * np.float32(2.0**-24)
+            if w32 is not None:
+                uw = np.float32(u * w32[e])
+                u = np.float32(uw / np.float32(uw + np.float32(np.float32(1.0) - u)))
+            out[i, e] = u
+    return out
+
+
+def _counter_key(seed: int) -> np.uint64:
+    """The 64-bit key of a seed (SeedSequence-spread, so nearby seeds give unrelated keys)."""
+    return np.random.SeedSequence(seed).generate_state(1, dtype=np.uint64)[0]
+
+
+def _popularity_odds(skew: float, n_experts: int, popularity_seed: int) -> np.ndarray:
+    """Each expert's odds factor exp(skew z_e) as float32 (z from popularity_seed, as in
+    synthetic_gate_scores), capped at the largest float32 so the formula never sees inf."""
+    z = np.random.default_rng([popularity_seed, 0]).standard_normal(n_experts)
+    with np.errstate(over="ignore"):
+        w = np.exp(skew * z)
+    return np.minimum(w, _F32_MAX).astype(np.float32)
+
+
+def _counter_args(n_experts, skew, seed, first_token, popularity_seed, n_tokens):
+    n_experts = check_int("n_experts", n_experts, lo=1)
+    skew = check_real("skew", skew, lo=0.0)
+    seed = check_int("seed", seed, lo=0)
+    first_token = check_int("first_token", first_token, lo=0)
+    if first_token + n_tokens >= 2**62 // max(1, (n_experts + 1) // 2):
+        raise ValueError(f"first_token + n_tokens must stay below 2**62 / ceil(n_experts / 2) "
+                         f"(the counter space); got first_token={first_token}")
+    popularity_seed = seed if popularity_seed is None else popularity_seed
+    popularity_seed = check_int("popularity_seed", popularity_seed, lo=0)
+    skew_on = skew > 0.0
+    w32 = _popularity_odds(skew, n_experts, popularity_seed) if skew_on else np.ones(
+        n_experts, dtype=np.float32)
+    return n_experts, _counter_key(seed), first_token, w32, skew_on
+
+
+def counter_gate_scores(
+    n_tokens: int, n_experts: int, skew: float = 0.0, seed: int = 0, *, first_token: int = 0,
+    popularity_seed=None,
+) -> np.ndarray:
+    """Counter-based gate scores: float32 ``[n_tokens, n_experts]`` in [0, 1].
+
+    The scores :func:`generated_route` and :func:`uneven.ep_model.ep_step` generate inside their
+    kernels, as a matrix (for tests, plots and the other routers). Score ``(t, e)`` is a pure
+    function of ``seed``, the token index ``t`` (rows are tokens ``first_token`` ...) and the
+    expert: 24 bits of a SplitMix64 hash, so any range of tokens can be made anywhere, in any
+    order, with the same result. ``skew`` multiplies each expert's odds by ``exp(skew z_e)``
+    (``z_e`` standard normal from ``popularity_seed``, default ``seed``; float32 arithmetic), the
+    model of :func:`synthetic_gate_scores`; ``skew = 0`` gives uniform scores. Different numbers
+    from :func:`synthetic_gate_scores` with the same seed (another generator). Size: 4 bytes per
+    score within the memory budget of :mod:`uneven.limits`.
+
+    >>> s = counter_gate_scores(2, 4, seed=1)
+    >>> s.dtype, s.shape, bool(((s >= 0) & (s < 1)).all())
+    (dtype('float32'), (2, 4), True)
+    >>> bool((counter_gate_scores(1, 4, seed=1, first_token=1) == s[1:]).all())
+    True
+    """
+    n_tokens = check_int("n_tokens", n_tokens, lo=0)
+    n_experts, key, first_token, w32, skew_on = _counter_args(
+        n_experts, skew, seed, first_token, popularity_seed, n_tokens)
+    check_bytes("n_tokens", n_tokens, 4.0 * n_tokens * n_experts,
+                f"an n_tokens x {n_experts} float32 score matrix")
+    out = np.empty((n_tokens, n_experts), dtype=np.float32)
+    _counter_scores_kernel(key, np.int64(first_token), np.int64(n_tokens), np.int64(n_experts),
+                           w32, skew_on, out)
+    return out
+
+
+def _transposed(values, n_groups, dtype):
+    """Per-expert values in the kernels' buffer order (see ``_buf_pos``): rows of one entry per
+    group, even experts of each group first, then odd ones."""
+    v = np.asarray(values, dtype=dtype).reshape(n_groups, -1)  # [group, expert in group]
+    return np.ascontiguousarray(np.concatenate([v[:, 0::2].T.ravel(), v[:, 1::2].T.ravel()]))
+
+
+def _bias_transposed(bias, n_experts, n_groups):
+    """The bias in the kernels' order: float32 zeros without a bias (then the kernel selects on
+    the float32 scores themselves), else float64, so selection runs on float64(s) + bias."""
+    if bias is None:
+        return np.zeros(n_experts, dtype=np.float32)
+    bias = as_float_array("bias", bias, shape=(n_experts,), lo=-1e300, hi=1e300)
+    return _transposed(bias, n_groups, np.float64)
+
+
+def generated_route(
+    n_tokens: int, n_experts: int, k: int, n_groups: int, max_groups: int, *,
+    skew: float = 0.0, seed: int = 0, first_token: int = 0, popularity_seed=None, bias=None,
+    route_scale: float = 1.0,
+) -> Routing:
+    """Node-limited routing of counter-generated scores, generated inside the kernel.
+
+    Exactly ``node_limited_route(counter_gate_scores(...).astype(float64), k, n_groups,
+    max_groups, bias, route_scale)`` (same ids, same weights, bit for bit), without the score
+    matrix: each token's scores are made in cache and routed at once. Arguments as in
+    :func:`counter_gate_scores` and :func:`node_limited_route`. Size: the output (``16 k`` bytes
+    per token) within the memory budget; ``n_tokens x n_experts`` steps within the work budget
+    of :mod:`uneven.limits`.
+
+    >>> r = generated_route(3, 16, 2, n_groups=4, max_groups=2, seed=5)
+    >>> s = counter_gate_scores(3, 16, seed=5).astype(float)
+    >>> bool((r.expert_ids == node_limited_route(s, 2, 4, 2).expert_ids).all())
+    True
+    """
+    n_tokens = check_int("n_tokens", n_tokens, lo=0)
+    n_experts, key, first_token, w32, skew_on = _counter_args(
+        n_experts, skew, seed, first_token, popularity_seed, n_tokens)
+    n_groups = check_int("n_groups", n_groups, lo=1, hi=n_experts)
+    if n_experts % n_groups:
+        raise ValueError(f"n_groups must divide n_experts ({n_experts}); got {n_groups}")
+    max_groups = check_int("max_groups", max_groups, lo=1, hi=n_groups)
+    k = check_int("k", k, lo=1, hi=max_groups * (n_experts // n_groups))
+    route_scale = check_real("route_scale", route_scale, lo=0.0, lo_open=True)
+    biast = _bias_transposed(bias, n_experts, n_groups)
+    check_bytes("n_tokens", n_tokens, 16.0 * n_tokens * k + 64.0 * n_experts,
+                f"the expert ids and weights of {n_tokens:,} tokens")
+    check_steps("n_tokens", n_tokens, float(n_tokens) * n_experts,
+                f"generating and routing {n_tokens:,} tokens over {n_experts} experts")
+    out_ids = np.empty((n_tokens, k), dtype=np.int64)
+    out_w = np.empty((n_tokens, k))
+    _generated_route_kernel(
+        key, np.int64(first_token), np.int64(n_tokens), np.int64(n_experts),
+        np.int64(n_groups), np.int64(max_groups), np.int64(k), w32,
+        _transposed(w32, n_groups, np.float32), skew_on, bias is not None, biast, route_scale,
+        out_ids, out_w)
+    _check_weights(out_w, route_scale, out_w)
+    return Routing(out_ids, out_w)

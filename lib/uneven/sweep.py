@@ -1,0 +1,540 @@
+"""Parameter sweeps: one function over a grid, on local processes or a Dask cluster.
+
+:func:`sweep` calls ``fn(**point)`` for every point of a grid and returns a tidy table, one row per
+point: the parameters, then the results, then an ``error`` column. It does not schedule anything
+itself: points are cut into chunks, and the chunks run on a :class:`concurrent.futures`
+process pool (the default: local processes, one per core) or on a Dask distributed ``Client``
+when one is given (a ``LocalCluster`` on a laptop, a real cluster elsewhere). The table is the same
+whichever runs it: rows come back in grid order, and each point's seed depends only on the sweep's
+``seed`` and the point's index.
+
+* **Grid**: a dict of lists (their product, the last key varying fastest, as
+  :func:`itertools.product`) or a list of dicts with the same keys (points as given).
+* **Results**: ``fn`` returns a dict of named scalar results (numbers, bools, strings, None) or
+  one number (column ``result``). Points may return different keys; a missing one is NaN.
+* **Seeds**: if ``fn`` takes a ``seed`` argument (or ``**kwargs``) and the grid does not set one,
+  every point gets its own: ``SeedSequence(seed, spawn_key=(index,))``, 63 bits, in column
+  ``seed``. So the sweep is reproducible and the points' random streams are independent.
+* **Failures**: a point whose ``fn`` raises keeps its row: result columns NaN and ``error`` the
+  exception's type and message (``""`` for points that ran). A warning names how many failed and
+  the parameters of the first; the other points' results are all there.
+* **Table**: a pandas ``DataFrame`` when pandas is installed (``table="pandas"``), else a numpy
+  structured array (``table="numpy"``); ``path`` writes it too (``.csv``, or ``.parquet`` with
+  pandas and pyarrow).
+* **Workers**: ``setup`` (a callable with no arguments, e.g. one that calls the kernels the sweep
+  will use) runs once in every worker before its first chunk, so numba's caches are loaded once
+  per worker, not per point. A progress bar (tqdm) shows for long sweeps.
+
+Dask, pandas, pyarrow and tqdm are the ``research`` extra (``pip install -e '.[research]'``);
+without them local processes and numpy tables still work.
+
+>>> def bubble(p, m):
+...     return {"bubble": (p - 1) / (m + p - 1)}
+>>> t = sweep(bubble, {"p": [2, 4], "m": [4, 8]}, processes=1, table="numpy", progress=False)
+>>> t["p"].tolist(), t["m"].tolist(), t["bubble"].round(3).tolist()
+([2, 2, 4, 4], [4, 8, 4, 8], [0.2, 0.111, 0.429, 0.273])
+"""
+
+from __future__ import annotations
+
+import csv
+import inspect
+import itertools
+import math
+import os
+import pickle
+import warnings
+from collections.abc import Mapping
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from numbers import Integral, Real
+from pathlib import Path
+
+import numpy as np
+
+from ._validate import _show, check_bool, check_callable, check_choice, check_int
+
+__all__ = ["sweep", "SweepWarning", "MAX_POINTS"]
+
+#: The largest grid :func:`sweep` accepts (points); the table of a bigger one would not fit
+#: comfortably in memory, and such a sweep should be split by the caller.
+MAX_POINTS = 10**7
+_MAX_KEYS = 64
+_RESERVED = ("error",)
+
+
+
+
+class SweepWarning(UserWarning):
+    """Some points of a :func:`sweep` failed; their rows carry the error, the others are whole."""
+
+
+# --------------------------------------------------------------------------- the grid
+
+
+def _points(grid) -> tuple[list[str], list[dict]]:
+    """Validated parameter names and the list of points (dicts) of ``grid``."""
+    if isinstance(grid, Mapping):
+        if not grid:
+            raise ValueError("grid must name at least one parameter; got an empty dict")
+        names = _names(list(grid))
+        values = []
+        total = 1
+        for name in names:
+            vals = grid[name]
+            if isinstance(vals, (str, bytes, Mapping)) or not isinstance(
+                vals, (list, tuple, range, np.ndarray)
+            ):
+                raise ValueError(f"grid[{name!r}] must be a list of values; got {_show(vals)}")
+            if isinstance(vals, np.ndarray) and vals.ndim != 1:
+                raise ValueError(f"grid[{name!r}] must be a 1-d list of values; got an array of "
+                                 f"shape {vals.shape}")
+            vals = [_scalar(f"grid[{name!r}]", v) for v in vals]
+            if not vals:
+                raise ValueError(f"grid[{name!r}] must hold at least one value; got an empty list")
+            total *= len(vals)
+            if total > MAX_POINTS:
+                raise ValueError(f"grid must have at most {MAX_POINTS:,} points; the product of "
+                                 f"its lists has more ({_show(list(grid))})")
+            values.append(vals)
+        return names, [dict(zip(names, combo, strict=True))
+                       for combo in itertools.product(*values)]
+    if isinstance(grid, (list, tuple)):
+        if not grid:
+            raise ValueError("grid must hold at least one point; got an empty list")
+        if len(grid) > MAX_POINTS:
+            raise ValueError(f"grid must have at most {MAX_POINTS:,} points; got {len(grid):,}")
+        names = None
+        points = []
+        for i, point in enumerate(grid):
+            if not isinstance(point, Mapping) or not point:
+                raise ValueError(f"grid[{i}] must be a non-empty dict of parameter values; "
+                                 f"got {_show(point)}")
+            if names is None:
+                names = _names(list(point))
+            elif set(point) != set(names):
+                raise ValueError(f"grid[{i}] must have the same keys as grid[0] {names}; "
+                                 f"got {_show(list(point))}")
+            points.append({n: _scalar(f"grid[{i}][{n!r}]", point[n]) for n in names})
+        return names, points
+    raise ValueError(f"grid must be a dict of lists or a list of dicts; got {_show(grid)}")
+
+
+def _names(keys) -> list[str]:
+    if len(keys) > _MAX_KEYS:
+        raise ValueError(f"grid must name at most {_MAX_KEYS} parameters; got {len(keys)}")
+    for key in keys:
+        if not isinstance(key, str) or not key.isidentifier():
+            raise ValueError(f"grid keys must be parameter names (Python identifiers); "
+                             f"got {_show(key)}")
+        if key in _RESERVED:
+            raise ValueError(f"grid keys must not be {key!r} (a column of the result table)")
+    return list(keys)
+
+
+def _scalar(name, value):
+    """A grid value as a plain Python scalar (numbers, bools, strings, None)."""
+    if value is None or isinstance(value, (str, bool)):
+        return value
+    if isinstance(value, np.bool_):
+        return bool(value)
+    if isinstance(value, Integral):
+        return int(value)
+    if isinstance(value, Real):
+        value = float(value)
+        return value
+    raise ValueError(f"{name} must be a number, a bool, a string or None (one table cell); "
+                     f"got {_show(value)}")
+
+
+def _takes_seed(fn) -> bool:
+    try:
+        params = inspect.signature(fn).parameters
+    except (TypeError, ValueError):
+        return False
+    return "seed" in params or any(p.kind is p.VAR_KEYWORD for p in params.values())
+
+
+def _point_seed(seed: int, index: int) -> int:
+    """The seed of point ``index``: independent streams, reproducible from ``seed``."""
+    state = np.random.SeedSequence(seed, spawn_key=(index,)).generate_state(2, dtype=np.uint32)
+    return int((int(state[0]) << 31) ^ int(state[1]))
+
+
+# --------------------------------------------------------------------------- workers
+
+_WORKER_FN = None
+_SETUP_ERROR = ""
+
+
+class _SetupFailed(RuntimeError):
+    """``setup`` raised in a worker: the sweep cannot run there (raised to the caller)."""
+
+
+def _dumps(obj) -> bytes:
+    try:
+        import cloudpickle
+    except ImportError:  # plain pickle: fn must then be importable by name
+        return pickle.dumps(obj)
+    return cloudpickle.dumps(obj)
+
+
+def _init_worker(fn_bytes, setup_bytes):
+    global _WORKER_FN, _SETUP_ERROR
+    try:
+        _WORKER_FN = pickle.loads(fn_bytes)
+        if setup_bytes is not None:
+            pickle.loads(setup_bytes)()
+    except Exception as err:  # reported by the first chunk (an initializer's error is lost)
+        _SETUP_ERROR = f"{type(err).__name__}: {err}"
+
+
+def _local_chunk(points):
+    if _SETUP_ERROR:
+        raise _SetupFailed(f"setup failed in a worker process: {_SETUP_ERROR}")
+    return _run_chunk(_WORKER_FN, points)
+
+
+def _dask_chunk(fn, setup, points):
+    _dask_setup(setup)
+    return _run_chunk(fn, points)
+
+
+_DASK_READY: set = set()
+
+
+def _dask_setup(setup):
+    """Run ``setup`` once per worker process (a worker may receive many chunks)."""
+    if setup is None:
+        return
+    key = id(setup) if not hasattr(setup, "__qualname__") else (
+        getattr(setup, "__module__", ""), setup.__qualname__)
+    if key not in _DASK_READY:
+        try:
+            setup()
+        except Exception as err:
+            raise _SetupFailed(f"setup failed on a Dask worker: {type(err).__name__}: "
+                               f"{err}") from None
+        _DASK_READY.add(key)
+
+
+def _run_chunk(fn, points):
+    """``[(results dict or None, error text)]`` for each ``(index, kwargs)`` of the chunk."""
+    out = []
+    for _, kwargs in points:
+        try:
+            value = fn(**kwargs)
+            out.append((_results(value), ""))
+        except Exception as err:  # one bad point must not lose the others
+            text = f"{type(err).__name__}: {err}"
+            out.append((None, text if len(text) <= 500 else text[:497] + "..."))
+    return out
+
+
+def _results(value) -> dict:
+    if isinstance(value, Mapping):
+        out = {}
+        for key, v in value.items():
+            if not isinstance(key, str) or key in _RESERVED:
+                raise TypeError(f"fn must return a dict with string keys other than 'error'; "
+                                f"got key {_show(key)}")
+            out[key] = _cell(key, v)
+        return out
+    return {"result": _cell("result", value)}
+
+
+def _cell(key, v):
+    if v is None or isinstance(v, (str, bool)):
+        return v
+    if isinstance(v, np.generic) and v.shape == ():
+        v = v.item()
+    if isinstance(v, np.ndarray) and v.shape == ():
+        v = v.item()
+    if isinstance(v, (bool, str)):
+        return v
+    if isinstance(v, Integral):
+        return int(v)
+    if isinstance(v, Real):
+        return float(v)
+    raise TypeError(f"fn must return scalars (numbers, bools, strings, None) or a dict of them; "
+                    f"result {key!r} is {_show(v)}")
+
+
+# --------------------------------------------------------------------------- the table
+
+
+def _columns(names, seeded, points, outcomes):
+    """Column name -> list of cells, in table order (parameters, seed, results, error)."""
+    cols = {n: [p[1][n] for p in points] for n in names}
+    if seeded:
+        cols["seed"] = [p[1]["seed"] for p in points]
+    keys = []
+    for res, _ in outcomes:
+        for key in res or ():
+            if key not in keys:
+                keys.append(key)
+    for key in keys:
+        col = key if key not in cols else f"{key}_result"
+        cols[col] = [None if res is None else res.get(key) for res, _ in outcomes]
+    cols["error"] = [err for _, err in outcomes]
+    return cols
+
+
+def _dtype(values):
+    present = [v for v in values if v is not None]
+    if present and all(isinstance(v, bool) for v in present) and len(present) == len(values):
+        return np.bool_
+    if all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in present):
+        if len(present) == len(values) and all(isinstance(v, int) for v in present) and all(
+                abs(v) < 2**63 for v in present):
+            return np.int64
+        return np.float64
+    if all(isinstance(v, str) for v in values):
+        return f"U{max(1, max(len(v) for v in values))}"
+    return object
+
+
+def _numpy_table(cols):
+    dtypes = [(name, _dtype(vals)) for name, vals in cols.items()]
+    n = len(next(iter(cols.values())))
+    table = np.empty(n, dtype=dtypes)
+    for name, dt in dtypes:
+        vals = cols[name]
+        if dt is np.float64:
+            vals = [math.nan if v is None else float(v) for v in vals]
+        table[name] = vals
+    return table
+
+
+def _pandas_table(cols):
+    import pandas as pd
+
+    data = {}
+    for name, vals in cols.items():
+        dt = _dtype(vals)
+        if dt is np.float64:
+            vals = [math.nan if v is None else float(v) for v in vals]
+            data[name] = np.array(vals, dtype=np.float64)
+        elif dt is np.int64 or dt is np.bool_:
+            data[name] = np.array(vals, dtype=dt)
+        elif dt is not object:  # strings: pandas' own string dtype
+            data[name] = pd.Series(vals)
+        else:
+            data[name] = pd.Series(vals, dtype=object)
+    return pd.DataFrame(data)
+
+
+def _write(table, cols, path: Path, kind: str):
+    if path.suffix.lower() == ".parquet":
+        table.to_parquet(path, index=False)
+    elif kind == "pandas":
+        table.to_csv(path, index=False)
+    else:
+        with open(path, "w", newline="") as fh:
+            w = csv.writer(fh)
+            w.writerow(list(cols))
+            for row in zip(*cols.values(), strict=True):
+                w.writerow(["" if v is None else v for v in row])
+
+
+def _have(module: str) -> bool:
+    try:
+        __import__(module)
+    except ImportError:
+        return False
+    return True
+
+
+# --------------------------------------------------------------------------- public API
+
+
+def sweep(fn, grid, *, client=None, seed: int = 0, chunk_size: int | None = None,
+          processes: int | None = None, setup=None, progress: bool | None = None,
+          table: str = "auto", path=None):
+    """Evaluate ``fn(**point)`` at every point of ``grid``; return one row per point.
+
+    ``fn``: a callable taking the grid's keys as keyword arguments (and ``seed`` if it wants one,
+    see the module docstring), returning a dict of scalar results or one number. It must be
+    picklable (cloudpickle, installed with Dask, also takes lambdas and notebook functions).
+    ``grid``: a dict of lists (their product) or a list of dicts with the same keys; at most
+    :data:`MAX_POINTS` points, values numbers, bools, strings or None.
+    ``client``: a ``dask.distributed.Client``; the chunks run on its workers. ``None`` (default):
+    local processes. ``seed``: int >= 0, the sweep's seed (each point gets its own from it).
+    ``chunk_size``: points per task (default: about 4 chunks per worker, at most 1,000 points).
+    ``processes`` (local only): worker processes, 1 = run in this process (default: one per core,
+    at most one per chunk). ``setup``: a no-argument callable run once per worker before its first
+    chunk (warm numba kernels there). ``progress``: show a tqdm bar (default: when tqdm is
+    installed and the sweep has at least 1,000 points). ``table``: ``"auto"`` (pandas if
+    installed), ``"pandas"`` or ``"numpy"`` (a structured array). ``path``: also write the table
+    to this ``.csv`` or ``.parquet`` file.
+
+    Columns: the parameters, ``seed`` (when given to ``fn``), the results (a result named like a
+    parameter gets the suffix ``_result``), ``error`` (``""`` where ``fn`` returned).
+
+    >>> def noisy(sigma, seed):
+    ...     return float(np.random.default_rng(seed).normal(0.0, sigma))
+    >>> t = sweep(noisy, {"sigma": [0.0, 1.0]}, processes=1, table="numpy", progress=False)
+    >>> t.dtype.names, t["result"][0], bool(t["seed"][0] != t["seed"][1])
+    (('sigma', 'seed', 'result', 'error'), np.float64(0.0), True)
+    """
+    check_callable("fn", fn, "called as fn(**point)")
+    names, points = _points(grid)
+    seed = check_int("seed", seed, lo=0, hi=2**63 - 1)
+    seeded = "seed" not in names and _takes_seed(fn)
+    indexed = []
+    for i, p in enumerate(points):
+        if seeded:
+            p["seed"] = _point_seed(seed, i)
+        indexed.append((i, p))
+    n = len(indexed)
+    if client is not None:
+        _check_client(client)
+    if processes is not None:
+        processes = check_int("processes", processes, lo=1, hi=1024)
+        if client is not None:
+            raise ValueError("processes applies to local runs only; got processes with a client")
+    if chunk_size is not None:
+        chunk_size = check_int("chunk_size", chunk_size, lo=1, hi=MAX_POINTS)
+    if setup is not None:
+        check_callable("setup", setup, "called once per worker with no arguments")
+    if progress is not None:
+        progress = check_bool("progress", progress)
+    table = check_choice("table", table, ("auto", "pandas", "numpy"))
+    kind = table
+    if table == "auto":
+        kind = "pandas" if _have("pandas") else "numpy"
+    elif table == "pandas" and not _have("pandas"):
+        raise ValueError("table='pandas' needs pandas (pip install -e '.[research]'); "
+                         "use table='numpy'")
+    if path is not None:
+        if not isinstance(path, (str, os.PathLike)) or not str(path):
+            raise ValueError(f"path must be a file name ending in .csv or .parquet; "
+                             f"got {_show(path)}")
+        path = Path(path)
+        suffix = path.suffix.lower()
+        if suffix not in (".csv", ".parquet"):
+            raise ValueError(f"path must end in .csv or .parquet; got {_show(str(path))}")
+        if suffix == ".parquet" and (kind != "pandas" or not _have("pyarrow")):
+            raise ValueError("path ending in .parquet needs pandas and pyarrow "
+                             "(pip install -e '.[research]'); write a .csv instead")
+        if not path.parent.is_dir():
+            raise ValueError(f"path must be in an existing folder; got {_show(str(path))}")
+
+    if client is not None:
+        workers = max(1, len(client.scheduler_info().get("workers", {})))
+    else:
+        workers = processes or os.cpu_count() or 1
+    if chunk_size is None:
+        chunk_size = max(1, min(1000, math.ceil(n / (4 * workers))))
+    chunks = [indexed[i:i + chunk_size] for i in range(0, n, chunk_size)]
+    if progress is None:
+        progress = n >= 1000 and _have("tqdm")
+    bar = _bar(progress, n)
+    try:
+        if client is not None:
+            outcomes = _on_dask(client, fn, setup, chunks, bar)
+        elif processes == 1 or len(chunks) == 1 and processes is None:
+            if setup is not None:
+                try:
+                    setup()
+                except Exception as err:
+                    raise RuntimeError(f"setup failed: {type(err).__name__}: {err}") from err
+            outcomes = []
+            for chunk in chunks:
+                outcomes += _run_chunk(fn, chunk)
+                bar.update(len(chunk))
+        else:
+            outcomes = _on_processes(fn, setup, chunks, min(workers, len(chunks)), bar)
+    finally:
+        bar.close()
+
+    cols = _columns(names, seeded, indexed, outcomes)
+    result = _pandas_table(cols) if kind == "pandas" else _numpy_table(cols)
+    failed = [i for i, (_, err) in enumerate(outcomes) if err]
+    if failed:
+        first = {k: v for k, v in indexed[failed[0]][1].items()}
+        warnings.warn(f"sweep: {len(failed)} of {n} points failed (their rows have an 'error'); "
+                      f"the first, at {first}: {outcomes[failed[0]][1]}", SweepWarning,
+                      stacklevel=2)
+    if path is not None:
+        _write(result, cols, path, kind)
+    return result
+
+
+def _check_client(client):
+    try:
+        from distributed import Client
+    except ImportError:
+        raise ValueError("client must be a dask.distributed.Client, and Dask is not installed "
+                         "(pip install -e '.[research]'); got "
+                         f"{_show(client)}") from None
+    if not isinstance(client, Client):
+        raise ValueError(f"client must be a dask.distributed.Client (or None for local "
+                         f"processes); got {_show(client)}")
+    if client.status != "running":
+        raise ValueError(f"client must be connected (status 'running'); got status "
+                         f"{client.status!r}")
+
+
+class _NoBar:
+    def update(self, _n):
+        pass
+
+    def close(self):
+        pass
+
+
+def _bar(show, n):
+    if not show:
+        return _NoBar()
+    try:
+        from tqdm.auto import tqdm
+    except ImportError:
+        return _NoBar()
+    return tqdm(total=n, desc="sweep", unit="point")
+
+
+def _on_processes(fn, setup, chunks, workers, bar):
+    import multiprocessing
+
+    fn_bytes = _dumps(fn)
+    setup_bytes = None if setup is None else _dumps(setup)
+    # spawn, not fork: forking a process that runs threads (a Jupyter kernel, numba's pool)
+    # can deadlock the child.
+    ctx = multiprocessing.get_context("spawn")
+    results = [None] * len(chunks)
+    with ProcessPoolExecutor(workers, mp_context=ctx, initializer=_init_worker,
+                             initargs=(fn_bytes, setup_bytes)) as pool:
+        futures = {pool.submit(_local_chunk, chunk): j for j, chunk in enumerate(chunks)}
+        for fut in as_completed(futures):
+            j = futures[fut]
+            results[j] = _chunk_result(fut, chunks[j])
+            bar.update(len(chunks[j]))
+    return [x for part in results for x in part]
+
+
+def _chunk_result(fut, chunk):
+    """The chunk's outcomes; if its worker died, every point of it fails with the reason."""
+    try:
+        return fut.result()
+    except _SetupFailed as err:
+        raise RuntimeError(str(err)) from None
+    except Exception as err:  # the worker process died (a crash, the memory limit) or was lost
+        text = f"worker lost: {type(err).__name__}: {err}"[:500]
+        return [(None, text)] * len(chunk)
+
+
+def _on_dask(client, fn, setup, chunks, bar):
+    from distributed import as_completed as dask_completed
+
+    futures = [client.submit(_dask_chunk, fn, setup, chunk, pure=False) for chunk in chunks]
+    index = {f.key: j for j, f in enumerate(futures)}
+    results = [None] * len(chunks)
+    try:
+        for fut in dask_completed(futures):
+            j = index[fut.key]
+            results[j] = _chunk_result(fut, chunks[j])
+            bar.update(len(chunks[j]))
+    finally:
+        for f in futures:
+            f.release()
+    return [x for part in results for x in part]
