@@ -309,6 +309,10 @@ INNER_KERNELS = {
     "uneven.engines.linkload._kind_max", "uneven.schedulers.experts._rank_order",
     "uneven.schedulers.experts._finish", "uneven.schedulers.pipeline._interleaved_put",
     "uneven.schedulers.pipeline._send", "uneven.topology._net_path",
+} | {
+    "uneven.schedulers.experts." + n for n in (
+        "_mix64", "_pair_uniforms", "_skewed", "_one_score", "_top2", "_gen_top2", "_buf_pos",
+        "_route_generated")
 }
 
 

@@ -79,6 +79,13 @@ def _experts():
 
     topk_route(synthetic_gate_scores(4, 16, seed=0), 2)
     ep_explore_state(tokens_per_gpu=128, n_nodes=2, max_nodes=2)
+    # The counter-generated scores: as a matrix, routed in the kernel, and the whole EP step.
+    from .ep_model import ep_step
+    from .schedulers.experts import counter_gate_scores, generated_route
+
+    counter_gate_scores(2, 16, skew=0.5, seed=0)
+    generated_route(2, 16, 2, n_groups=4, max_groups=2, seed=0)
+    ep_step(16, 2, ep=16, n_experts=32, k=2, max_nodes=2, hidden=64)
 
 
 @_step
