@@ -24,12 +24,19 @@ the same path. It receives ``m`` fair shares on every link, every rate reported 
 
 What makes the engine fast
 --------------------------
-1. **Component-local recompute.** Max-min allocations decompose over the connected components of
-   the bipartite (active flow, link) graph. An event changes the flow set of the links on the
-   paths of the flows that arrive or leave; only the component(s) containing those links are
-   re-filled. Flows elsewhere keep their rate and their predicted finish time. In a well-mixed
-   fabric (every flow through a shared spine) the component is everything that is active, so this
-   helps most on partitioned traffic (rails, planes, separate jobs).
+1. **Re-fill above the event's level, in its component.** Max-min allocations decompose over the
+   connected components of the bipartite (active flow, link) graph, and progressive filling
+   freezes flows in increasing order of level. An event cannot change a freeze below a level
+   ``lam``: for a completion, the smallest rate among the flows that leave (their links fill no
+   earlier without them); for an arrival, the smallest ``capacity / (sum of weights of its
+   flows)`` over the new flows' links (no such link can fill earlier). So only the flows at or
+   above ``lam`` that are connected to the changed links through such flows are re-filled; the
+   others keep their rate and count as a fixed load. (The cut is set ``1e-6`` relative below
+   ``lam``, so that a rate equal to ``lam`` but computed an ulp below it is re-filled too.) A
+   re-filled flow whose rate changes by at most a few ulps keeps its old rate and its predicted
+   finish, and a flow's progress is only brought up to date when its rate changes. In a
+   well-mixed fabric (an all-to-all through shared NICs) this re-fills about a third of the
+   active flows per event.
 2. **Batched completions** (``quantum > 0``, relative). Let ``now`` be the time of the last
    event and ``t_c`` the earliest predicted completion. Every flow whose predicted finish (at the
    current rates) is at most ``t_c + quantum * (t_c - now)`` completes at its predicted time, and
@@ -61,7 +68,7 @@ entries by swaps), an indexed binary heap of predicted completions and an indexe
 fair shares, all preallocated before the event loop.
 
 ``n_rate_updates`` counts recompute work: at each event, the number of active flows whose rate was
-recomputed (the size of the re-filled components), summed over events. A full recompute per event
+recomputed (the flows re-filled, see 1.), summed over events. A full recompute per event
 would count every active flow at every event (that is what the reference does).
 
 >>> r = simulate_fluid([0, 1, 2, 3], [0, 0, 0], capacity=[1e9], size=[1e6, 1e6, 2e6])
@@ -101,6 +108,12 @@ __all__ = [
 # t = 1e4 s would be 10 ns, thousands of ulps, and would let a flow miss bandwidth freed just
 # before it.
 _TIE = 1e-12
+# A re-filled flow whose new rate differs from its old one by at most this (relative) keeps the
+# old rate and its predicted finish: progressive filling in another order can change a rate by
+# a few ulps without anything having changed for that flow.
+_SAME_RATE = 8 * 2.220446049250313e-16
+# Flows whose rate is within this (relative) below the level lam of an event are re-filled too.
+_LEVEL_MARGIN = 1e-6
 _ULP2 = 4.440892098500626e-16  # two float64 ulps of 1.0 (2 * 2**-52)
 # Ranges every run must stay inside: the slowest possible rate and the latest possible finish
 # (checked before the kernel runs, so no division ever underflows to zero or overflows).
@@ -119,7 +132,7 @@ class FluidResult:
     * ``start`` (s): arrival time of each flow.
     * ``makespan`` (s): ``max(finish) - min(start)`` (0.0 when there are no flows).
     * ``n_events``: event instants processed (an arrival instant, or one batch of completions);
-      each is followed by one component recompute.
+      each is followed by one re-fill (see the module docstring).
     * ``n_rate_updates``: flow-rate recomputations summed over events (see module docstring).
     * ``link_bytes`` (bytes, per link): bytes carried, integrated from the rates during the run;
       equals ``sum(weight * size)`` over the flows crossing the link (conservation).
@@ -319,7 +332,7 @@ def _check_ranges(cap, weight, size=None, arrival=None, latency=None) -> None:
 
 
 # Bytes the simulation allocates per flow, per path entry and per link (all its arrays).
-_FLOW_BYTES = 8 * 24
+_FLOW_BYTES = 8 * 25
 _ENTRY_BYTES = 8 * 8
 _LINK_BYTES = 8 * 14
 
@@ -457,6 +470,12 @@ def _fill(comp_links, n_comp, path_ptr, path_links, link_ptr, slots, entry_flow,
 
     Precondition: every link of every active flow on those links is itself in the list (it is a
     union of whole components). Active entries of link l are ``slots[link_ptr[l]:+cnt[l]]``.
+
+    The heap of links is lazy: freezing a flow only updates its links' remaining capacity and
+    weight (O(1) each), never their place in the heap. A link's fair share can only grow as flows
+    freeze, so a key in the heap is a lower bound of the true share; when a link reaches the top,
+    its share is recomputed, and if it grew the link sinks back to its place instead of being
+    popped. A link whose flows all froze elsewhere is dropped when it reaches the top.
     """
     n = 0
     for i in range(n_comp):
@@ -477,6 +496,18 @@ def _fill(comp_links, n_comp, path_ptr, path_links, link_ptr, slots, entry_flow,
     _heapify(lheap, lpos, lkey, n)
     level = 0.0
     while n > 0:
+        l = lheap[0]
+        if nun[l] == 0:  # every flow on it froze elsewhere
+            l, n = _heap_pop(lheap, lpos, lkey, n)
+            continue
+        # In exact arithmetic the share (rem - w*share) / (wsum - w) after a freeze is at least
+        # the old one, because the freezing share is the current minimum; the max() only absorbs
+        # rounding, and keeps keys monotone.
+        r = rem[l] / wsum[l]
+        if r > lkey[l]:
+            lkey[l] = r
+            _sift_down(lheap, lpos, lkey, 0, n)
+            continue
         l, n = _heap_pop(lheap, lpos, lkey, n)
         # Fair shares only grow as flows freeze; clamping to the running level keeps rounding
         # from producing a share below one already handed out.
@@ -496,18 +527,68 @@ def _fill(comp_links, n_comp, path_ptr, path_links, link_ptr, slots, entry_flow,
                 if lpos[l2] < 0:  # l itself (already popped)
                     continue
                 nun[l2] -= 1
-                if nun[l2] == 0:
-                    n = _heap_remove(lheap, lpos, lkey, n, l2)
-                else:
-                    rem[l2] -= wf * share
-                    wsum[l2] -= wf  # integer-valued weights: exact
-                    # In exact arithmetic the new share, (rem - wf*share) / (wsum - wf), is at
-                    # least the old one because share is the current minimum; the max() only
-                    # absorbs rounding, and keeps keys monotone so a sift-down suffices.
-                    r = rem[l2] / wsum[l2]
-                    if r > lkey[l2]:
-                        lkey[l2] = r
-                        _sift_down(lheap, lpos, lkey, lpos[l2], n)
+                rem[l2] -= wf * share
+                wsum[l2] -= wf  # integer-valued weights: exact
+
+
+@njit
+def _fill_upper(comp_links, n_comp, path_ptr, path_links, link_ptr, slots, entry_flow, cnt,
+                capacity, weight, rate, frozen, fmark, epoch, rem, wsum, nun, lheap, lpos, lkey):
+    """:func:`_fill` of the flows marked ``fmark == epoch`` only; the other active flows on
+    ``comp_links`` keep their ``rate`` and take their share of each link's capacity first."""
+    n = 0
+    for i in range(n_comp):
+        l = comp_links[i]
+        used = 0.0
+        w = 0.0
+        k = 0
+        for s in range(link_ptr[l], link_ptr[l] + cnt[l]):
+            f = entry_flow[slots[s]]
+            if fmark[f] == epoch:
+                w += weight[f]
+                k += 1
+            else:
+                used += weight[f] * rate[f]
+        if k == 0:
+            continue
+        rem[l] = capacity[l] - used
+        wsum[l] = w
+        nun[l] = k
+        lkey[l] = rem[l] / w
+        lheap[n] = l
+        lpos[l] = n
+        n += 1
+    _heapify(lheap, lpos, lkey, n)
+    level = 0.0
+    while n > 0:
+        l = lheap[0]
+        if nun[l] == 0:
+            l, n = _heap_pop(lheap, lpos, lkey, n)
+            continue
+        r = rem[l] / wsum[l]
+        if r > lkey[l]:
+            lkey[l] = r
+            _sift_down(lheap, lpos, lkey, 0, n)
+            continue
+        l, n = _heap_pop(lheap, lpos, lkey, n)
+        share = lkey[l]
+        if share < level:
+            share = level
+        level = share
+        for s in range(link_ptr[l], link_ptr[l] + cnt[l]):
+            f = entry_flow[slots[s]]
+            if frozen[f] == epoch or fmark[f] != epoch:
+                continue
+            frozen[f] = epoch
+            rate[f] = share
+            wf = weight[f]
+            for e in range(path_ptr[f], path_ptr[f + 1]):
+                l2 = path_links[e]
+                if lpos[l2] < 0:
+                    continue
+                nun[l2] -= 1
+                rem[l2] -= wf * share
+                wsum[l2] -= wf
 
 
 @njit
@@ -572,6 +653,7 @@ def _simulate_kernel(path_ptr, path_links, link_ptr, slots_in, entry_flow, capac
         entry_pos[slots[s]] = s
     cnt = np.zeros(n_links, dtype=np.int64)
     rate = np.zeros(n_flows)
+    orate = np.zeros(n_flows)
     remaining = np.zeros(n_flows)
     tlast = np.zeros(n_flows)
     fmark = np.zeros(n_flows, dtype=np.int64)
@@ -611,14 +693,16 @@ def _simulate_kernel(path_ptr, path_links, link_ptr, slots_in, entry_flow, capac
             if w_end > t_arr:  # never batch past an arrival
                 w_end = t_arr
             t_b = t_c
+            lam = np.inf
             while nf > 0 and fkey[fheap[0]] <= w_end:
                 f, nf = _heap_pop(fheap, fpos, fkey, nf)
                 tf = fkey[f]
                 if tf > t_b:
                     t_b = tf
-                _advance(f, tf, rate, tlast, remaining, delivered, weight, path_ptr,
-                         path_links, link_bytes)
+                if rate[f] < lam:
+                    lam = rate[f]
                 remaining[f] = 0.0
+                tlast[f] = tf
                 finish[f] = tf + latency[f]
                 for e in range(path_ptr[f], path_ptr[f + 1]):
                     l = path_links[e]
@@ -639,7 +723,7 @@ def _simulate_kernel(path_ptr, path_links, link_ptr, slots_in, entry_flow, capac
                     continue
                 remaining[f] = size[f]
                 tlast[f] = now
-                rate[f] = 0.0
+                rate[f] = np.inf  # not filled yet: above every level
                 for e in range(path_ptr[f], path_ptr[f + 1]):
                     l = path_links[e]
                     _set_active(e, l, True, slots, entry_pos, link_ptr, cnt)
@@ -647,8 +731,27 @@ def _simulate_kernel(path_ptr, path_links, link_ptr, slots_in, entry_flow, capac
                         lmark[l] = epoch
                         qlinks[nl] = l
                         nl += 1
+            # A new flow cannot change a freeze below the level at which one of its links
+            # would fill with every flow on it still growing: cap / (sum of their weights).
+            lam = np.inf
+            for i in range(nl):
+                l = qlinks[i]
+                w = 0.0
+                for s in range(link_ptr[l], link_ptr[l] + cnt[l]):
+                    w += weight[entry_flow[slots[s]]]
+                if w > 0.0 and capacity[l] / w < lam:
+                    lam = capacity[l] / w
 
-        # --- the components touching the changed links (breadth-first over active entries)
+        # --- what the change can reach. Progressive filling freezes flows in increasing order
+        # of level; every freeze below ``lam`` is the same as before the change (a departing
+        # flow froze at lam = its rate, and its links fill no earlier without it; a new flow's
+        # links fill no earlier than lam, see above). So only flows at or above lam (the upper
+        # flows) are re-filled, and only those connected to the changed links through upper
+        # flows (breadth-first); flows below lam keep their rates and count as fixed load.
+        # Rates equal to lam in exact arithmetic may sit a few ulps below it (filled in another
+        # order, at another event), and such a flow can change: the cut is set a little lower.
+        # Re-filling a flow that is truly below lam is harmless (it gets its rate back).
+        lam *= 1.0 - _LEVEL_MARGIN
         nq = 0
         head = 0
         while head < nl:
@@ -656,7 +759,7 @@ def _simulate_kernel(path_ptr, path_links, link_ptr, slots_in, entry_flow, capac
             head += 1
             for s in range(link_ptr[l], link_ptr[l] + cnt[l]):
                 f = entry_flow[slots[s]]
-                if fmark[f] == epoch:
+                if fmark[f] == epoch or rate[f] < lam:
                     continue
                 fmark[f] = epoch
                 qflows[nq] = f
@@ -668,20 +771,36 @@ def _simulate_kernel(path_ptr, path_links, link_ptr, slots_in, entry_flow, capac
                         qlinks[nl] = l2
                         nl += 1
 
-        # --- bring the component's flows up to ``now`` at their old rates, then re-fill
-        for i in range(nq):
-            _advance(qflows[i], now, rate, tlast, remaining, delivered, weight, path_ptr,
-                     path_links, link_bytes)
-        _fill(qlinks, nl, path_ptr, path_links, link_ptr, slots, entry_flow, cnt, capacity,
-              weight, rate, frozen, epoch, rem, wsum, nun, lheap, lpos, lkey)
-        n_updates += nq
-        # New predicted completions. When most of the heap changes, rebuilding it (O(n)) beats
-        # fixing each entry (O(k log n)).
-        rebuild = 4 * nq >= nf
+        # --- re-fill the component, then move only the flows whose rate changed: a flow keeps
+        # (tlast, remaining at tlast, rate), so an unchanged rate needs no update at all
         for i in range(nq):
             f = qflows[i]
+            orate[f] = rate[f]
+        _fill_upper(qlinks, nl, path_ptr, path_links, link_ptr, slots, entry_flow, cnt, capacity,
+                    weight, rate, frozen, fmark, epoch, rem, wsum, nun, lheap, lpos, lkey)
+        n_updates += nq
+        nc = 0
+        for i in range(nq):
+            f = qflows[i]
+            old = orate[f]
+            new = rate[f]
+            if fpos[f] >= 0 and abs(new - old) <= _SAME_RATE * old:
+                rate[f] = old  # rounding-level change: keep the rate (and the prediction)
+                continue
+            # bring the flow up to ``now`` at its old rate, then predict at the new one
+            dt = now - tlast[f]
+            if dt > 0.0:
+                remaining[f] -= old * dt
+            tlast[f] = now
             r = remaining[f] if remaining[f] > 0.0 else 0.0
-            fkey[f] = now + r / rate[f]
+            fkey[f] = now + r / new
+            qflows[nc] = f
+            nc += 1
+        # New predicted completions. When most of the heap changes, rebuilding it (O(n)) beats
+        # fixing each entry (O(k log n)).
+        rebuild = 4 * nc >= nf
+        for i in range(nc):
+            f = qflows[i]
             if rebuild:
                 if fpos[f] < 0:
                     fheap[nf] = f
@@ -703,6 +822,20 @@ def _simulate_kernel(path_ptr, path_links, link_ptr, slots_in, entry_flow, capac
             u = used / capacity[l]
             if u > peak[l]:
                 peak[l] = u
+    # Bytes delivered: a finished flow moved its size; an unfinished one (a capped run) what it
+    # had moved by its last update. Link bytes follow from them (every byte of a flow crosses
+    # every link of its path), so the event loop never integrates per link.
+    for f in range(n_flows):
+        if path_ptr[f + 1] == path_ptr[f]:
+            continue
+        if not np.isnan(finish[f]):
+            delivered[f] = size[f]
+        elif fpos[f] >= 0:  # still active when a capped run stopped: move it up to ``now``
+            d = size[f] - (remaining[f] - rate[f] * (now - tlast[f]))
+            delivered[f] = d if d > 0.0 else 0.0
+        wd = weight[f] * delivered[f]
+        for e in range(path_ptr[f], path_ptr[f + 1]):
+            link_bytes[path_links[e]] += wd
     counters[0] = epoch
     counters[1] = n_updates
 
@@ -751,10 +884,10 @@ def simulate_fluid(path_ptr, path_links, capacity, size, arrival=None, weight=No
 
     Size: about 200 bytes per flow, 64 per path entry and 112 per link must fit in the memory
     budget of :mod:`uneven.limits` (2 GiB by default: some 5 million flows of 4 links). The run
-    takes at most ``2 n_flows`` events, each re-filling the component it touches, so the cost is
-    O(events x component size x log links). Capacities, sizes and weights must keep every rate
-    above 1e-250 bytes/s and every finish time below 1e250 s (refused otherwise), and the weights
-    must sum to at most 2**53.
+    takes at most ``2 n_flows`` events, each re-filling part of the component it touches, so the
+    cost is O(events x component size x log links) at worst. Capacities, sizes and weights must
+    keep every rate above 1e-250 bytes/s and every finish time below 1e250 s (refused otherwise),
+    and the weights must sum to at most 2**53.
 
     N-to-1 incast, 4 flows of 1 MB into a 1 GB/s link: each gets 250 MB/s, all finish at 4 ms.
 
