@@ -532,38 +532,20 @@ def _fill(comp_links, n_comp, path_ptr, path_links, link_ptr, slots, entry_flow,
 
 
 @njit
-def _fill_upper(comp_links, n_comp, path_ptr, path_links, link_ptr, slots, entry_flow, cnt,
-                capacity, weight, rate, frozen, fmark, epoch, rem, wsum, nun, lheap, lpos, lkey):
-    """:func:`_fill` of the flows marked ``fmark == epoch`` only; the other active flows on
-    ``comp_links`` keep their ``rate`` and take their share of each link's capacity first."""
-    n = 0
-    for i in range(n_comp):
-        l = comp_links[i]
-        used = 0.0
-        w = 0.0
-        k = 0
-        for s in range(link_ptr[l], link_ptr[l] + cnt[l]):
-            f = entry_flow[slots[s]]
-            if fmark[f] == epoch:
-                w += weight[f]
-                k += 1
-            else:
-                used += weight[f] * rate[f]
-        if k == 0:
-            continue
-        rem[l] = capacity[l] - used
-        wsum[l] = w
-        nun[l] = k
-        lkey[l] = rem[l] / w
-        lheap[n] = l
-        lpos[l] = n
-        n += 1
+def _fill_upper(n, path_ptr, path_links, link_ptr, slots, entry_flow, cnt, weight, rate, frozen,
+                fmark, epoch, rem, wsum, nun, lheap, lpos, lkey, load, capacity):
+    """:func:`_fill` of the flows marked ``fmark == epoch`` only; the other active flows keep
+    their ``rate`` and took their share of each link's capacity first. ``lheap[:n]`` holds the
+    links with marked flows, with ``rem`` (capacity left by the others), ``wsum`` and ``nun``
+    (weight and count of marked flows) and ``lkey = rem / wsum`` set. Writes each link's final
+    load (bytes/s, all its flows) to ``load``."""
     _heapify(lheap, lpos, lkey, n)
     level = 0.0
     while n > 0:
         l = lheap[0]
         if nun[l] == 0:
             l, n = _heap_pop(lheap, lpos, lkey, n)
+            load[l] = capacity[l] - rem[l]
             continue
         r = rem[l] / wsum[l]
         if r > lkey[l]:
@@ -575,6 +557,7 @@ def _fill_upper(comp_links, n_comp, path_ptr, path_links, link_ptr, slots, entry
         if share < level:
             share = level
         level = share
+        load[l] = capacity[l] - rem[l] + wsum[l] * share
         for s in range(link_ptr[l], link_ptr[l] + cnt[l]):
             f = entry_flow[slots[s]]
             if frozen[f] == epoch or fmark[f] != epoch:
@@ -640,6 +623,30 @@ def _advance(f, t, rate, tlast, remaining, delivered, weight, path_ptr, path_lin
 
 
 @njit
+def _water_level(l, link_ptr, slots, entry_flow, cnt, capacity, weight, rate):
+    """Level at which link ``l`` fills if every flow on it with a rate below the level keeps
+    that rate and the others grow together: (cap - sum of the low rates) / (high weights)."""
+    w = 0.0
+    for s in range(link_ptr[l], link_ptr[l] + cnt[l]):
+        w += weight[entry_flow[slots[s]]]
+    lev = capacity[l] / w
+    for _ in range(cnt[l] + 1):
+        used = 0.0
+        w = 0.0
+        for s in range(link_ptr[l], link_ptr[l] + cnt[l]):
+            f = entry_flow[slots[s]]
+            if rate[f] < lev:
+                used += weight[f] * rate[f]
+            else:
+                w += weight[f]
+        nxt = (capacity[l] - used) / w
+        if not nxt > lev:
+            break
+        lev = nxt
+    return lev
+
+
+@njit
 def _simulate_kernel(path_ptr, path_links, link_ptr, slots_in, entry_flow, capacity, size,
                      arrival, order, weight, latency, quantum, window, max_events,
                      finish, delivered, link_bytes, peak, counters):
@@ -670,6 +677,8 @@ def _simulate_kernel(path_ptr, path_links, link_ptr, slots_in, entry_flow, capac
     lheap = np.empty(n_links, dtype=np.int64)
     lpos = np.full(n_links, -1, dtype=np.int64)
     lkey = np.zeros(n_links)
+    load = np.zeros(n_links)
+    hlinks = np.empty(n_links, dtype=np.int64)
 
     nf = 0  # completion-heap size
     ia = 0  # next arrival in ``order``
@@ -732,15 +741,15 @@ def _simulate_kernel(path_ptr, path_links, link_ptr, slots_in, entry_flow, capac
                         qlinks[nl] = l
                         nl += 1
             # A new flow cannot change a freeze below the level at which one of its links
-            # would fill with every flow on it still growing: cap / (sum of their weights).
+            # would fill, the flows on it keeping their old rates below that level (the new ones
+            # have rate inf): the water level of the link, found by raising a first guess
+            # cap / (sum of all weights) until no flow changes side (a few passes).
             lam = np.inf
             for i in range(nl):
                 l = qlinks[i]
-                w = 0.0
-                for s in range(link_ptr[l], link_ptr[l] + cnt[l]):
-                    w += weight[entry_flow[slots[s]]]
-                if w > 0.0 and capacity[l] / w < lam:
-                    lam = capacity[l] / w
+                lev = _water_level(l, link_ptr, slots, entry_flow, cnt, capacity, weight, rate)
+                if lev < lam:
+                    lam = lev
 
         # --- what the change can reach. Progressive filling freezes flows in increasing order
         # of level; every freeze below ``lam`` is the same as before the change (a departing
@@ -754,30 +763,49 @@ def _simulate_kernel(path_ptr, path_links, link_ptr, slots_in, entry_flow, capac
         lam *= 1.0 - _LEVEL_MARGIN
         nq = 0
         head = 0
+        nh = 0  # links holding re-filled flows, in lheap[:nh]
         while head < nl:
             l = qlinks[head]
             head += 1
+            # Every re-filled flow on l is marked by the end of this scan (marks are made while
+            # scanning), so the scan also sums the load of the others and the re-filled weight.
+            used = 0.0
+            w = 0.0
+            k = 0
             for s in range(link_ptr[l], link_ptr[l] + cnt[l]):
                 f = entry_flow[slots[s]]
-                if fmark[f] == epoch or rate[f] < lam:
-                    continue
-                fmark[f] = epoch
-                qflows[nq] = f
-                nq += 1
-                for e in range(path_ptr[f], path_ptr[f + 1]):
-                    l2 = path_links[e]
-                    if lmark[l2] != epoch:
-                        lmark[l2] = epoch
-                        qlinks[nl] = l2
-                        nl += 1
+                if fmark[f] != epoch:
+                    if rate[f] < lam:
+                        used += weight[f] * rate[f]
+                        continue
+                    fmark[f] = epoch
+                    qflows[nq] = f
+                    nq += 1
+                    for e in range(path_ptr[f], path_ptr[f + 1]):
+                        l2 = path_links[e]
+                        if lmark[l2] != epoch:
+                            lmark[l2] = epoch
+                            qlinks[nl] = l2
+                            nl += 1
+                w += weight[f]
+                k += 1
+            if k > 0:
+                rem[l] = capacity[l] - used
+                wsum[l] = w
+                nun[l] = k
+                lkey[l] = rem[l] / w
+                lheap[nh] = l
+                lpos[l] = nh
+                hlinks[nh] = l
+                nh += 1
 
-        # --- re-fill the component, then move only the flows whose rate changed: a flow keeps
+        # --- re-fill those flows, then move only the flows whose rate changed: a flow keeps
         # (tlast, remaining at tlast, rate), so an unchanged rate needs no update at all
         for i in range(nq):
             f = qflows[i]
             orate[f] = rate[f]
-        _fill_upper(qlinks, nl, path_ptr, path_links, link_ptr, slots, entry_flow, cnt, capacity,
-                    weight, rate, frozen, fmark, epoch, rem, wsum, nun, lheap, lpos, lkey)
+        _fill_upper(nh, path_ptr, path_links, link_ptr, slots, entry_flow, cnt, weight, rate,
+                    frozen, fmark, epoch, rem, wsum, nun, lheap, lpos, lkey, load, capacity)
         n_updates += nq
         nc = 0
         for i in range(nq):
@@ -812,14 +840,10 @@ def _simulate_kernel(path_ptr, path_links, link_ptr, slots_in, entry_flow, capac
                 _heap_fix(fheap, fpos, fkey, nf, f)
         if rebuild:
             _heapify(fheap, fpos, fkey, nf)
-        # --- peak utilisation, summed independently of the filling's own bookkeeping
-        for i in range(nl):
-            l = qlinks[i]
-            used = 0.0
-            for s in range(link_ptr[l], link_ptr[l] + cnt[l]):
-                f = entry_flow[slots[s]]
-                used += weight[f] * rate[f]
-            u = used / capacity[l]
+        # --- peak utilisation: only links holding re-filled flows can carry more than before
+        for i in range(nh):
+            l = hlinks[i]
+            u = load[l] / capacity[l]
             if u > peak[l]:
                 peak[l] = u
     # Bytes delivered: a finished flow moved its size; an unfinished one (a capped run) what it
