@@ -28,10 +28,11 @@ What makes the engine fast
    connected components of the bipartite (active flow, link) graph, and progressive filling
    freezes flows in increasing order of level. An event cannot change a freeze below a level
    ``lam``: for a completion, the smallest rate among the flows that leave (their links fill no
-   earlier without them); for an arrival, the smallest ``capacity / (sum of weights of its
-   flows)`` over the new flows' links (no such link can fill earlier). So only the flows at or
-   above ``lam`` that are connected to the changed links through such flows are re-filled; the
-   others keep their rate and count as a fixed load. (The cut is set ``1e-6`` relative below
+   earlier without them); for an arrival, the smallest water level of the new flows' links (the
+   level at which the link fills if the flows on it below that level keep their rates: no such
+   link can fill earlier). So only the flows at or above ``lam`` that are connected to the
+   changed links through such flows are re-filled; the others keep their rate and count as a
+   fixed load. (The cut is set ``1e-6`` relative below
    ``lam``, so that a rate equal to ``lam`` but computed an ulp below it is re-filled too.) A
    re-filled flow whose rate changes by at most a few ulps keeps its old rate and its predicted
    finish, and a flow's progress is only brought up to date when its rate changes. In a
@@ -43,13 +44,13 @@ What makes the engine fast
    rates are recomputed once, at the latest of those finish times ``t_b``. Between ``t_c`` and
    ``t_b`` the other flows keep their old rates, i.e. they do not yet pick up the bandwidth freed
    by the early finishers; that is the whole approximation (bytes are still conserved and no link
-   is ever over capacity). The window never reaches past the next arrival, so arrivals are never
-   delayed. Each batch leaves rates stale for at most ``quantum * (t_c - now)``, and ``t_c - now``
-   is at most that step's length, so stale time summed over a run is at most ``quantum`` times
-   the simulated span. How that turns into finish-time error is measured, not proven (max-min
-   sharing is not monotone, so a delay can propagate): on small random instances a targeted search
-   found FCT-relative and makespan errors of at most ``0.8 * quantum``; the tests assert
-   ``<= 2 * quantum`` there.
+   is ever over capacity). With ``window = 0`` the batch never reaches past the next arrival, so
+   arrivals are never delayed. Each batch leaves rates stale for at most
+   ``quantum * (t_c - now)``, and ``t_c - now`` is at most that step's length, so stale time
+   summed over a run is at most ``quantum`` times the simulated span. How that turns into
+   finish-time error is measured, not proven (max-min sharing is not monotone, so a delay can
+   propagate): on small random instances a targeted search found FCT-relative and makespan
+   errors of at most ``0.8 * quantum``; the tests assert ``<= 2 * quantum`` there.
    ``quantum=0`` is exact mode. In both modes completions predicted within ``1e-12 (t_c - now)``
    plus two ulps of ``t_c`` (rounding-level ties) are handled as one event. The tie window is
    relative to the step, not to the clock, so exact mode is exact whatever the time offset: a run
@@ -57,9 +58,14 @@ What makes the engine fast
    :func:`batched_error` to measure what a quantum costs on your instance.
 
    The relative window is short when events are dense (``t_c - now`` is then tiny), so it batches
-   little in busy fabrics. ``window`` (seconds, absolute, default 0) widens it to
-   ``t_c + max(quantum * (t_c - now), window)``, the fixed time quantum of flow-level simulators;
-   its error is not bounded relative to anything, so measure it with :func:`batched_error`.
+   little in busy fabrics. ``window`` (seconds, absolute, default 0) is the fixed time quantum of
+   flow-level simulators: the batch opened by the next event (a completion or an arrival) at
+   ``t_0`` takes every completion predicted, and every arrival, up to
+   ``t_0 + max(quantum * (t_0 - now), window)``; rates are recomputed once, at the latest of
+   those times, and the flows that arrived in the window start then (each waits at most
+   ``window``). Its error is not bounded relative to anything (stale rates idle some bandwidth
+   for up to a window at every batch, and under heavy load that lost time accumulates), so
+   measure it with :func:`batched_error`.
 3. **Weights** (above) let a caller collapse symmetric flows before simulating.
 
 The kernel is a numba function over structure-of-arrays state: flow -> links CSR (the input) and
@@ -131,7 +137,8 @@ class FluidResult:
     * ``finish`` (s): completion time of each flow (every member of an aggregate), + latency.
     * ``start`` (s): arrival time of each flow.
     * ``makespan`` (s): ``max(finish) - min(start)`` (0.0 when there are no flows).
-    * ``n_events``: event instants processed (an arrival instant, or one batch of completions);
+    * ``n_events``: event instants processed (an arrival instant, or one batch of completions and,
+      with ``window > 0``, arrivals);
       each is followed by one re-fill (see the module docstring).
     * ``n_rate_updates``: flow-rate recomputations summed over events (see module docstring).
     * ``link_bytes`` (bytes, per link): bytes carried, integrated from the rates during the run;
@@ -629,6 +636,8 @@ def _water_level(l, link_ptr, slots, entry_flow, cnt, capacity, weight, rate):
     w = 0.0
     for s in range(link_ptr[l], link_ptr[l] + cnt[l]):
         w += weight[entry_flow[slots[s]]]
+    if w == 0.0:  # no flow left on it
+        return np.inf
     lev = capacity[l] / w
     for _ in range(cnt[l] + 1):
         used = 0.0
@@ -639,6 +648,8 @@ def _water_level(l, link_ptr, slots, entry_flow, cnt, capacity, weight, rate):
                 used += weight[f] * rate[f]
             else:
                 w += weight[f]
+        if w == 0.0:  # every flow stays below: the link never fills
+            return np.inf
         nxt = (capacity[l] - used) / w
         if not nxt > lev:
             break
@@ -694,14 +705,15 @@ def _simulate_kernel(path_ptr, path_links, link_ptr, slots_in, entry_flow, capac
             break
         epoch += 1
         nl = 0  # seeded links, then the BFS queue
-        if t_c <= t_arr:
-            reach = quantum * (t_c - now)
+        if window > 0.0 or t_c <= t_arr:
+            t_0 = t_c if t_c <= t_arr else t_arr  # the event that opens the batch
+            reach = quantum * (t_0 - now)
             if window > reach:
                 reach = window
-            w_end = t_c + reach + _TIE * (t_c - now) + _ULP2 * abs(t_c)
-            if w_end > t_arr:  # never batch past an arrival
+            w_end = t_0 + reach + _TIE * (t_0 - now) + _ULP2 * abs(t_0)
+            if window == 0.0 and w_end > t_arr:  # a relative quantum never batches arrivals
                 w_end = t_arr
-            t_b = t_c
+            t_b = t_0
             lam = np.inf
             while nf > 0 and fkey[fheap[0]] <= w_end:
                 f, nf = _heap_pop(fheap, fpos, fkey, nf)
@@ -720,7 +732,36 @@ def _simulate_kernel(path_ptr, path_links, link_ptr, slots_in, entry_flow, capac
                         lmark[l] = epoch
                         qlinks[nl] = l
                         nl += 1
+            # An absolute window also admits the arrivals inside it, at the end of the batch
+            # (each waits at most the window).
+            ia0 = ia
+            while window > 0.0 and ia < n_flows and arrival[order[ia]] <= w_end:
+                f = order[ia]
+                ia += 1
+                if path_ptr[f + 1] == path_ptr[f]:  # no links: a local copy, done at once
+                    delivered[f] = size[f]
+                    finish[f] = arrival[f] + latency[f]
+                    continue
+                if arrival[f] > t_b:
+                    t_b = arrival[f]
+                remaining[f] = size[f]
+                rate[f] = np.inf
+                for e in range(path_ptr[f], path_ptr[f + 1]):
+                    l = path_links[e]
+                    _set_active(e, l, True, slots, entry_pos, link_ptr, cnt)
+                    if lmark[l] != epoch:
+                        lmark[l] = epoch
+                        qlinks[nl] = l
+                        nl += 1
             now = t_b
+            if ia > ia0:
+                for j in range(ia0, ia):
+                    tlast[order[j]] = now
+                for i in range(nl):  # see the arrival branch below
+                    lev = _water_level(qlinks[i], link_ptr, slots, entry_flow, cnt, capacity,
+                                       weight, rate)
+                    if lev < lam:
+                        lam = lev
         else:
             now = t_arr
             while ia < n_flows and arrival[order[ia]] == t_arr:
@@ -902,7 +943,8 @@ def simulate_fluid(path_ptr, path_links, capacity, size, arrival=None, weight=No
       ``weight``: multiplicity per flow, positive integers (default 1).
       ``latency``: s per flow added to its finish time, >= 0 (default 0).
       ``quantum``: relative batching quantum, >= 0; 0 is exact (see the module docstring).
-      ``window``: absolute batching window (s), >= 0; 0 is exact (see the module docstring).
+      ``window``: absolute batching window (s), >= 0, which also batches arrivals (each waits at
+      most ``window``); 0 is exact (see the module docstring).
 
     Returns a :class:`FluidResult`.
 
@@ -1081,11 +1123,19 @@ def _reference_simulate_fluid(path_ptr, path_links, capacity, size, arrival=None
             break
         if max_events is not None and n_events >= max_events:
             break
-        if t_c <= t_arr:
-            w_end = min(t_c + max(quantum * (t_c - now), window) + _TIE * (t_c - now)
-                        + _ULP2 * abs(t_c), t_arr)
+        if window > 0.0 or t_c <= t_arr:
+            t_0 = min(t_c, t_arr)
+            w_end = (t_0 + max(quantum * (t_0 - now), window) + _TIE * (t_0 - now)
+                     + _ULP2 * abs(t_0))
+            if window == 0.0:
+                w_end = min(w_end, t_arr)
             done = [f for f in active if due[f] <= w_end]
-            t_b = max(due[f] for f in done)
+            new = []
+            while window > 0.0 and ia < n and arrival[order[ia]] <= w_end:
+                new.append(order[ia])
+                ia += 1
+            t_b = max([t_0] + [due[f] for f in done]
+                      + [float(arrival[f]) for f in new if paths[f]])
             for f in active:
                 if f in done:
                     move(f, due[f] - now)
@@ -1094,6 +1144,13 @@ def _reference_simulate_fluid(path_ptr, path_links, capacity, size, arrival=None
                     move(f, t_b - now)
             active = [f for f in active if f not in done]
             now = t_b
+            for f in new:
+                if not paths[f]:
+                    delivered[f] = float(size[f])
+                    finish[f] = float(arrival[f]) + float(latency[f])
+                else:
+                    remaining[f] = float(size[f])
+                    active.append(f)
         else:
             for f in active:
                 move(f, t_arr - now)
