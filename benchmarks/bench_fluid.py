@@ -9,11 +9,25 @@ about 60% of the hosts' aggregate bandwidth, so flows overlap and contend.
 Rows: exact mode at 10^3 and 10^4 flows (engine vs reference in the same run, on the same first
 events), and batched mode at 10^4 flows (relative quantum 1e-3 and 1e-2, and an absolute 10 us
 window) with its error against exact.
+
+Against SimGrid (a validated flow-level simulator whose max-min model the engine matches): an
+8-node H800 all-to-all (64 GPUs, ``h800_cluster(8)`` routes: NVLink, then PXN to the rail NIC),
+random pairs, log-uniform sizes 64 KB - 16 MB (whole bytes), Poisson arrivals at 90% of the NICs'
+aggregate bandwidth (about 350 flows active at once, one connected component). SimGrid 3.32
+(Debian's ``python3-simgrid``, for the system Python) runs in a subprocess
+(``simgrid_fluid.py``; ``UNEVEN_SIMGRID_PYTHON`` names another interpreter); its time is
+``Engine.run()`` alone, which includes its Python actor starting each flow (one call per flow).
+The rows are skipped, with the reason, when SimGrid is missing.
 """
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import tempfile
 import time
+from pathlib import Path
 
 import numpy as np
 from _timing import best_of
@@ -25,6 +39,7 @@ from uneven.engines.fluid import (
     _run,
     simulate_fluid,
 )
+from uneven.topology import h800_cluster
 
 HOSTS, PER_LEAF, SPINES = 256, 16, 4
 HOST_BW, UPLINK_BW = 12.5e9, 25e9  # bytes/s (100 and 200 Gb/s)
@@ -164,6 +179,117 @@ def _batched_row(inst, exact, quantum: float = 0.0, window: float = 0.0):
     }
 
 
+# --------------------------------------------------------------------------- against SimGrid
+
+SIMGRID_PYTHON = os.environ.get("UNEVEN_SIMGRID_PYTHON", "/usr/bin/python3")
+SIMGRID_SCRIPT = Path(__file__).resolve().parent / "simgrid_fluid.py"
+A2A_LOAD = 0.9  # offered load on the NICs
+BATCHED = ((0.0, 1e-6), (0.0, 1e-5))  # absolute windows (s); arrivals batched too
+
+
+def h800_alltoall(n_flows: int, seed: int = 0):
+    """(topology, src, dst, engine inputs): ``n_flows`` random all-to-all flows, 8 H800 nodes."""
+    topo = h800_cluster(8)
+    rng = np.random.default_rng(seed)
+    g = topo.n_gpus
+    src = rng.integers(0, g, n_flows)
+    dst = (src + rng.integers(1, g, n_flows)) % g  # never equal to src
+    lo, hi = 64e3, 16e6
+    size = np.round(np.exp(rng.uniform(np.log(lo), np.log(hi), n_flows)))
+    mean_size = (hi - lo) / np.log(hi / lo)
+    rate = A2A_LOAD * g * 50e9 / mean_size  # flows per second; one 50 GB/s NIC per GPU
+    arrival = np.cumsum(rng.exponential(1.0 / rate, n_flows))
+    arrival -= arrival[0]
+    ptr, links = topo.paths(src, dst)
+    return topo, src, dst, (ptr, links, np.asarray(topo.capacity, dtype=float), size, arrival)
+
+
+def simgrid_missing() -> str | None:
+    """Why SimGrid cannot run here, or None."""
+    try:
+        out = subprocess.run([SIMGRID_PYTHON, "-c", "import simgrid"], capture_output=True,
+                             text=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired) as err:
+        return f"{SIMGRID_PYTHON} cannot run: {err}"
+    if out.returncode != 0:
+        return (f"SimGrid is not installed for {SIMGRID_PYTHON} (apt-get install python3-simgrid); "
+                f"{out.stderr.strip().splitlines()[-1] if out.stderr.strip() else ''}")
+    return None
+
+
+def run_simgrid(topo, src, dst, size, arrival):
+    """SimGrid's finish times (s, per flow) and the wall time (s) of its ``Engine.run()``."""
+    pairs = sorted(set(zip(src.tolist(), dst.tolist(), strict=True)))
+    routes = [topo.paths([a], [b])[1].tolist() for a, b in pairs]
+    spec = {
+        "n_hosts": int(topo.n_gpus),
+        "capacity": np.asarray(topo.capacity, dtype=float).tolist(),
+        "pairs": pairs,
+        "routes": routes,
+        "flows": [[int(a), int(b), float(c), float(d)]
+                  for a, b, c, d in zip(src, dst, size, arrival, strict=True)],
+    }
+    with tempfile.TemporaryDirectory() as tmp:
+        src_path, out_path = Path(tmp) / "in.json", Path(tmp) / "out.json"
+        src_path.write_text(json.dumps(spec))
+        subprocess.run([SIMGRID_PYTHON, str(SIMGRID_SCRIPT), str(src_path), str(out_path)],
+                       check=True, capture_output=True, timeout=3600)
+        out = json.loads(out_path.read_text())
+    return np.array(out["finish"], dtype=float), float(out["seconds"])
+
+
+def _simgrid_rows(sizes=(1_000, 10_000, 100_000), batched=()):
+    why = simgrid_missing()
+    if why:
+        return [{"benchmark": "fluid vs SimGrid", "size": "skipped", "seconds": None,
+                 "metric": f"SKIPPED: {why}", "target": "", "met": None}]
+    rows = []
+    for n in sizes:
+        topo, src, dst, inst = h800_alltoall(n)
+        reps = 3 if n <= 10_000 else 1
+        eng_s, res = best_of(lambda inst=inst: simulate_fluid(*inst), reps)
+        sg_s, sg_finish = float("inf"), None
+        for _ in range(2 if n <= 10_000 else 1):
+            fin, sec = run_simgrid(topo, src, dst, inst[3], inst[4])
+            sg_s, sg_finish = min(sg_s, sec), fin
+        fct = res.finish - res.start
+        diff = float(np.max(np.abs(sg_finish - res.finish) / fct))
+        active = _all_active_updates(res) / res.n_events
+        ratio = sg_s / eng_s
+        rows.append({
+            "benchmark": "fluid exact vs SimGrid 3.32 (max-min, arrivals+completions)",
+            "size": (f"{n} flows, 8-node H800 all-to-all, {res.n_events} events, "
+                     f"{active:.0f} active on average"),
+            "seconds": eng_s,
+            "reference_seconds": sg_s,
+            "ratio": ratio,
+            "metric": (f"max |finish - SimGrid| / FCT = {diff:.1e}; {res.n_events / eng_s:.3g} "
+                       f"events/s; {res.n_rate_updates / res.n_events:.0f} rate updates/event"),
+            "target": ">= 3x SimGrid at 1e4 and 1e5 flows, finishes within 1e-9",
+            "met": bool(ratio >= 3 and diff <= 1e-9) if n >= 10_000 else None,
+        })
+        for quantum, window in batched:
+            b_s, b = best_of(lambda inst=inst, q=quantum, w=window: simulate_fluid(
+                *inst, quantum=q, window=w), reps)
+            err = _compare(res, b)
+            ratio = sg_s / b_s
+            what = (f"quantum={quantum:g}" if window == 0.0 else
+                    f"window={window:g} s" if quantum == 0.0 else
+                    f"quantum={quantum:g}, window={window:g} s")
+            rows.append({
+                "benchmark": f"fluid batched {what} vs SimGrid 3.32",
+                "size": f"{n} flows, {b.n_events} events (exact: {res.n_events})",
+                "seconds": b_s,
+                "reference_seconds": sg_s,
+                "ratio": ratio,
+                "metric": (f"makespan rel err {err.makespan_rel_error:.1e} vs exact, max FCT rel "
+                           f"err {err.max_fct_rel_error:.1e}"),
+                "target": ">= 20x SimGrid, makespan error <= 1e-4",
+                "met": bool(ratio >= 20 and err.makespan_rel_error <= 1e-4),
+            })
+    return rows
+
+
 def run() -> list[dict]:
     # Warm the JIT (compile time is not run time).
     small = leaf_spine_flows(50, seed=2)
@@ -179,6 +305,7 @@ def run() -> list[dict]:
         rows.append(_batched_row(inst, exact, quantum=q))
     rows.append(_batched_row(inst, exact, window=10e-6))
     rows.append(_rails_row(10_000, rails=8))
+    rows += _simgrid_rows(batched=BATCHED)
     return rows
 
 

@@ -154,6 +154,24 @@ def test_batching_never_crosses_an_arrival():
     assert batched.finish[1] == pytest.approx(2.05 + 0.05 / 0.5)  # shares with f2 after 2.05
 
 
+def test_an_absolute_window_admits_the_arrivals_inside_it():
+    # f0 arrives at 0 and opens a 1 s window; f1 arrives at 0.5, inside it, so both start at 0.5
+    # (the end of the batch) and share the link: 2.5 and 2.5 (exact: 1.5 and 2.0).
+    ptr, links = csr([[0], [0]])
+    args = dict(size=[1.0, 1.0], arrival=[0.0, 0.5])
+    exact = simulate_fluid(ptr, links, [1.0], **args)
+    np.testing.assert_allclose(exact.finish, [1.5, 2.0], rtol=1e-12)
+    batched = simulate_fluid(ptr, links, [1.0], **args, window=1.0)
+    ref = _reference_simulate_fluid(ptr, links, [1.0], **args, window=1.0)
+    np.testing.assert_allclose(batched.finish, [2.5, 2.5], rtol=1e-12)
+    np.testing.assert_allclose(ref.finish, batched.finish, rtol=1e-12)
+    assert (exact.n_events, batched.n_events, ref.n_events) == (4, 2, 2)
+    np.testing.assert_allclose(batched.delivered, [1.0, 1.0], rtol=1e-12)
+    assert batched.peak_utilization.max() <= 1.0
+    # a relative quantum alone never batches arrivals
+    assert simulate_fluid(ptr, links, [1.0], **args, quantum=0.1).finish.tolist() == [1.5, 2.0]
+
+
 def test_result_is_read_only():
     res = simulate_fluid([0, 1], [0], [1.0], [1.0])
     assert isinstance(res, FluidResult)

@@ -124,6 +124,54 @@ def test_offset_regression_the_old_clock_relative_tie_fails():
     assert np.max(np.abs((stale - OFFSET) - unshifted) / unshifted) > 1e-9
 
 
+# --------------------------------------------------------------------------- the level cut
+
+# Six flows of an 8-node H800 all-to-all (PXN: NVLink to the rail GPU, then its NIC); found by
+# comparing the engine with SimGrid. (src GPU, dst GPU, bytes, arrival s)
+H800_SIX = [(28, 33, 6656838.0, 0.00020467070755415473),
+            (26, 9, 4986357.0, 0.00024346060527408062),
+            (46, 33, 4304107.0, 0.00032364203624555773),
+            (14, 33, 1058004.0, 0.000351815638241507),
+            (27, 17, 1703941.0, 0.0003518238570608445),
+            (61, 33, 640533.0, 0.0003999335891906991)]
+
+
+def test_a_flow_at_the_departing_level_reached_by_another_link_is_refilled():
+    """At 443 us flow 5 leaves its NIC link at 16.7 GB/s. Flow 2 shares that link at 16.7 GB/s
+    too (exactly 50/3 GB/s, but computed through another order of freezes, an ulp below flow 5's
+    rate); it must rise to 33.3 GB/s. An engine that re-fills only the flows at or above the
+    departing rate, compared in floating point, left it at 16.7 GB/s: flow 0 then finished 8.6 us
+    late. SimGrid 3.32 gives 468.7963 and 471.6134 us for flows 0 and 1."""
+    from uneven.topology import h800_cluster
+
+    topo = h800_cluster(8)
+    src, dst, size, arrival = (list(c) for c in zip(*H800_SIX, strict=True))
+    ptr, links = topo.paths(src, dst)
+    exact = exact_fluid(ptr, links, topo.capacity, size, arrival)
+    for run in (simulate_fluid(ptr, links, topo.capacity, size, arrival=arrival),
+                _reference_simulate_fluid(ptr, links, topo.capacity, size, arrival=arrival)):
+        _close_to_exact(run.finish, exact, arrival)
+    assert np.allclose([float(x) * 1e6 for x in exact[:2]], [468.7963, 471.6134], atol=1e-4)
+
+
+def test_engine_matches_reference_on_an_all_to_all_of_300_flows():
+    """Random sizes and Poisson arrivals on an 8-node H800 all-to-all (the benchmark's workload,
+    scaled down): every rate is shared with ~20 others and many levels tie exactly."""
+    from uneven.topology import h800_cluster
+
+    topo = h800_cluster(8)
+    rng = np.random.default_rng(0)
+    n = 300
+    src = rng.integers(0, 64, n)
+    dst = (src + rng.integers(1, 64, n)) % 64
+    size = np.round(np.exp(rng.uniform(np.log(64e3), np.log(16e6), n)))
+    arrival = np.cumsum(rng.exponential(1.5e-6, n))
+    ptr, links = topo.paths(src, dst)
+    got = simulate_fluid(ptr, links, topo.capacity, size, arrival=arrival)
+    ref = _reference_simulate_fluid(ptr, links, topo.capacity, size, arrival=arrival)
+    assert np.all(np.abs(got.finish - ref.finish) <= 1e-9 * (ref.finish - arrival))
+
+
 # --------------------------------------------------------------------------- random instances
 
 
