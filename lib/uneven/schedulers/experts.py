@@ -32,6 +32,10 @@ import math
 from typing import NamedTuple
 
 import numpy as np
+from llvmlite import ir
+from numba import types
+from numba.core import cgutils
+from numba.extending import intrinsic
 
 from .._jit import njit
 from .._validate import as_float_array, as_int_array, check_int, check_real, frozen_array
@@ -39,6 +43,40 @@ from ..limits import check_bytes, check_steps
 
 # Indices cast to uint64 need no negative-index wrap-around code in the compiled kernels.
 _U = np.uint64
+
+
+@intrinsic
+def _ctz(typingctx, x):
+    """Trailing zeros of a uint64 (64 for zero): one ``tzcnt``."""
+    if x != types.uint64:
+        return None
+
+    def codegen(context, builder, signature, args):
+        return builder.cttz(args[0], ir.Constant(ir.IntType(1), 0))
+
+    return types.uint64(types.uint64), codegen
+
+
+@intrinsic
+def _stack_ptr(typingctx, n, dtype):
+    """Room for ``n`` (a literal) values of ``dtype`` on the calling kernel's stack; view it
+    with ``numba.carray``. Scratch arrays there are provably distinct from every other array,
+    so LLVM keeps their values in registers and vectorises across them; heap scratch arrays
+    (``np.empty``) may alias each other and cost ~3x in the routing loops."""
+    if not isinstance(n, types.IntegerLiteral):
+        return None
+    if isinstance(dtype, types.DType):
+        ty = dtype.dtype
+    elif isinstance(dtype, types.NumberClass):
+        ty = dtype.instance_type
+    else:
+        return None
+    count = n.literal_value
+
+    def codegen(context, builder, signature, args):
+        return cgutils.alloca_once(builder, context.get_data_type(ty), size=count)
+
+    return types.CPointer(ty)(n, dtype), codegen
 
 __all__ = [
     "Routing",
@@ -801,6 +839,110 @@ def _buf_pos(x, g, n_groups, half):
 
 
 @njit(inline="always")
+def _route_8x32(buf, top, sec, max_groups, k, gscore, rank, gmask, kept, tops, cand, cval,
+                order):
+    """``_route_generated`` for eight groups of 32 experts (DeepSeek-V3), the same answer with
+    fixed-length loops that vectorise across groups and branch on nothing but rare cases.
+
+    Groups: each group's rank is counted in one pass over the others (eight lanes at once).
+    Threshold ``tau``: as ``_route_generated``, a value of ``buf`` at most the k-th largest kept
+    score. Collection: each group's experts ``>= tau`` become a 32-bit mask (vector compares
+    across groups), two kept groups share a 64-bit word, and the set bits are read with
+    ``tzcnt`` in a fixed number of steps (a word with more set bits finishes in a loop).
+    Ranking: up to 16 candidates are ranked in a fixed 16 x 16 pass, padded with -inf
+    (``cval`` has buf's dtype; the candidates are in increasing id, so ties go to the lower id)."""
+    for g in range(8):  # in float64, as node_limited_route (exact for float32 inputs)
+        gscore[g] = np.float64(top[g]) + np.float64(sec[g])
+        rank[g] = 0
+    for h in range(8):
+        vh = gscore[h]
+        for g in range(8):
+            gs = gscore[g]
+            rank[g] += (vh > gs) | ((vh == gs) & (h < g))
+    nk = 0
+    for g in range(8):
+        kept[nk] = g
+        nk += rank[g] < max_groups
+    if k == 2 * max_groups:  # the kept groups' two best: tau = the smallest (a second best)
+        tau = sec[kept[0]]
+        for j in range(1, max_groups):
+            tau = min(tau, sec[kept[j]])
+    else:
+        if k < 2 * max_groups:  # the kept groups' two best
+            n_tops = 2 * max_groups
+            for j in range(max_groups):
+                tops[2 * j] = top[kept[j]]
+                tops[2 * j + 1] = sec[kept[j]]
+        else:  # block maxima and runners-up of the kept experts, in increasing expert id
+            nb = (k + 1) // 2
+            n_tops = 2 * nb
+            blk = (max_groups * 32) // nb
+            for i in range(nb):
+                tops[2 * i] = -np.inf
+                a0 = tops[2 * i]  # -inf in buf's dtype
+                b0 = a0
+                hi = (i + 1) * blk if i < nb - 1 else max_groups * 32
+                for p in range(i * blk, hi):
+                    x = p & 31
+                    v0 = buf[(x & 1) * 128 + (x >> 1) * 8 + kept[p >> 5]]
+                    b0 = max(b0, min(a0, v0))
+                    a0 = max(a0, v0)
+                tops[2 * i] = a0
+                tops[2 * i + 1] = b0
+        tau = tops[0]  # the k-th largest of tops: tau <= the k-th largest kept score
+        for i in range(n_tops):
+            tau = max(tau, tops[i])
+        for i in range(n_tops):
+            vi = tops[i]
+            r = 0
+            for j in range(n_tops):
+                r += tops[j] > vi
+            tau = min(tau, vi) if r < k else tau
+    for g in range(8):
+        gmask[g] = 0
+    for i2 in range(16):
+        s0 = _U(2 * i2)
+        s1 = _U(2 * i2 + 1)
+        for g in range(8):
+            q = 8 * i2 + g
+            gmask[g] |= (_U(buf[q] >= tau) << s0) | (_U(buf[q + 128] >= tau) << s1)
+    m = 0
+    for jj in range(0, max_groups, 2):
+        g0 = kept[jj]
+        g1 = kept[jj + 1] if jj + 1 < max_groups else g0
+        w = gmask[g0] | ((gmask[g1] << _U(32)) if jj + 1 < max_groups else _U(0))
+        for _ in range(8):
+            b = _ctz(w)
+            x = b & _U(31)
+            g = g1 if b >= _U(32) else g0
+            cand[m] = g * 32 + np.int64(x)
+            cval[m] = buf[(x & _U(1)) * _U(128) + (x >> _U(1)) * _U(8) + _U(g)]
+            m += w != _U(0)
+            w &= w - _U(1)
+        while w != _U(0):
+            b = _ctz(w)
+            x = b & _U(31)
+            g = g1 if b >= _U(32) else g0
+            cand[m] = g * 32 + np.int64(x)
+            cval[m] = buf[(x & _U(1)) * _U(128) + (x >> _U(1)) * _U(8) + _U(g)]
+            m += 1
+            w &= w - _U(1)
+    if m <= 16:
+        ninf = -np.inf
+        for j in range(m, 16):
+            cval[j] = ninf
+        for i in range(16):
+            vi = cval[i]
+            r = 0
+            for j in range(16):
+                vj = cval[j]
+                r += (vj > vi) | ((vj == vi) & (j < i))
+            order[r] = cand[i]
+    else:
+        _rank_order(cval, cand, m, order)
+
+
+@njit(inline="always")
 def _route_generated(buf, top, sec, gsize, n_groups, max_groups, k, gscore, kept, tops, cand,
                      cval, order, ordered):
     """Node-limited top-k of one token whose biased scores are in ``buf`` (group-transposed):
@@ -910,14 +1052,21 @@ def _generated_route_kernel(key, first_token, n_tokens, n_experts, n_groups, max
     kept = np.empty(n_groups, dtype=np.int64)
     tops = np.empty(n_tops)
     cand = np.empty(n_experts, dtype=np.int64)
-    cval = np.empty(n_experts)
+    cval = np.empty(n_experts, dtype=biast.dtype)
     order = np.empty(n_experts, dtype=np.int64)
+    rank = np.empty(n_groups, dtype=np.int64)
+    gmask = np.empty(n_groups, dtype=np.uint64)
+    fast = n_groups == 8 and gsize == 32
     for i in range(n_tokens):
         t = first_token + i
         _gen_top2(key, t, n_pairs, gsize, n_groups, w32t, skew_on, has_bias, biast, buf, top,
                   sec, hi_s, lo_s)
-        _route_generated(buf, top, sec, gsize, n_groups, max_groups, k, gscore, kept, tops,
-                         cand, cval, order, True)
+        if fast:
+            _route_8x32(buf, top, sec, max_groups, k, gscore, rank, gmask, kept, tops, cand,
+                        cval, order)
+        else:
+            _route_generated(buf, top, sec, gsize, n_groups, max_groups, k, gscore, kept, tops,
+                             cand, cval, order, True)
         total = 0.0
         for j in range(k):
             e = order[j]
