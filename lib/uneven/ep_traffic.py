@@ -509,8 +509,8 @@ def _step_gpus(key, gpu_lo, gpu_hi, group_lo, tokens_per_gpu, ep, gpus_per_node,
     fewer than 30 arguments, or CPython passes them as ``*args``, which numba cannot inline). Each
     source GPU's copies are counted per destination GPU and node (``gpu_cnt``, ``node_cnt``)
     and written to the byte matrices once, after its tokens."""
-    (buf, top, sec, hi_s, lo_s, gscore, kept, tops, cand, cval, order, rank, gmask, gpu_stamp,
-     node_stamp, gpu_cnt, node_cnt) = scratch
+    (buf, top, sec, hi_s, lo_s, gscore, kept, tops, cand, cval, order, rank, rank16,
+     gpu_stamp, node_stamp, gpu_cnt, node_cnt) = scratch
     gsize = n_experts // n_groups
     n_pairs = (n_experts + 1) // 2
     n_nodes = ep // gpus_per_node
@@ -532,8 +532,8 @@ def _step_gpus(key, gpu_lo, gpu_hi, group_lo, tokens_per_gpu, ep, gpus_per_node,
             _gen_top2(key, t, n_pairs, gsize, n_groups, w32t, skew_on, has_bias, biast, buf, top,
                       sec, hi_s, lo_s)
             if fast:
-                _route_8x32(buf, top, sec, max_groups, k, gscore, rank, gmask, kept, tops, cand,
-                            cval, order)
+                _route_8x32(buf, top, sec, max_groups, k, gscore, rank, kept, tops, cand,
+                            cval, order, rank16)
             else:
                 _route_generated(buf, top, sec, gsize, n_groups, max_groups, k, gscore, kept,
                                  tops, cand, cval, order, False)
@@ -593,7 +593,7 @@ def _step_kernel_8x32(key, gpu_lo, gpu_hi, group_lo, tokens_per_gpu, ep, gpus_pe
     cval = carray(_stack_ptr(256, dt), 256)
     order = carray(_stack_ptr(256, np.int64), 256)
     rank = carray(_stack_ptr(8, np.int64), 8)
-    gmask = carray(_stack_ptr(8, np.uint64), 8)
+    rank16 = carray(_stack_ptr(16, np.int32), 16)
     gpu_stamp = np.zeros(ep, dtype=np.int64)
     node_stamp = np.zeros(ep // gpus_per_node, dtype=np.int64)
     gpu_cnt = np.empty(ep, dtype=np.int64)
@@ -601,8 +601,8 @@ def _step_kernel_8x32(key, gpu_lo, gpu_hi, group_lo, tokens_per_gpu, ep, gpus_pe
     _step_gpus(key, gpu_lo, gpu_hi, group_lo, tokens_per_gpu, ep, gpus_per_node, 256, 8,
                max_groups, k, w32t, skew_on, has_bias, biast, dedup, expert_gpu, expert_node,
                gpu_node, node_first_gpu, network, nvlink, load, stats, True,
-               (buf, top, sec, hi_s, lo_s, gscore, kept, tops, cand, cval, order, rank, gmask,
-                gpu_stamp, node_stamp, gpu_cnt, node_cnt))
+               (buf, top, sec, hi_s, lo_s, gscore, kept, tops, cand, cval, order, rank,
+                rank16, gpu_stamp, node_stamp, gpu_cnt, node_cnt))
 
 
 @njit(nogil=True)
@@ -639,7 +639,7 @@ def _generated_step_kernel(key, gpu_lo, gpu_hi, group_lo, tokens_per_gpu, ep, gp
     cval = np.empty(n_experts, dtype=dt)
     order = np.empty(n_experts, dtype=np.int64)
     rank = np.empty(n_groups, dtype=np.int64)
-    gmask = np.empty(n_groups, dtype=np.uint64)
+    rank16 = np.empty(16, dtype=np.int32)
     gpu_stamp = np.zeros(ep, dtype=np.int64)
     node_stamp = np.zeros(n_nodes, dtype=np.int64)
     gpu_cnt = np.empty(ep, dtype=np.int64)
@@ -647,5 +647,5 @@ def _generated_step_kernel(key, gpu_lo, gpu_hi, group_lo, tokens_per_gpu, ep, gp
     _step_gpus(key, gpu_lo, gpu_hi, group_lo, tokens_per_gpu, ep, gpus_per_node, n_experts,
                n_groups, max_groups, k, w32t, skew_on, has_bias, biast, dedup, expert_gpu,
                expert_node, gpu_node, node_first_gpu, network, nvlink, load, stats, False,
-               (buf, top, sec, hi_s, lo_s, gscore, kept, tops, cand, cval, order, rank, gmask,
-                gpu_stamp, node_stamp, gpu_cnt, node_cnt))
+               (buf, top, sec, hi_s, lo_s, gscore, kept, tops, cand, cval, order, rank,
+                rank16, gpu_stamp, node_stamp, gpu_cnt, node_cnt))

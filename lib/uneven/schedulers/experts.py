@@ -32,7 +32,6 @@ import math
 from typing import NamedTuple
 
 import numpy as np
-from llvmlite import ir
 from numba import types
 from numba.core import cgutils
 from numba.extending import intrinsic
@@ -43,18 +42,6 @@ from ..limits import check_bytes, check_steps
 
 # Indices cast to uint64 need no negative-index wrap-around code in the compiled kernels.
 _U = np.uint64
-
-
-@intrinsic
-def _ctz(typingctx, x):
-    """Trailing zeros of a uint64 (64 for zero): one ``tzcnt``."""
-    if x != types.uint64:
-        return None
-
-    def codegen(context, builder, signature, args):
-        return builder.cttz(args[0], ir.Constant(ir.IntType(1), 0))
-
-    return types.uint64(types.uint64), codegen
 
 
 @intrinsic
@@ -839,18 +826,19 @@ def _buf_pos(x, g, n_groups, half):
 
 
 @njit(inline="always")
-def _route_8x32(buf, top, sec, max_groups, k, gscore, rank, gmask, kept, tops, cand, cval,
-                order):
-    """``_route_generated`` for eight groups of 32 experts (DeepSeek-V3), the same answer with
-    fixed-length loops that vectorise across groups and branch on nothing but rare cases.
+def _route_8x32(buf, top, sec, max_groups, k, gscore, rank, kept, tops, cand, cval,
+                order, rank16):
+    """``_route_generated`` for eight groups of 32 experts (DeepSeek-V3): the same answer with
+    fixed-length loops and no branch but on rare cases. Fast only on scratch arrays LLVM can tell
+    apart (``_stack_ptr``); on heap arrays every store may alias every load (~3x slower).
 
-    Groups: each group's rank is counted in one pass over the others (eight lanes at once).
-    Threshold ``tau``: as ``_route_generated``, a value of ``buf`` at most the k-th largest kept
-    score. Collection: each group's experts ``>= tau`` become a 32-bit mask (vector compares
-    across groups), two kept groups share a 64-bit word, and the set bits are read with
-    ``tzcnt`` in a fixed number of steps (a word with more set bits finishes in a loop).
-    Ranking: up to 16 candidates are ranked in a fixed 16 x 16 pass, padded with -inf
-    (``cval`` has buf's dtype; the candidates are in increasing id, so ties go to the lower id)."""
+    Groups: each group's rank is counted in one pass over the others. Threshold ``tau``: as
+    ``_route_generated``, a value of ``buf`` at most the k-th largest kept score, kept in buf's
+    dtype in a local. Collection: positions ``>= tau`` (always stored, the cursor advances by the
+    comparison), then their ids by shifts. Ranking: up to 16 candidates in a fixed 16 x 16 pass
+    padded with -inf, 16 ranks updated at once (``cval`` has buf's dtype; the candidates are in
+    increasing id, so ties go to the lower id); more candidates (k > 8) take ``_rank_order``.
+    ``rank16`` (int32, 16) is its scratch."""
     for g in range(8):  # in float64, as node_limited_route (exact for float32 inputs)
         gscore[g] = np.float64(top[g]) + np.float64(sec[g])
         rank[g] = 0
@@ -898,46 +886,32 @@ def _route_8x32(buf, top, sec, max_groups, k, gscore, rank, gmask, kept, tops, c
             for j in range(n_tops):
                 r += tops[j] > vi
             tau = min(tau, vi) if r < k else tau
-    for g in range(8):
-        gmask[g] = 0
-    for i2 in range(16):
-        s0 = _U(2 * i2)
-        s1 = _U(2 * i2 + 1)
-        for g in range(8):
-            q = 8 * i2 + g
-            gmask[g] |= (_U(buf[q] >= tau) << s0) | (_U(buf[q + 128] >= tau) << s1)
-    m = 0
-    for jj in range(0, max_groups, 2):
-        g0 = kept[jj]
-        g1 = kept[jj + 1] if jj + 1 < max_groups else g0
-        w = gmask[g0] | ((gmask[g1] << _U(32)) if jj + 1 < max_groups else _U(0))
-        for _ in range(8):
-            b = _ctz(w)
-            x = b & _U(31)
-            g = g1 if b >= _U(32) else g0
-            cand[m] = g * 32 + np.int64(x)
-            cval[m] = buf[(x & _U(1)) * _U(128) + (x >> _U(1)) * _U(8) + _U(g)]
-            m += w != _U(0)
-            w &= w - _U(1)
-        while w != _U(0):
-            b = _ctz(w)
-            x = b & _U(31)
-            g = g1 if b >= _U(32) else g0
-            cand[m] = g * 32 + np.int64(x)
-            cval[m] = buf[(x & _U(1)) * _U(128) + (x >> _U(1)) * _U(8) + _U(g)]
-            m += 1
-            w &= w - _U(1)
+    m = 0  # positions >= tau first (always store, advance by the comparison), then ids
+    for j in range(max_groups):
+        p = kept[j]
+        for _i2 in range(16):
+            cand[m] = p
+            m += buf[p] >= tau
+            cand[m] = p + 128
+            m += buf[p + 128] >= tau
+            p += 8
+    for j in range(m):
+        p = cand[j]
+        cval[j] = buf[p]
+        cand[j] = ((p & 7) << 5) | (((p & 127) >> 3) << 1) | (p >> 7)
     if m <= 16:
         ninf = -np.inf
         for j in range(m, 16):
             cval[j] = ninf
         for i in range(16):
-            vi = cval[i]
-            r = 0
-            for j in range(16):
-                vj = cval[j]
-                r += (vj > vi) | ((vj == vi) & (j < i))
-            order[r] = cand[i]
+            rank16[i] = 0
+        for j in range(16):  # 16 lanes of i at once
+            vj = cval[j]
+            for i in range(16):
+                vi = cval[i]
+                rank16[i] += np.int32((vj > vi) | ((vj == vi) & (j < i)))
+        for i in range(16):
+            order[rank16[i]] = cand[i]
     else:
         _rank_order(cval, cand, m, order)
 
@@ -1055,15 +1029,15 @@ def _generated_route_kernel(key, first_token, n_tokens, n_experts, n_groups, max
     cval = np.empty(n_experts, dtype=biast.dtype)
     order = np.empty(n_experts, dtype=np.int64)
     rank = np.empty(n_groups, dtype=np.int64)
-    gmask = np.empty(n_groups, dtype=np.uint64)
+    rank16 = np.empty(16, dtype=np.int32)
     fast = n_groups == 8 and gsize == 32
     for i in range(n_tokens):
         t = first_token + i
         _gen_top2(key, t, n_pairs, gsize, n_groups, w32t, skew_on, has_bias, biast, buf, top,
                   sec, hi_s, lo_s)
         if fast:
-            _route_8x32(buf, top, sec, max_groups, k, gscore, rank, gmask, kept, tops, cand,
-                        cval, order)
+            _route_8x32(buf, top, sec, max_groups, k, gscore, rank, kept, tops, cand,
+                        cval, order, rank16)
         else:
             _route_generated(buf, top, sec, gsize, n_groups, max_groups, k, gscore, kept, tops,
                              cand, cval, order, True)
