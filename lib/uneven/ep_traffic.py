@@ -39,6 +39,7 @@ from dataclasses import dataclass
 from numbers import Real
 
 import numpy as np
+from numba import carray
 
 from ._jit import njit
 from ._validate import (
@@ -50,7 +51,7 @@ from ._validate import (
     frozen_array,
 )
 from .limits import check_bytes
-from .schedulers.experts import _gen_top2, _route_generated
+from .schedulers.experts import _gen_top2, _route_8x32, _route_generated, _stack_ptr
 
 __all__ = [
     "EpTraffic",
@@ -499,6 +500,111 @@ def combine_bytes_per_token(hidden: int, dtype="bf16") -> float:
 # generate, route and aggregate in one pass (the DeepSeek-V3 step at cluster scale)
 
 
+@njit(inline="always")
+def _step_gpus(key, gpu_lo, gpu_hi, group_lo, tokens_per_gpu, ep, gpus_per_node, n_experts,
+               n_groups, max_groups, k, w32t, skew_on, has_bias, biast, dedup, expert_gpu,
+               expert_node, gpu_node, node_first_gpu, network, nvlink, load, stats, fast,
+               scratch):
+    """The body of :func:`_generated_step_kernel` on the scratch arrays it is given (a tuple:
+    fewer than 30 arguments, or CPython passes them as ``*args``, which numba cannot inline). Each
+    source GPU's copies are counted per destination GPU and node (``gpu_cnt``, ``node_cnt``)
+    and written to the byte matrices once, after its tokens."""
+    (buf, top, sec, hi_s, lo_s, gscore, kept, tops, cand, cval, order, rank, rank16,
+     gpu_stamp, node_stamp, gpu_cnt, node_cnt) = scratch
+    gsize = n_experts // n_groups
+    n_pairs = (n_experts + 1) // 2
+    n_nodes = ep // gpus_per_node
+    n_nodes_sum = 0
+    remote_sum = 0
+    gpus_sum = 0
+    stamp = 0
+    for gpu in range(gpu_lo, gpu_hi):
+        grp = gpu // ep - group_lo
+        s = gpu % ep
+        s_node = s // gpus_per_node
+        s_local = s % gpus_per_node
+        for g in range(ep):
+            gpu_cnt[g] = 0
+        for nd in range(n_nodes):
+            node_cnt[nd] = 0
+        t0 = gpu * tokens_per_gpu
+        for t in range(t0, t0 + tokens_per_gpu):
+            _gen_top2(key, t, n_pairs, gsize, n_groups, w32t, skew_on, has_bias, biast, buf, top,
+                      sec, hi_s, lo_s)
+            if fast:
+                _route_8x32(buf, top, sec, max_groups, k, gscore, rank, kept, tops, cand,
+                            cval, order, rank16)
+            else:
+                _route_generated(buf, top, sec, gsize, n_groups, max_groups, k, gscore, kept,
+                                 tops, cand, cval, order, False)
+            stamp += 1
+            n_g = 0
+            n_n = 0
+            for j in range(k):
+                e = order[j]
+                load[grp, e] += 1
+                g = expert_gpu[e]
+                new_gpu = gpu_stamp[g] != stamp
+                gpu_stamp[g] = stamp
+                gpu_cnt[g] += new_gpu
+                n_g += new_gpu
+                nd = expert_node[e]
+                new_node = node_stamp[nd] != stamp
+                node_stamp[nd] = stamp
+                node_cnt[nd] += new_node
+                n_n += new_node
+            n_nodes_sum += n_n
+            remote_sum += n_n - (node_stamp[s_node] == stamp)
+            gpus_sum += n_g
+        if dedup:  # one network copy per remote node, then NVLink from its same-rank GPU
+            for nd in range(n_nodes):
+                if nd != s_node:
+                    network[grp, s, node_first_gpu[nd] + s_local] += node_cnt[nd]
+            for g in range(ep):
+                f = node_first_gpu[gpu_node[g]] + s_local
+                if g != f:
+                    nvlink[grp, f, g] += gpu_cnt[g]
+        else:
+            for g in range(ep):
+                if gpu_node[g] != s_node:
+                    network[grp, s, g] += gpu_cnt[g]
+                elif g != s:
+                    nvlink[grp, s, g] += gpu_cnt[g]
+    stats[0] += n_nodes_sum
+    stats[1] += remote_sum
+    stats[2] += gpus_sum
+
+
+@njit(nogil=True)
+def _step_kernel_8x32(key, gpu_lo, gpu_hi, group_lo, tokens_per_gpu, ep, gpus_per_node,
+                      max_groups, k, w32t, skew_on, has_bias, biast, dedup, expert_gpu,
+                      expert_node, gpu_node, node_first_gpu, network, nvlink, load, stats):
+    """:func:`_generated_step_kernel` for 256 experts in 8 groups, its scratch on the stack."""
+    dt = biast.dtype
+    buf = carray(_stack_ptr(256, dt), 256)
+    top = carray(_stack_ptr(8, dt), 8)
+    sec = carray(_stack_ptr(8, dt), 8)
+    hi_s = carray(_stack_ptr(128, dt), 128)
+    lo_s = carray(_stack_ptr(128, dt), 128)
+    gscore = carray(_stack_ptr(8, np.float64), 8)
+    kept = carray(_stack_ptr(8, np.int64), 8)
+    tops = carray(_stack_ptr(256, dt), 256)
+    cand = carray(_stack_ptr(256, np.int64), 256)
+    cval = carray(_stack_ptr(256, dt), 256)
+    order = carray(_stack_ptr(256, np.int64), 256)
+    rank = carray(_stack_ptr(8, np.int64), 8)
+    rank16 = carray(_stack_ptr(16, np.int32), 16)
+    gpu_stamp = np.zeros(ep, dtype=np.int64)
+    node_stamp = np.zeros(ep // gpus_per_node, dtype=np.int64)
+    gpu_cnt = np.empty(ep, dtype=np.int64)
+    node_cnt = np.empty(ep // gpus_per_node, dtype=np.int64)
+    _step_gpus(key, gpu_lo, gpu_hi, group_lo, tokens_per_gpu, ep, gpus_per_node, 256, 8,
+               max_groups, k, w32t, skew_on, has_bias, biast, dedup, expert_gpu, expert_node,
+               gpu_node, node_first_gpu, network, nvlink, load, stats, True,
+               (buf, top, sec, hi_s, lo_s, gscore, kept, tops, cand, cval, order, rank,
+                rank16, gpu_stamp, node_stamp, gpu_cnt, node_cnt))
+
+
 @njit(nogil=True)
 def _generated_step_kernel(key, gpu_lo, gpu_hi, group_lo, tokens_per_gpu, ep, gpus_per_node,
                            n_experts, n_groups, max_groups, k, w32t, skew_on, has_bias, biast,
@@ -512,75 +618,34 @@ def _generated_step_kernel(key, gpu_lo, gpu_hi, group_lo, tokens_per_gpu, ep, gp
     GPUs and the routing groups are the group's nodes. ``stats`` += (nodes, remote nodes, GPUs)
     summed over tokens. Node and GPU of an expert come from lookup tables (``expert_gpu``,
     ``expert_node``, ``gpu_node``, ``node_first_gpu``): an integer division per copy would cost
-    more than the routing."""
-    gsize = n_experts // n_groups
-    n_pairs = (n_experts + 1) // 2
+    more than the routing. 256 experts in 8 groups (DeepSeek-V3) run :func:`_step_kernel_8x32`."""
+    if n_experts == 256 and n_groups == 8:
+        _step_kernel_8x32(key, gpu_lo, gpu_hi, group_lo, tokens_per_gpu, ep, gpus_per_node,
+                          max_groups, k, w32t, skew_on, has_bias, biast, dedup, expert_gpu,
+                          expert_node, gpu_node, node_first_gpu, network, nvlink, load, stats)
+        return
     n_tops = 2 * max(max_groups, (k + 1) // 2)
-    buf = np.empty(n_experts, dtype=biast.dtype)
-    top = np.empty(n_groups, dtype=biast.dtype)
-    sec = np.empty(n_groups, dtype=biast.dtype)
-    hi_s = np.empty(128, dtype=biast.dtype)
-    lo_s = np.empty(128, dtype=biast.dtype)
+    dt = biast.dtype
+    n_nodes = ep // gpus_per_node
+    buf = np.empty(n_experts, dtype=dt)
+    top = np.empty(n_groups, dtype=dt)
+    sec = np.empty(n_groups, dtype=dt)
+    hi_s = np.empty(128, dtype=dt)
+    lo_s = np.empty(128, dtype=dt)
     gscore = np.empty(n_groups)
     kept = np.empty(n_groups, dtype=np.int64)
     tops = np.empty(n_tops)
     cand = np.empty(n_experts, dtype=np.int64)
-    cval = np.empty(n_experts)
+    cval = np.empty(n_experts, dtype=dt)
     order = np.empty(n_experts, dtype=np.int64)
-    gpu_stamp = np.full(ep, -1, dtype=np.int64)
-    node_stamp = np.full(ep // gpus_per_node, -1, dtype=np.int64)
-    gbuf = np.empty(k, dtype=np.int64)
-    nbuf = np.empty(k, dtype=np.int64)
-    n_nodes_sum = 0
-    remote_sum = 0
-    gpus_sum = 0
-    stamp = 0
-    for gpu in range(gpu_lo, gpu_hi):
-        grp = gpu // ep - group_lo
-        s = gpu % ep
-        s_node = s // gpus_per_node
-        s_local = s % gpus_per_node
-        t0 = gpu * tokens_per_gpu
-        for t in range(t0, t0 + tokens_per_gpu):
-            _gen_top2(key, t, n_pairs, gsize, n_groups, w32t, skew_on, has_bias, biast, buf, top,
-                      sec, hi_s, lo_s)
-            _route_generated(buf, top, sec, gsize, n_groups, max_groups, k, gscore, kept, tops,
-                             cand, cval, order, False)
-            n_g = 0
-            n_n = 0
-            own = 0
-            for j in range(k):
-                e = order[j]
-                load[grp, e] += 1
-                g = expert_gpu[e]
-                new_gpu = gpu_stamp[g] != stamp
-                gpu_stamp[g] = stamp
-                gbuf[n_g] = g
-                n_g += new_gpu
-                nd = expert_node[e]
-                new_node = node_stamp[nd] != stamp
-                node_stamp[nd] = stamp
-                nbuf[n_n] = nd
-                n_n += new_node
-                own += new_node & (nd == s_node)
-            stamp += 1
-            n_nodes_sum += n_n
-            remote_sum += n_n - own
-            gpus_sum += n_g
-            if dedup:
-                for q in range(n_n):
-                    nd = nbuf[q]
-                    network[grp, s, node_first_gpu[nd] + s_local] += nd != s_node
-                for q in range(n_g):
-                    g = gbuf[q]
-                    f = node_first_gpu[gpu_node[g]] + s_local
-                    nvlink[grp, f, g] += g != f
-            else:
-                for q in range(n_g):
-                    g = gbuf[q]
-                    remote = gpu_node[g] != s_node
-                    network[grp, s, g] += remote
-                    nvlink[grp, s, g] += (not remote) & (g != s)
-    stats[0] += n_nodes_sum
-    stats[1] += remote_sum
-    stats[2] += gpus_sum
+    rank = np.empty(n_groups, dtype=np.int64)
+    rank16 = np.empty(16, dtype=np.int32)
+    gpu_stamp = np.zeros(ep, dtype=np.int64)
+    node_stamp = np.zeros(n_nodes, dtype=np.int64)
+    gpu_cnt = np.empty(ep, dtype=np.int64)
+    node_cnt = np.empty(n_nodes, dtype=np.int64)
+    _step_gpus(key, gpu_lo, gpu_hi, group_lo, tokens_per_gpu, ep, gpus_per_node, n_experts,
+               n_groups, max_groups, k, w32t, skew_on, has_bias, biast, dedup, expert_gpu,
+               expert_node, gpu_node, node_first_gpu, network, nvlink, load, stats, False,
+               (buf, top, sec, hi_s, lo_s, gscore, kept, tops, cand, cval, order, rank,
+                rank16, gpu_stamp, node_stamp, gpu_cnt, node_cnt))

@@ -32,6 +32,9 @@ import math
 from typing import NamedTuple
 
 import numpy as np
+from numba import types
+from numba.core import cgutils
+from numba.extending import intrinsic
 
 from .._jit import njit
 from .._validate import as_float_array, as_int_array, check_int, check_real, frozen_array
@@ -39,6 +42,28 @@ from ..limits import check_bytes, check_steps
 
 # Indices cast to uint64 need no negative-index wrap-around code in the compiled kernels.
 _U = np.uint64
+
+
+@intrinsic
+def _stack_ptr(typingctx, n, dtype):
+    """Room for ``n`` (a literal) values of ``dtype`` on the calling kernel's stack; view it
+    with ``numba.carray``. Scratch arrays there are provably distinct from every other array,
+    so LLVM keeps their values in registers and vectorises across them; heap scratch arrays
+    (``np.empty``) may alias each other and cost ~3x in the routing loops."""
+    if not isinstance(n, types.IntegerLiteral):
+        return None
+    if isinstance(dtype, types.DType):
+        ty = dtype.dtype
+    elif isinstance(dtype, types.NumberClass):
+        ty = dtype.instance_type
+    else:
+        return None
+    count = n.literal_value
+
+    def codegen(context, builder, signature, args):
+        return cgutils.alloca_once(builder, context.get_data_type(ty), size=count)
+
+    return types.CPointer(ty)(n, dtype), codegen
 
 __all__ = [
     "Routing",
@@ -801,6 +826,97 @@ def _buf_pos(x, g, n_groups, half):
 
 
 @njit(inline="always")
+def _route_8x32(buf, top, sec, max_groups, k, gscore, rank, kept, tops, cand, cval,
+                order, rank16):
+    """``_route_generated`` for eight groups of 32 experts (DeepSeek-V3): the same answer with
+    fixed-length loops and no branch but on rare cases. Fast only on scratch arrays LLVM can tell
+    apart (``_stack_ptr``); on heap arrays every store may alias every load (~3x slower).
+
+    Groups: each group's rank is counted in one pass over the others. Threshold ``tau``: as
+    ``_route_generated``, a value of ``buf`` at most the k-th largest kept score, kept in buf's
+    dtype in a local. Collection: positions ``>= tau`` (always stored, the cursor advances by the
+    comparison), then their ids by shifts. Ranking: up to 16 candidates in a fixed 16 x 16 pass
+    padded with -inf, 16 ranks updated at once (``cval`` has buf's dtype; the candidates are in
+    increasing id, so ties go to the lower id); more candidates (k > 8) take ``_rank_order``.
+    ``rank16`` (int32, 16) is its scratch."""
+    for g in range(8):  # in float64, as node_limited_route (exact for float32 inputs)
+        gscore[g] = np.float64(top[g]) + np.float64(sec[g])
+        rank[g] = 0
+    for h in range(8):
+        vh = gscore[h]
+        for g in range(8):
+            gs = gscore[g]
+            rank[g] += (vh > gs) | ((vh == gs) & (h < g))
+    nk = 0
+    for g in range(8):
+        kept[nk] = g
+        nk += rank[g] < max_groups
+    if k == 2 * max_groups:  # the kept groups' two best: tau = the smallest (a second best)
+        tau = sec[kept[0]]
+        for j in range(1, max_groups):
+            tau = min(tau, sec[kept[j]])
+    else:
+        if k < 2 * max_groups:  # the kept groups' two best
+            n_tops = 2 * max_groups
+            for j in range(max_groups):
+                tops[2 * j] = top[kept[j]]
+                tops[2 * j + 1] = sec[kept[j]]
+        else:  # block maxima and runners-up of the kept experts, in increasing expert id
+            nb = (k + 1) // 2
+            n_tops = 2 * nb
+            blk = (max_groups * 32) // nb
+            for i in range(nb):
+                tops[2 * i] = -np.inf
+                a0 = tops[2 * i]  # -inf in buf's dtype
+                b0 = a0
+                hi = (i + 1) * blk if i < nb - 1 else max_groups * 32
+                for p in range(i * blk, hi):
+                    x = p & 31
+                    v0 = buf[(x & 1) * 128 + (x >> 1) * 8 + kept[p >> 5]]
+                    b0 = max(b0, min(a0, v0))
+                    a0 = max(a0, v0)
+                tops[2 * i] = a0
+                tops[2 * i + 1] = b0
+        tau = tops[0]  # the k-th largest of tops: tau <= the k-th largest kept score
+        for i in range(n_tops):
+            tau = max(tau, tops[i])
+        for i in range(n_tops):
+            vi = tops[i]
+            r = 0
+            for j in range(n_tops):
+                r += tops[j] > vi
+            tau = min(tau, vi) if r < k else tau
+    m = 0  # positions >= tau first (always store, advance by the comparison), then ids
+    for j in range(max_groups):
+        p = kept[j]
+        for _i2 in range(16):
+            cand[m] = p
+            m += buf[p] >= tau
+            cand[m] = p + 128
+            m += buf[p + 128] >= tau
+            p += 8
+    for j in range(m):
+        p = cand[j]
+        cval[j] = buf[p]
+        cand[j] = ((p & 7) << 5) | (((p & 127) >> 3) << 1) | (p >> 7)
+    if m <= 16:
+        ninf = -np.inf
+        for j in range(m, 16):
+            cval[j] = ninf
+        for i in range(16):
+            rank16[i] = 0
+        for j in range(16):  # 16 lanes of i at once
+            vj = cval[j]
+            for i in range(16):
+                vi = cval[i]
+                rank16[i] += np.int32((vj > vi) | ((vj == vi) & (j < i)))
+        for i in range(16):
+            order[rank16[i]] = cand[i]
+    else:
+        _rank_order(cval, cand, m, order)
+
+
+@njit(inline="always")
 def _route_generated(buf, top, sec, gsize, n_groups, max_groups, k, gscore, kept, tops, cand,
                      cval, order, ordered):
     """Node-limited top-k of one token whose biased scores are in ``buf`` (group-transposed):
@@ -910,14 +1026,21 @@ def _generated_route_kernel(key, first_token, n_tokens, n_experts, n_groups, max
     kept = np.empty(n_groups, dtype=np.int64)
     tops = np.empty(n_tops)
     cand = np.empty(n_experts, dtype=np.int64)
-    cval = np.empty(n_experts)
+    cval = np.empty(n_experts, dtype=biast.dtype)
     order = np.empty(n_experts, dtype=np.int64)
+    rank = np.empty(n_groups, dtype=np.int64)
+    rank16 = np.empty(16, dtype=np.int32)
+    fast = n_groups == 8 and gsize == 32
     for i in range(n_tokens):
         t = first_token + i
         _gen_top2(key, t, n_pairs, gsize, n_groups, w32t, skew_on, has_bias, biast, buf, top,
                   sec, hi_s, lo_s)
-        _route_generated(buf, top, sec, gsize, n_groups, max_groups, k, gscore, kept, tops,
-                         cand, cval, order, True)
+        if fast:
+            _route_8x32(buf, top, sec, max_groups, k, gscore, rank, kept, tops, cand,
+                        cval, order, rank16)
+        else:
+            _route_generated(buf, top, sec, gsize, n_groups, max_groups, k, gscore, kept, tops,
+                             cand, cval, order, True)
         total = 0.0
         for j in range(k):
             e = order[j]
