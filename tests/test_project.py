@@ -312,8 +312,8 @@ INNER_KERNELS = {
 } | {
     "uneven.schedulers.experts." + n for n in (
         "_mix64", "_pair_uniforms", "_skewed", "_one_score", "_top2", "_gen_top2", "_buf_pos",
-        "_route_generated")
-}
+        "_route_generated", "_route_8x32")
+} | {"uneven.ep_traffic._step_gpus"}
 
 
 def test_warmup_compiles_every_entry_kernel(tmp_path):

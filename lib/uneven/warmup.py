@@ -86,6 +86,7 @@ def _experts():
     counter_gate_scores(2, 16, skew=0.5, seed=0)
     generated_route(2, 16, 2, n_groups=4, max_groups=2, seed=0)
     ep_step(16, 2, ep=16, n_experts=32, k=2, max_nodes=2, hidden=64)
+    ep_step(64, 1, ep=64, n_experts=256, k=8, max_nodes=4, hidden=64)  # DeepSeek-V3's own kernel
 
 
 @_step
