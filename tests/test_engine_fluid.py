@@ -172,6 +172,62 @@ def test_an_absolute_window_admits_the_arrivals_inside_it():
     assert simulate_fluid(ptr, links, [1.0], **args, quantum=0.1).finish.tolist() == [1.5, 2.0]
 
 
+def test_backdating_hand_case():
+    # As above, f1 arrives at 0.5 inside f0's 1 s window; the batch recomputes at 0.5. Both new
+    # rates (0.5) count from the batch's mean event time 0.25 (weighted by the rates the events
+    # take: 0.5 at 0 and 0.5 at 0.5), f1's from its arrival: f0 is credited 0.5 * 0.25 B, so it
+    # has 0.875 B left at 0.5 and finishes at 0.5 + 0.875 / 0.5 = 2.25 (plain window: 2.5;
+    # exact: 1.5); f1 has 1 B left, is batched with f0 and finishes at 2.5 (exact 2.0).
+    ptr, links = csr([[0], [0]])
+    args = dict(size=[1.0, 1.0], arrival=[0.0, 0.5], window=1.0, backdate=True)
+    for run in (simulate_fluid, _reference_simulate_fluid):
+        res = run(ptr, links, [1.0], **args)
+        np.testing.assert_allclose(res.finish, [2.25, 2.5], rtol=1e-12)
+        np.testing.assert_allclose(res.delivered, [1.0, 1.0], rtol=1e-12)
+        assert (res.n_events, res.backdate) == (2, True)
+    # A flow that the credit carries past its end finished inside the batch, at its backdated
+    # time. f0 (1 B) alone from 0, due at 1.0; f1 (0.1 B) arrives at 0.7 and opens a 0.4 s
+    # window that takes f0's completion, so rates are recomputed at 1.0. Events: f1 takes 1 B/s
+    # at 0.7, f0 frees 1 B/s at 1.0 -> mean 0.85; f1's rate counts from 0.85: 0.15 B > its
+    # 0.1 B, so it finished at 0.85 + 0.1 = 0.95. (Exact: 1.1 and 0.9; plain window: 1.0, 1.1.)
+    args = ([1.0], [1.0, 0.1], [0.0, 0.7])
+    res = simulate_fluid(ptr, links, *args, window=0.4, backdate=True)
+    ref = _reference_simulate_fluid(ptr, links, *args, window=0.4, backdate=True)
+    np.testing.assert_allclose(res.finish, ref.finish, rtol=1e-12)
+    np.testing.assert_allclose(res.finish, [1.0, 0.95], rtol=1e-12)
+    np.testing.assert_allclose(res.delivered, [1.0, 0.1], rtol=1e-12)
+    np.testing.assert_allclose(simulate_fluid(ptr, links, *args, window=0.4).finish, [1.0, 1.1])
+    np.testing.assert_allclose(simulate_fluid(ptr, links, *args).finish, [1.1, 0.9])
+    # exact mode has no batch to backdate: backdate=True changes nothing there
+    exact = simulate_fluid(ptr, links, *args)
+    same = simulate_fluid(ptr, links, *args, backdate=True)
+    np.testing.assert_array_equal(exact.finish, same.finish)
+
+
+def test_backdating_keeps_the_error_per_batch_on_an_all_to_all():
+    # The benchmark's workload, scaled down: 3,000 flows at 90% load on an 8-node H800
+    # all-to-all. A plain 5 us window idles freed bandwidth at every batch and the makespan
+    # drifts; backdated, the error stays that of the last batches.
+    from uneven.topology import h800_cluster
+
+    topo = h800_cluster(8)
+    rng = np.random.default_rng(0)
+    n = 3000
+    src = rng.integers(0, 64, n)
+    dst = (src + rng.integers(1, 64, n)) % 64
+    size = np.round(np.exp(rng.uniform(np.log(64e3), np.log(16e6), n)))
+    arrival = np.cumsum(rng.exponential(2.89e6 / (0.9 * 64 * 50e9), n))
+    ptr, links = topo.paths(src, dst)
+    args = (ptr, links, topo.capacity, size, arrival)
+    exact = simulate_fluid(*args)
+    plain = batched_error(*args, quantum=0.0, window=5e-6, exact=exact)
+    back = batched_error(*args, quantum=0.0, window=5e-6, backdate=True, exact=exact)
+    assert back.batched.n_events < exact.n_events / 5
+    assert back.makespan_rel_error < plain.makespan_rel_error / 5
+    assert back.makespan_rel_error < 3e-4
+    np.testing.assert_allclose(back.batched.delivered, size, rtol=1e-9)
+
+
 def test_result_is_read_only():
     res = simulate_fluid([0, 1], [0], [1.0], [1.0])
     assert isinstance(res, FluidResult)
@@ -210,6 +266,8 @@ GOOD = dict(path_ptr=[0, 1, 3], path_links=[0, 0, 1], capacity=[1.0, 2.0], size=
         (dict(quantum=-0.1), "quantum"),
         (dict(quantum=np.inf), "quantum"),
         (dict(window=-1.0), "window"),
+        (dict(window=1.0, backdate=1), "backdate"),
+        (dict(backdate="yes"), "backdate"),
     ],
 )
 def test_validation(change, name):
@@ -372,6 +430,24 @@ def test_batched_engine_matches_batched_reference(inst, quantum, window):
     np.testing.assert_allclose(res.finish, ref.finish, rtol=1e-9)
     assert res.n_events == ref.n_events
     assert res.n_events <= simulate_fluid(**inst).n_events
+
+
+@settings(max_examples=150, deadline=None)
+@given(instances(), st.sampled_from([0.0, 1e-2, 0.2]), st.sampled_from([0.05, 0.5, 3.0]))
+def test_backdated_engine_matches_reference_and_conserves_bytes(inst, quantum, window):
+    res = simulate_fluid(**inst, quantum=quantum, window=window, backdate=True)
+    ref = _reference_simulate_fluid(**inst, quantum=quantum, window=window, backdate=True)
+    np.testing.assert_allclose(res.finish, ref.finish, rtol=1e-9)
+    assert res.n_events == ref.n_events
+    for r in (res, ref):
+        np.testing.assert_allclose(r.delivered, inst["size"], rtol=1e-9)
+        ptr, links, cap, w = _mm_args(inst)
+        flow_of = np.repeat(np.arange(ptr.size - 1), np.diff(ptr))
+        want = np.bincount(links, weights=(w * inst["size"])[flow_of], minlength=cap.size)
+        np.testing.assert_allclose(r.link_bytes, want, rtol=1e-9, atol=1e-12)
+        assert np.all(r.peak_utilization <= 1 + 1e-9)  # every allocation is feasible
+        # a flow never finishes before it arrives (plus its latency), backdated or not
+        assert np.all(r.finish >= inst["arrival"] + inst["latency"])
 
 
 @settings(max_examples=150, deadline=None)
