@@ -215,7 +215,7 @@ PAPERS = (
               Evidence("DeepEP low-latency dispatch 77 / 155 / 194 µs at EP8 / 32 / 256",
                        "repo", "testbed", "H800 + CX7 InfiniBand", "8–256 GPUs", (8, 256),
                        "the transport the model fits; not this paper's number", "05 §10",
-                       source="DeepEP README (June 2025)"),
+                       source="DeepEP docs/legacy.md (README until April 2026)"),
           ),
           public=False, artifact="none (EPLB and DeepEP used as public anchors)"),
     Paper("ubep", "UBEP", "SIGCOMM 2026", "EP", "serving",
