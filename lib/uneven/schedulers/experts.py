@@ -1093,6 +1093,8 @@ def _popularity_odds(skew: float, n_experts: int, popularity_seed: int) -> np.nd
 
 def _counter_args(n_experts, skew, seed, first_token, popularity_seed, n_tokens):
     n_experts = check_int("n_experts", n_experts, lo=1)
+    # The per-expert odds (and the normals behind them) are made before any kernel runs.
+    check_bytes("n_experts", n_experts, 16.0 * n_experts, f"odds of {n_experts:,} experts")
     skew = check_real("skew", skew, lo=0.0)
     seed = check_int("seed", seed, lo=0)
     first_token = check_int("first_token", first_token, lo=0)
