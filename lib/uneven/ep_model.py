@@ -558,6 +558,9 @@ class EpStep:
         for name in ("nodes_per_token", "remote_nodes_per_token", "gpus_per_token", "time",
                      "bytes_per_copy"):
             put(self, name, check_real(name, getattr(self, name), lo=0.0))
+        if 0.0 < self.bytes_per_copy < 2.0**-10:  # copies = bytes / bytes_per_copy stays finite
+            raise ValueError("bytes_per_copy must be 0 or at least 2**-10 bytes; got "
+                             f"{self.bytes_per_copy!r}")
         check_instance("loads", self.loads, LinkLoads)
 
     @property

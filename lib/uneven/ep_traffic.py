@@ -457,13 +457,13 @@ def _bytes_per_token(hidden, dtype, name="dtype"):
     parameter)."""
     hidden = check_int("hidden", hidden, lo=1, hi=2**40)
     if isinstance(dtype, Real) and not isinstance(dtype, (bool, np.bool_)):
-        per = check_real(name, dtype, lo=0.0, lo_open=True, hi=1e6, unit="bytes per value")
+        per = check_real(name, dtype, lo=2.0**-10, hi=1e6, unit="bytes per value")
         return hidden * per
     choices = ("fp8", *_BYTES_PER_VALUE)
     if not isinstance(dtype, str) or dtype.lower() not in choices:
         raise ValueError(
             f"{name} must be one of {', '.join(map(repr, choices))} or a number of bytes per "
-            f"value in (0, 1e6]; got {_show(dtype)}"
+            f"value in [2**-10, 1e6]; got {_show(dtype)}"
         )
     dtype = dtype.lower()
     if dtype == "fp8":

@@ -145,10 +145,12 @@ def _efficiency(topo: Topology, efficiency) -> np.ndarray | float:
                     f"efficiency keys must be link kinds {LINK_KINDS}; got {name!r}"
                 )
             eff[topo.link_kind == LINK_KINDS.index(name)] = check_real(
-                f"efficiency[{name!r}]", value, lo=0.0, hi=1.0, lo_open=True
+                f"efficiency[{name!r}]", value, lo=1e-6, hi=1.0
             )
         return eff
-    return check_real("efficiency", efficiency, lo=0.0, hi=1.0, lo_open=True)
+    # At least 1e-6: below that a link is not slow but broken, and the engines' rate floors
+    # (fluid: 1e-250 bytes/s) would refuse it under another name.
+    return check_real("efficiency", efficiency, lo=1e-6, hi=1.0)
 
 
 def _loads_result(topo, loads, lat) -> LinkLoads:

@@ -804,6 +804,11 @@ def delay_sweep(schedule: PipelineSchedule, t_f, t_b, t_w=0.0, *, link: int = 0,
     if n_links == 0:
         raise ValueError(f"schedule must have at least 2 stages to delay a link; got p={p}")
     cs = as_float_array("delays", delays, ndim=1, lo=0.0, unit="s")
+    if kwargs.get("plan_delays") is not None and (
+            kwargs.get("mode", "replay") != "replay" or not schedule.dispatched):
+        raise ValueError("schedule must be of a dispatched kind (zb-h1, zb-h2, zb, greedy) in "
+                         f"mode='replay' to take plan_delays; got kind={schedule.kind!r}, "
+                         f"mode={kwargs.get('mode', 'replay')!r}")
     if cs.size:
         d = np.zeros(n_links)
         d[link] = cs.max()
