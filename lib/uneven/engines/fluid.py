@@ -487,7 +487,7 @@ def _heap_fix(heap, pos, key, n, item):
 
 @njit
 def _fill(comp_links, n_comp, path_ptr, path_links, link_ptr, slots, entry_flow, cnt, capacity,
-          weight, rate, frozen, epoch, rem, wsum, nun, lheap, lpos, lkey):
+          weight, rate, frozen, epoch, rem, wsum, nun, lheap, lpos, lkey, fmark, load):
     """Weighted progressive filling of the active flows on ``comp_links[:n_comp]``.
 
     Precondition: every link of every active flow on those links is itself in the list (it is a
@@ -498,6 +498,8 @@ def _fill(comp_links, n_comp, path_ptr, path_links, link_ptr, slots, entry_flow,
     freeze, so a key in the heap is a lower bound of the true share; when a link reaches the top,
     its share is recomputed, and if it grew the link sinks back to its place instead of being
     popped. A link whose flows all froze elsewhere is dropped when it reaches the top.
+    The filling itself is :func:`_fill_upper` with every active flow marked (``fmark`` set to
+    ``epoch`` by the caller); ``load`` receives each link's final load.
     """
     n = 0
     for i in range(n_comp):
@@ -515,42 +517,8 @@ def _fill(comp_links, n_comp, path_ptr, path_links, link_ptr, slots, entry_flow,
         lheap[n] = l
         lpos[l] = n
         n += 1
-    _heapify(lheap, lpos, lkey, n)
-    level = 0.0
-    while n > 0:
-        l = lheap[0]
-        if nun[l] == 0:  # every flow on it froze elsewhere
-            l, n = _heap_pop(lheap, lpos, lkey, n)
-            continue
-        # In exact arithmetic the share (rem - w*share) / (wsum - w) after a freeze is at least
-        # the old one, because the freezing share is the current minimum; the max() only absorbs
-        # rounding, and keeps keys monotone.
-        r = rem[l] / wsum[l]
-        if r > lkey[l]:
-            lkey[l] = r
-            _sift_down(lheap, lpos, lkey, 0, n)
-            continue
-        l, n = _heap_pop(lheap, lpos, lkey, n)
-        # Fair shares only grow as flows freeze; clamping to the running level keeps rounding
-        # from producing a share below one already handed out.
-        share = lkey[l]
-        if share < level:
-            share = level
-        level = share
-        for s in range(link_ptr[l], link_ptr[l] + cnt[l]):
-            f = entry_flow[slots[s]]
-            if frozen[f] == epoch:
-                continue
-            frozen[f] = epoch
-            rate[f] = share
-            wf = weight[f]
-            for e in range(path_ptr[f], path_ptr[f + 1]):
-                l2 = path_links[e]
-                if lpos[l2] < 0:  # l itself (already popped)
-                    continue
-                nun[l2] -= 1
-                rem[l2] -= wf * share
-                wsum[l2] -= wf  # integer-valued weights: exact
+    _fill_upper(n, path_ptr, path_links, link_ptr, slots, entry_flow, cnt, weight, rate, frozen,
+                fmark, epoch, rem, wsum, nun, lheap, lpos, lkey, load, capacity)
 
 
 @njit
@@ -609,8 +577,10 @@ def _max_min_kernel(path_ptr, path_links, link_ptr, slots, entry_flow, cnt, capa
     lheap = np.zeros(n_links, dtype=np.int64)
     lpos = np.full(n_links, -1, dtype=np.int64)
     lkey = np.zeros(n_links)
+    fmark = np.ones(n_flows, dtype=np.int64)
+    load = np.zeros(n_links)
     _fill(comp, n_links, path_ptr, path_links, link_ptr, slots, entry_flow, cnt, capacity,
-          weight, rate, frozen, 1, rem, wsum, nun, lheap, lpos, lkey)
+          weight, rate, frozen, 1, rem, wsum, nun, lheap, lpos, lkey, fmark, load)
     return rate
 
 
