@@ -313,7 +313,11 @@ INNER_KERNELS = {
     "uneven.schedulers.experts." + n for n in (
         "_mix64", "_pair_uniforms", "_skewed", "_one_score", "_top2", "_gen_top2", "_buf_pos",
         "_route_generated", "_route_8x32")
-} | {"uneven.ep_traffic._step_gpus"}
+} | {"uneven.ep_traffic._step_gpus", "uneven.schedulers._replay._link",
+     "uneven.schedulers._replay._has_send"}
+# Kernels of reference routes that tests compare the fast ones against (and a guard that never
+# fires): nothing a reader runs compiles them.
+REFERENCE_KERNELS = {"uneven.schedulers.pipeline._build_dag"}
 
 
 def test_warmup_compiles_every_entry_kernel(tmp_path):
@@ -335,6 +339,6 @@ for mod in pkgutil.walk_packages(uneven.__path__, "uneven."):
                          timeout=600)
     assert out.returncode == 0, out.stderr
     cold = {line.split()[1] for line in out.stdout.splitlines() if line.startswith("COLD")}
-    never = sorted(cold - INNER_KERNELS)
+    never = sorted(cold - INNER_KERNELS - REFERENCE_KERNELS)
     assert not never, f"kernels the warm-up never compiles: {never}"
     assert list((tmp_path / "cache").rglob("*.nbi")), "the warm-up wrote no cache"

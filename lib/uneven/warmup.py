@@ -53,6 +53,7 @@ def _pipeline():
             for hol in (False, True):
                 simulate_pipeline(sched, 0.01, 0.01, 0.01, delays=[0.01, 0.0, 0.0], mode=mode,
                                   hol=hol)
+    simulate_pipeline(pipeline_schedule("1f1b", 4, 8), 0.01, 0.02)  # floats: the quick checks
     simulate_trace(pipeline_schedule("zb-h2", 4, 8), 0.01, 0.01, 0.01,
                    delay_trace=np.zeros((2, 3)), mode="replan")
 

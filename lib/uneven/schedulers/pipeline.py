@@ -1,4 +1,10 @@
-"""Pipeline-parallel schedules under slow links, built on the timeline engine.
+"""Pipeline-parallel schedules under slow links.
+
+An iteration is a set of ops (compute and sends) with per-stage orders and delayed dependencies:
+the model of the timeline engine (:mod:`uneven.engines.timeline`). :func:`simulate_pipeline`
+times it with a kernel of its own that walks the per-stage orders in one pass
+(:mod:`uneven.schedulers._replay`); the tests check it against the timeline engine run on the
+same ops, bit for bit.
 
 Vocabulary (units: seconds):
 
@@ -76,6 +82,7 @@ way; compute continues. Sends are eager: they never wait for the receiver.
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass, field
 
@@ -96,6 +103,7 @@ from .._validate import (
 )
 from ..engines.timeline import _deadlock_message, _resource_orders, _timeline_kernel
 from ..limits import check_bytes, check_steps
+from ._replay import input_horizon, replay_kernel
 
 __all__ = [
     "OP_KINDS",
@@ -130,10 +138,13 @@ MAX_CHUNKS = 1 << 10
 #: times is refused (no plan holds more micro-batches than this).
 MAX_REPLAN_RATIO = 2**31
 # Bytes a simulation allocates per op slot (2 p x ops per stage: compute ops and their sends),
-# counting the DAG, the timeline kernel's arrays and the result.
+# counting the DAG and the timeline kernel's arrays of the reference route (the replay kernel
+# needs less) and the result.
 _OP_BYTES = 320
 # Latest finish time a simulation may reach (s): beyond it, times would lose all precision.
 _TIME_CEILING = 1e250
+# Largest fixed order (op slots) kept in the cache of _fixed_order: 1.5 MB of order arrays.
+_CACHED_SLOTS = 1 << 16
 _SPLIT = ("zb-h1", "zb-h2", "zb", "greedy")
 _DISPATCHED = ("zb", "greedy")
 
@@ -669,6 +680,16 @@ def simulate_pipeline(
     ...  for c in (0.0, 0.01, 0.02)]
     [0.39, 0.4, 0.42]
     """
+    if (type(schedule) is PipelineSchedule and type(mode) is str and mode == "replay"
+            and type(hol) is bool and cap is None and plan_delays is None):
+        # The common call, checked in one pass; anything unusual takes the full checks below,
+        # which name the culprit.
+        quick = _quick_inputs(schedule, t_f, t_b, t_w, delays, transfer)
+        if quick is not None:
+            tf, tb, tw, ld, lt, horizon = quick
+            _check_size(schedule, mode, tf, tb, tw, ld, lt, horizon=horizon)
+            warm = schedule.warmups if schedule.dispatched else None
+            return _simulate(schedule, tf, tb, tw, ld, lt, mode, hol, warm, plan=None)
     sched, tf, tb, tw, mode, hol = _check_common(schedule, t_f, t_b, t_w, mode, hol)
     p, v = sched.p, sched.v
     ld = _link_array("delays", delays, p, v)
@@ -858,8 +879,37 @@ def _check_common(schedule, t_f, t_b, t_w, mode, hol):
     return schedule, tf, tb, tw, mode, hol
 
 
-def _check_size(sched, mode, tf, tb, tw, ld, lt, runs=1, runs_name=None):
-    """Refuse a simulation beyond the memory or work budget, or whose times could overflow."""
+def _quick_inputs(sched, t_f, t_b, t_w, delays, transfer):
+    """``(tf, tb, tw, ld, lt, horizon)`` as the full checks would make them, when every time is
+    a float or a float64 array of its shape and all are in range; ``None`` otherwise."""
+    p, v = sched.p, sched.v
+    times = []
+    for x in (t_f, t_b, t_w):
+        if type(x) is float:
+            times.append(np.full(p, x))
+        elif type(x) is np.ndarray and x.dtype == np.float64 and x.shape == (p,):
+            times.append(x)
+        else:
+            return None
+    n_links = (p - 1,) if v == 1 else (p - 1, p)
+    for x in (delays, transfer):
+        out = np.zeros(max(p, 1))
+        if type(x) is float:
+            out[: p - 1] = x
+            if v > 1:
+                out[p - 1] = x
+        elif type(x) is np.ndarray and x.dtype == np.float64 and x.ndim == 1 and x.size in n_links:
+            out[: x.size] = x
+        else:
+            return None
+        times.append(out)
+    horizon = input_horizon(sched.m, v, *times)
+    return None if horizon < 0.0 else (*times, horizon)
+
+
+def _check_size(sched, mode, tf, tb, tw, ld, lt, runs=1, runs_name=None, horizon=None):
+    """Refuse a simulation beyond the memory or work budget, or whose times could overflow
+    (``horizon``: the bound on finish times, s, when the caller has it)."""
     p, m, v = sched.p, sched.m, sched.v
     n_per = (3 if sched.split_backward else 2) * m * v
     n_slots = 2 * p * n_per
@@ -873,8 +923,9 @@ def _check_size(sched, mode, tf, tb, tw, ld, lt, runs=1, runs_name=None):
     else:
         check_steps("schedule", size, steps, what)
     # Python floats: an overflow is inf, never a warning.
-    horizon = (m * (sum(tf.tolist()) + sum(tb.tolist()) + sum(tw.tolist()))
-               + 2.0 * m * v * p * (float(ld.max()) + float(lt.max())))
+    if horizon is None:
+        horizon = (m * (sum(tf.tolist()) + sum(tb.tolist()) + sum(tw.tolist()))
+                   + 2.0 * m * v * p * (float(ld.max()) + float(lt.max())))
     if not horizon <= _TIME_CEILING:
         raise ValueError(
             f"t_f, t_b, t_w, delays and transfer could put a finish time beyond {_TIME_CEILING:g} "
@@ -954,54 +1005,43 @@ def _plan(sched, tf, tb, tw, ld, lt, hol):
                      _alternates(sched, "replay"), sched.memory)
 
 
-def _simulate(sched, tf, tb, tw, ld, lt, mode, hol, warm, plan):
-    p = sched.p
-    split = sched.split_backward
+def _order(sched, tf, tb, tw, ld, lt, mode, hol, warm, plan):
+    """The per-stage order ``(kind, microbatch, chunk)`` arrays, ``[p, ops per stage]``."""
     if mode == "replay":
-        if sched.dispatched:
-            order = plan if plan is not None else _plan(sched, tf, tb, tw, np.zeros(max(p, 1)),
-                                                        lt, hol)
-        else:
-            order = _fixed_order(sched)
-    else:  # online / replan: dispatched live under the delays
-        order = _dispatch(sched, tf, tb, tw, ld, lt, hol, warm, split, _alternates(sched, mode),
-                          _mode_memory(sched, mode, warm))
-    okind = order[0]
-    dur, res, kind, mb, chunk, stage, dep_ptr, dep_src, dep_dly = _dag(
-        sched, order, tf, tb, tw, ld, lt, hol
-    )
-    n = dur.size
-    n_per = okind.shape[1]
-    order_ptr, order_ops = _resource_orders(res)
-    start = np.empty(n)
-    finish = np.empty(n)
-    done = np.zeros(n, dtype=np.int64)
-    n_done = _timeline_kernel(dur, np.zeros(n), order_ptr, order_ops, dep_ptr, dep_src, dep_dly,
-                              start, finish, done)
-    if n_done < n:  # only a hand-written order can get here (e.g. odd 1f1b warm-ups)
-        labels = [f"{OP_KINDS[k]}{j}.{c}@stage{s}" for k, j, c, s in zip(kind, mb, chunk, stage,
-                                                                         strict=True)]
-        raise ValueError(_deadlock_message(done, res, order_ptr, order_ops, dep_ptr, dep_src,
-                                           labels))
-    makespan = float(finish.max())
-    comp = kind <= W
-    busy = np.bincount(stage[comp], weights=dur[comp], minlength=p)
-    # Held from F until W (until B when B and W are one op); a chunk holds 1/v of a micro-batch.
-    release = W if split else B
-    step = np.where(okind == F, 1, np.where(okind == release, -1, 0))
-    peak = np.cumsum(step, axis=1).max(axis=1) / sched.v
-    is_b = okind == B
-    first_b = np.where(is_b.any(axis=1), is_b.argmax(axis=1), n_per)
-    warm_used = tuple(int(np.sum(okind[s, : first_b[s]] == F)) for s in range(p))
-    names = tuple(
-        [f"stage {s}" for s in range(p)]
-        + [n for s in range(p) for n in (f"stage {s} act sender", f"stage {s} grad sender")]
-    )
-    arrays = (busy, peak, res, start, finish, kind, mb, chunk, stage)
-    for a in arrays:
+        if not sched.dispatched:
+            return _fixed_order(sched)
+        if plan is None:
+            plan = _plan(sched, tf, tb, tw, np.zeros(max(sched.p, 1)), lt, hol)
+        return plan[:3]
+    # online / replan: dispatched live under the delays
+    return _dispatch(sched, tf, tb, tw, ld, lt, hol, warm, sched.split_backward,
+                     _alternates(sched, mode), _mode_memory(sched, mode, warm))[:3]
+
+
+def _simulate(sched, tf, tb, tw, ld, lt, mode, hol, warm, plan):
+    """Time the order in one pass (:func:`._replay.replay_kernel`); same result as
+    :func:`_simulate_dag`, the route through the generic timeline engine."""
+    p = sched.p
+    okind, omb, ochunk = _order(sched, tf, tb, tw, ld, lt, mode, hol, warm, plan)
+    n_max = 2 * p * okind.shape[1]
+    start, finish = np.empty(n_max), np.empty(n_max)
+    res, kind, mb, chunk, stage = np.empty((5, n_max), dtype=np.int64)
+    busy, bubble, peak = np.empty(p), np.empty(p), np.empty(p)
+    warm_used = np.empty(p, dtype=np.int64)
+    n, makespan = replay_kernel(p, sched.m, sched.v, okind, omb, ochunk, tf, tb, tw, ld, lt,
+                                hol, sched.split_backward, res, kind, mb, chunk, stage,
+                                start, finish, busy, bubble, peak, warm_used)
+    if n < 0:  # pragma: no cover - every schedule's order is deadlock-free; a bug if this fires
+        _simulate_dag(sched, tf, tb, tw, ld, lt, mode, hol, warm, plan)  # raises, naming a cycle
+        raise AssertionError("the replay kernel and the timeline engine disagree on a deadlock")
+    return _result(sched, mode, hol, makespan, busy, bubble, peak, tuple(warm_used.tolist()),
+                   res[:n], start[:n], finish[:n], kind[:n], mb[:n], chunk[:n], stage[:n])
+
+
+def _result(sched, mode, hol, makespan, busy, bubble, peak, warm_used, res, start, finish, kind,
+            mb, chunk, stage):
+    for a in (busy, peak, bubble, res, start, finish, kind, mb, chunk, stage):
         a.flags.writeable = False
-    bubble = 1.0 - busy / makespan
-    bubble.flags.writeable = False
     return trusted(
         PipelineResult,
         iteration_time=makespan,
@@ -1019,8 +1059,52 @@ def _simulate(sched, tf, tb, tw, ld, lt, mode, hol, warm, plan):
         microbatch=mb,
         chunk=chunk,
         stage=stage,
-        resource_names=names,
+        resource_names=_resource_names(sched.p),
     )
+
+
+@functools.lru_cache(maxsize=64)
+def _resource_names(p: int) -> tuple:
+    return tuple([f"stage {s}" for s in range(p)]
+                 + [n for s in range(p) for n in (f"stage {s} act sender",
+                                                  f"stage {s} grad sender")])
+
+
+def _simulate_dag(sched, tf, tb, tw, ld, lt, mode, hol, warm, plan):
+    """The reference route: ops and predecessor CSR (:func:`_build_dag`) timed by the generic
+    timeline engine's kernel. Raises ``ValueError`` naming a cycle when the order deadlocks."""
+    p = sched.p
+    split = sched.split_backward
+    order = _order(sched, tf, tb, tw, ld, lt, mode, hol, warm, plan)
+    okind = order[0]
+    dur, res, kind, mb, chunk, stage, dep_ptr, dep_src, dep_dly = _dag(
+        sched, order, tf, tb, tw, ld, lt, hol
+    )
+    n = dur.size
+    n_per = okind.shape[1]
+    order_ptr, order_ops = _resource_orders(res)
+    start = np.empty(n)
+    finish = np.empty(n)
+    done = np.zeros(n, dtype=np.int64)
+    n_done = _timeline_kernel(dur, np.zeros(n), order_ptr, order_ops, dep_ptr, dep_src, dep_dly,
+                              start, finish, done)
+    if n_done < n:
+        labels = [f"{OP_KINDS[k]}{j}.{c}@stage{s}" for k, j, c, s in zip(kind, mb, chunk, stage,
+                                                                         strict=True)]
+        raise ValueError(_deadlock_message(done, res, order_ptr, order_ops, dep_ptr, dep_src,
+                                           labels))
+    comp = kind <= W
+    busy = np.bincount(stage[comp], weights=dur[comp], minlength=p)
+    # Held from F until W (until B when B and W are one op); a chunk holds 1/v of a micro-batch.
+    release = W if split else B
+    step = np.where(okind == F, 1, np.where(okind == release, -1, 0))
+    peak = np.cumsum(step, axis=1).max(axis=1) / sched.v
+    is_b = okind == B
+    first_b = np.where(is_b.any(axis=1), is_b.argmax(axis=1), n_per)
+    warm_used = tuple(int(np.sum(okind[s, : first_b[s]] == F)) for s in range(p))
+    makespan = float(finish.max())
+    return _result(sched, mode, hol, makespan, busy, 1.0 - busy / makespan, peak, warm_used, res,
+                   start, finish, kind, mb, chunk, stage)
 
 
 def _dag(sched, order, tf, tb, tw, ld, lt, hol):
@@ -1041,6 +1125,21 @@ def _dag(sched, order, tf, tb, tw, ld, lt, hol):
 
 
 def _fixed_order(sched):
+    """The fixed per-stage order ``(kind, microbatch, chunk)``; kept for the last few small
+    schedules (read-only), since a widget replays one schedule under many delays."""
+    n_slots = sched.p * (3 if sched.split_backward else 2) * sched.m * sched.v
+    return _small_fixed_order(sched) if n_slots <= _CACHED_SLOTS else _make_fixed_order(sched)
+
+
+@functools.lru_cache(maxsize=16)
+def _small_fixed_order(sched):
+    order = _make_fixed_order(sched)
+    for a in order:
+        a.flags.writeable = False
+    return order
+
+
+def _make_fixed_order(sched):
     p, m, v = sched.p, sched.m, sched.v
     n_per = (3 if sched.split_backward else 2) * m * v
     okind = np.empty((p, n_per), dtype=np.int64)
