@@ -134,40 +134,42 @@ def replay_kernel(p, m, v, okind, omb, ochunk, tf, tb, tw, ld, lt, hol, split,
             elif k == 0 and q == n_virt - 1:
                 f_last[j] = f
             i += 1
-            link = _link(p, n_virt, k, q, s)
-            if link >= 0:
-                if _has_send(link, ld, lt, hol):
-                    direction = 0 if k == 0 else 1
-                    if hol:  # on the stream, right after its producer
-                        sd = lt[link] + ld[link]
-                        st = f
-                        sf = st + sd
-                        fr = sf
-                        there = sf + 0.0
-                        res[i] = s
-                    else:  # FIFO CPU sender of this stage and direction
-                        sd = lt[link]
-                        st = f if f > sfree[s, direction] else sfree[s, direction]
-                        sf = st + sd
-                        sfree[s, direction] = sf
-                        there = sf + ld[link]
-                        res[i] = p + 2 * s + direction
-                    kind[i] = 3 + direction
-                    mb[i] = j
-                    chunk[i] = c
-                    stage[i] = s
-                    start[i] = st
-                    finish[i] = sf
-                    i += 1
-                else:
-                    there = f + ld[link]
+            if (k == 0 and q < n_virt - 1) or (k == 1 and q > 0):  # to the next virtual stage
+                link = _link(p, n_virt, k, q, s)
+                there = f + 0.0  # p = 1: every chunk on this GPU, no link to cross
+                if link >= 0:
+                    if _has_send(link, ld, lt, hol):
+                        direction = 0 if k == 0 else 1
+                        if hol:  # on the stream, right after its producer
+                            sd = lt[link] + ld[link]
+                            st = f
+                            sf = st + sd
+                            fr = sf
+                            there = sf + 0.0
+                            res[i] = s
+                        else:  # FIFO CPU sender of this stage and direction
+                            sd = lt[link]
+                            st = f if f > sfree[s, direction] else sfree[s, direction]
+                            sf = st + sd
+                            sfree[s, direction] = sf
+                            there = sf + ld[link]
+                            res[i] = p + 2 * s + direction
+                        kind[i] = 3 + direction
+                        mb[i] = j
+                        chunk[i] = c
+                        stage[i] = s
+                        start[i] = st
+                        finish[i] = sf
+                        i += 1
+                    else:
+                        there = f + ld[link]
                 if k == 0:
                     act[q + 1, j] = there
                     to = s + 1 if s < p - 1 else 0
                 else:
                     grad[q - 1, j] = there
                     to = s - 1 if s > 0 else p - 1
-                if not queued[to] and pos[to] < n_per:
+                if to != s and not queued[to] and pos[to] < n_per:
                     tail = head + waiting
                     ring[tail if tail < p else tail - p] = to
                     queued[to] = True
