@@ -5,8 +5,9 @@ and chunk per slot) to :func:`replay_kernel`, which walks every stage's order, s
 when its stage is free and its input has arrived, and writes the same op arrays the generic route
 (ops and predecessor CSR from ``_build_dag``, then the timeline engine's Kahn traversal) produces:
 same op ids, same floating-point sums, so every start and finish time is bit-identical
-(``tests/test_pipeline.py`` checks that on random schedules, modes and links). It exists for
-speed: no edge lists, no successor lists, no queue, a few loads and stores per op.
+(``tests/test_pipeline_replay.py`` checks that on random schedules, modes and links). It exists
+for speed: no edge lists and no successor lists, only a ring of the stages that can go on, and a
+few loads and stores per op.
 
 Units are seconds throughout. An arrival time of ``-1`` means "not produced yet".
 """
