@@ -314,7 +314,7 @@ INNER_KERNELS = {
         "_mix64", "_pair_uniforms", "_skewed", "_one_score", "_top2", "_gen_top2", "_buf_pos",
         "_route_generated", "_route_8x32")
 } | {"uneven.ep_traffic._step_gpus", "uneven.schedulers._replay._link",
-     "uneven.schedulers._replay._has_send"}
+     "uneven.schedulers._replay._has_send", "uneven.schedulers._replay._moves"}
 # Kernels of reference routes that tests compare the fast ones against (and a guard that never
 # fires): nothing a reader runs compiles them.
 REFERENCE_KERNELS = {"uneven.schedulers.pipeline._build_dag"}

@@ -135,7 +135,7 @@ def replay_kernel(p, m, v, okind, omb, ochunk, tf, tb, tw, ld, lt, hol, split,
             elif k == 0 and q == n_virt - 1:
                 f_last[j] = f
             i += 1
-            if (k == 0 and q < n_virt - 1) or (k == 1 and q > 0):  # to the next virtual stage
+            if _moves(n_virt, k, q):
                 link = _link(p, n_virt, k, q, s)
                 there = f + 0.0  # p = 1: every chunk on this GPU, no link to cross
                 if link >= 0:
@@ -194,15 +194,21 @@ def replay_kernel(p, m, v, okind, omb, ochunk, tf, tb, tw, ld, lt, hol, split,
 
 
 @njit(inline="always")
+def _moves(n_virt, k, q):  # pragma: no cover - compiled
+    """Whether an F (``k = 0``) or B (``k = 1``) of virtual stage ``q`` hands its tensor to the
+    next virtual stage (up for an F, down for a B)."""
+    return (k == 0 and q < n_virt - 1) or (k == 1 and q > 0)
+
+
+@njit(inline="always")
 def _link(p, n_virt, k, q, s):  # pragma: no cover - compiled
-    """The link an F (``k = 0``) or B (``k = 1``) of virtual stage ``q`` sends over; -1: none."""
-    if p == 1:  # all chunks on one GPU: nothing crosses a link
+    """The link an op of virtual stage ``q`` on stage ``s`` sends its tensor over; -1: none (a W,
+    the ends of the pipe, or ``p = 1``, where every chunk is on one GPU)."""
+    if p == 1 or not _moves(n_virt, k, q):
         return -1
-    if k == 0 and q < n_virt - 1:
+    if k == 0:
         return s if s < p - 1 else p - 1
-    if k == 1 and q > 0:
-        return s - 1 if s > 0 else p - 1
-    return -1
+    return s - 1 if s > 0 else p - 1
 
 
 @njit(inline="always")

@@ -103,7 +103,7 @@ from .._validate import (
 )
 from ..engines.timeline import _deadlock_message, _resource_orders, _timeline_kernel
 from ..limits import check_bytes, check_steps
-from ._replay import input_horizon, replay_kernel
+from ._replay import _has_send, _link, input_horizon, replay_kernel
 
 __all__ = [
     "OP_KINDS",
@@ -893,16 +893,10 @@ def _quick_inputs(sched, t_f, t_b, t_w, delays, transfer):
             return None
     n_links = (p - 1,) if v == 1 else (p - 1, p)
     for x in (delays, transfer):
-        out = np.zeros(max(p, 1))
-        if type(x) is float:
-            out[: p - 1] = x
-            if v > 1:
-                out[p - 1] = x
-        elif type(x) is np.ndarray and x.dtype == np.float64 and x.ndim == 1 and x.size in n_links:
-            out[: x.size] = x
-        else:
+        if not (type(x) is float or (type(x) is np.ndarray and x.dtype == np.float64
+                                     and x.ndim == 1 and x.size in n_links)):
             return None
-        times.append(out)
+        times.append(_spread_links(x, p, v))
     horizon = input_horizon(sched.m, v, *times)
     return None if horizon < 0.0 else (*times, horizon)
 
@@ -946,18 +940,26 @@ def _per_stage(name, value, p, positive):
 def _link_array(name, value, p, v):
     """Per-link values (s) as an array of length ``p``; entry ``p-1`` is the wrap link."""
     arr = as_float_array(name, value, lo=0.0, unit="s")
-    out = np.zeros(max(p, 1))
     if np.ndim(value) == 0:  # as_float_array returns at least 1-d
-        out[: p - 1] = float(arr[0])
-        if v > 1:
-            out[p - 1] = float(arr[0])
-        return out
+        return _spread_links(float(arr[0]), p, v)
     ok = (p - 1,) if v == 1 else (p - 1, p)
     if arr.ndim != 1 or arr.shape[0] not in ok:
         want = " or ".join(str(k) for k in ok)
         raise ValueError(f"{name} must be a scalar or a 1-d array of {want} entries (one per "
                          f"link); got shape {arr.shape}")
-    out[: arr.size] = arr
+    return _spread_links(arr, p, v)
+
+
+def _spread_links(x, p, v):
+    """Checked per-link values (a float for every link, or an array of ``p-1`` or ``p``) as an
+    array of ``p``; entry ``p-1``, the wrap link, is 0 unless ``v > 1``."""
+    out = np.zeros(max(p, 1))
+    if type(x) is float:
+        out[: p - 1] = x
+        if v > 1:
+            out[p - 1] = x
+    else:
+        out[: x.size] = x
     return out
 
 
@@ -1433,19 +1435,11 @@ def _build_dag(p, m, v, okind, omb, ochunk, dF, dB, dW, ld, lt, hol,
                 dur[i] = dB[s]
             else:
                 dur[i] = dW[s]
-            link = -1
-            direction = 0
-            if p == 1:  # all chunks on one GPU: nothing crosses a link
-                pass
-            elif k == 0 and q < n_virt - 1:
-                link = s if s < p - 1 else p - 1
-            elif k == 1 and q > 0:
-                link = s - 1 if s > 0 else p - 1
-                direction = 1
+            link = _link(p, n_virt, k, q, s)
+            direction = 0 if k == 0 else 1
             link_of[i] = link
             if link >= 0:
-                need = (lt[link] + ld[link] > 0.0) if hol else (lt[link] > 0.0)
-                if need:
+                if _has_send(link, ld, lt, hol):
                     sid = n
                     n += 1
                     send_of[i] = sid
