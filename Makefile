@@ -53,7 +53,7 @@ bench: install
 lint: install
 	$(BIN)/ruff check .
 
-# Binder/Colab badges and the Colab install cell in every notebook, from lib/uneven/links.py.
+# Binder/Colab badges and the Colab install cell in every notebook, from lib/uneven/online.py.
 stamp: install
 	$(BIN)/python tools/editions stamp
 

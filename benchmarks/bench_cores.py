@@ -1,4 +1,4 @@
-"""Speed of the core-group model (uneven.schedulers.cores) and of notebook 06's explorer.
+"""Speed of the core-group model (uneven.ep.superpod) and of notebook 06's explorer.
 
 * 10,000 jittered EP320 dispatches through the rank-level kernel (draws included), against the
   pure-Python reference of the same equations (timed on a few steps, scaled per step);
@@ -18,21 +18,21 @@ import statistics
 import numpy as np
 from _timing import best_of
 
-from uneven.explorers import nb06
-from uneven.schedulers import cores as M
-from uneven.schedulers.cores import (
+from uneven.ep import superpod as M
+from uneven.ep.superpod import (
     CoreCosts,
     core_timeline,
     decode_steps,
-    ep_traffic,
     latency_samples,
     phase_plan,
     scheme,
+    superpod_traffic,
 )
+from uneven.explorers import nb06
 
 
 def _dispatch_steps(n_steps=10_000, ep=320):
-    traffic = ep_traffic(ep, seed=0)
+    traffic = superpod_traffic(ep, seed=0)
     costs = CoreCosts()
     rows = []
     for kind in ("baseline", "ubep"):
@@ -74,7 +74,7 @@ def _dispatch_steps(n_steps=10_000, ep=320):
 
 
 def _decode(n_steps=1000, ep=64):
-    traffic = ep_traffic(ep, seed=0)
+    traffic = superpod_traffic(ep, seed=0)
     costs = CoreCosts()
     decode_steps(traffic, costs, scheme("ubep"), n_steps=2, n_layers=2)  # warm the JIT
     secs, _ = best_of(lambda: decode_steps(traffic, costs, scheme("ubep"), n_steps=n_steps,
@@ -90,7 +90,7 @@ def _decode(n_steps=1000, ep=64):
 
 
 def _core_timeline(ep=64):
-    traffic = ep_traffic(ep, seed=0)
+    traffic = superpod_traffic(ep, seed=0)
     plan = phase_plan(traffic, CoreCosts(), scheme("baseline"))
     core_timeline(plan, jitter=2e-6)  # warm the JIT
     holder = {}

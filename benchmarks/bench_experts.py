@@ -3,7 +3,7 @@
 One training step of DeepSeek-V3's MoE layer: 2,048 GPUs × 4,096 tokens = 8.4M tokens, each
 routed to 8 of 256 experts (at most 4 of 8 nodes), in 32 independent EP64 groups (8 nodes of
 8 GPUs, 4 experts per GPU). A full score matrix would be 8.4M × 256 float32 = 8.6 GB, so
-:func:`uneven.ep_model.ep_step` never makes one: each token's scores come from a counter-based
+:func:`uneven.ep.model.ep_step` never makes one: each token's scores come from a counter-based
 generator inside the routing kernel (in L1 cache), are routed, and the token's dispatch copies are
 counted at once; then the link-load engine times the dispatch on the whole cluster. The step row
 counts all of it, score generation included, and states the floor: what generating the scores
@@ -21,17 +21,16 @@ import numpy as np
 from _timing import best_of
 
 from uneven._jit import njit
-from uneven.ep_model import ep_step
-from uneven.ep_traffic import _reference_ep, ep_dispatch_traffic
-from uneven.schedulers.experts import (
-    _counter_key,
-    _pair_uniforms,
+from uneven.ep._kernels import _counter_key, _pair_uniforms
+from uneven.ep.model import ep_step
+from uneven.ep.routing import (
     _reference_node_limited,
     contiguous_placement,
     generated_route,
     node_limited_route,
     synthetic_gate_scores,
 )
+from uneven.ep.traffic import _reference_ep, ep_dispatch_traffic
 
 N_GPUS, GPUS_PER_NODE, EP = 2048, 8, 64
 TOKENS_PER_GPU = 4096
@@ -68,7 +67,7 @@ def _aggregation_vs_reference(n_tokens=10_000):
     _reference_ep(ids, src, place, GPUS_PER_NODE, True, EP)
     reference = time.perf_counter() - t0
     return _vs_reference_row(
-        "ep_traffic.ep_dispatch_traffic (dedup) vs pure-Python reference",
+        "ep.traffic.ep_dispatch_traffic (relay) vs pure-Python reference",
         f"{n_tokens:,} tokens × top-{K}, EP{EP}", engine, reference, n_tokens,
     )
 

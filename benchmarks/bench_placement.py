@@ -13,13 +13,13 @@ import time
 import numpy as np
 from _timing import best_of
 
-from uneven.explorers.nb05 import balancing_explorer
-from uneven.schedulers.placement import (
+from uneven.ep.placement import (
     _reference_packing,
     _reference_replicate,
     nic_aware_placement,
     rebalance_experts,
 )
+from uneven.explorers.nb05 import balancing_explorer
 
 LAYERS, EXPERTS, SLOTS, GPUS, NODES, GROUPS = 58, 256, 320, 32, 4, 8
 

@@ -33,7 +33,7 @@ import numpy as np
 
 from uneven.collectives import all_to_all
 from uneven.engines.linkload import link_loads
-from uneven.ep_model import ep_step
+from uneven.ep.model import ep_step
 from uneven.schedulers.pipeline import pipeline_schedule, simulate_pipeline
 from uneven.topology import h800_cluster
 

@@ -58,8 +58,8 @@ def pipeline_point(schedule, delay, link, p, m):
 
 def ep_point(ep, skew, max_nodes, seed):
     """One EP configuration: route, dispatch and combine on an H800 cluster of ep / 8 nodes."""
-    from uneven.ep_model import ep_round, route_ep_group
-    from uneven.schedulers.experts import expert_load, load_ratio
+    from uneven.ep.model import ep_round, route_ep_group
+    from uneven.ep.routing import expert_load, load_ratio
     from uneven.topology import h800_cluster
 
     nodes = ep // 8

@@ -18,8 +18,8 @@ import time
 import numpy as np
 from _timing import best_of
 
+from uneven.engines._timeline_kernel import _reference_timeline
 from uneven.engines.timeline import (
-    _reference_timeline,
     _resource_orders,
     _timeline_kernel,
     edges_to_csr,

@@ -1,4 +1,4 @@
-"""Core groups, barriers and hop mix (uneven.schedulers.cores): closed forms, properties, kernels
+"""Core groups, barriers and hop mix (uneven.ep.superpod): closed forms, properties, kernels
 against their references, the rank-level kernel against the timeline engine, validation."""
 
 import math
@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from uneven.schedulers import cores as M
-from uneven.schedulers.cores import (
+from uneven.ep import superpod as M
+from uneven.ep.superpod import (
     CoreCosts,
     Scheme,
     best_split,
@@ -18,11 +18,11 @@ from uneven.schedulers.cores import (
     core_timeline,
     decode_steps,
     die_superpod,
-    ep_traffic,
     latency_samples,
     phase_latency,
     phase_plan,
     scheme,
+    superpod_traffic,
 )
 
 ABLATION = [
@@ -39,17 +39,17 @@ ABLATION = [
 
 @pytest.fixture(scope="module")
 def ep32():
-    return ep_traffic(32, tokens_per_rank=64, seed=0)
+    return superpod_traffic(32, tokens_per_rank=64, seed=0)
 
 
 def _traffic_from(copies, g=16):
-    """An EpTraffic with a given copy matrix (for closed forms and properties)."""
+    """A SuperpodTraffic with a given copy matrix (for closed forms and properties)."""
     copies = np.asarray(copies, dtype=np.int64)
     n = copies.shape[0]
     topo = M.superpod(max(1, -(-n // g)), npus_per_node=g, npu_bw=1e11,
                       hop_latency=(1e-7, 5e-7, 1.15e-6))
     copies.flags.writeable = False
-    return M.EpTraffic(topo, n, 1, 1, n, 7172, 14336, copies)
+    return M.SuperpodTraffic(topo, n, 1, 1, n, 7172, 14336, copies)
 
 
 # --------------------------------------------------------------------------- blocks and flags
@@ -178,7 +178,7 @@ def test_concurrent_groups_are_never_slower_than_the_same_groups_serialised(ep32
 def test_giving_up_a_sending_core_can_cost_more_than_counting_hides():
     """Against serialising on *all* cores, concurrency pays only when counting is worth a core:
     with 8 cores and a cheap count, one counting core costs 1/8 of the send capacity."""
-    t = ep_traffic(64, tokens_per_rank=128, seed=0)
+    t = superpod_traffic(64, tokens_per_rank=128, seed=0)
     c8 = CoreCosts(cores=8, barrier_cost=0.0)
     serial = phase_latency(phase_plan(t, c8, Scheme(sync="block", assignment="hop_mix")))
     _, conc = best_split(t, c8, Scheme(concurrent=True, sync="block", assignment="hop_mix"))
@@ -193,7 +193,7 @@ def test_giving_up_a_sending_core_can_cost_more_than_counting_hides():
        which=st.integers(0, len(ABLATION) - 1), phase=st.sampled_from(["dispatch", "combine"]),
        tokens=st.sampled_from([2, 8, 64]))
 def test_rank_kernel_matches_the_core_timeline(seed, jitter, which, phase, tokens):
-    t = ep_traffic(24, tokens_per_rank=tokens, seed=seed % 7)
+    t = superpod_traffic(24, tokens_per_rank=tokens, seed=seed % 7)
     p = phase_plan(t, CoreCosts(cores=6), ABLATION[which], phase)
     start = np.random.default_rng(seed).random(24) * 30e-6
     tl = core_timeline(p, jitter=jitter, seed=seed, start=start, straggler_prob=0.05,
@@ -240,7 +240,7 @@ def test_phase_kernel_matches_its_reference_including_sparse_senders(data):
 
 
 def test_decode_kernel_matches_its_reference():
-    t = ep_traffic(20, tokens_per_rank=3, seed=2)
+    t = superpod_traffic(20, tokens_per_rank=3, seed=2)
     c = CoreCosts(cores=5)
     for s in (scheme("baseline"), scheme("ubep"), scheme("ubep", sync="flag")):
         steps = decode_steps(t, c, s, n_steps=3, n_layers=4, jitter=3e-6, straggler_prob=0.02,
@@ -261,7 +261,7 @@ def test_decode_kernel_matches_its_reference():
 @given(seed=st.integers(0, 10**6), jitter=st.floats(0.0, 30e-6),
        which=st.sampled_from([0, 1, 2]))
 def test_a_barrier_waits_for_the_slowest_rank(seed, jitter, which):
-    t = ep_traffic(16, tokens_per_rank=16, seed=1)
+    t = superpod_traffic(16, tokens_per_rank=16, seed=1)
     p = phase_plan(t, CoreCosts(cores=4), ABLATION[which])
     tl = core_timeline(p, jitter=jitter, seed=seed)
     bar = tl.kind == M.K_BARRIER
@@ -297,7 +297,7 @@ def test_percentiles_and_decode_steps(ep32):
 
 
 def test_chunked_draws_equal_one_draw():
-    t = ep_traffic(8, tokens_per_rank=8, seed=0)
+    t = superpod_traffic(8, tokens_per_rank=8, seed=0)
     p = phase_plan(t, CoreCosts(cores=4), scheme("ubep"))
     old = M._CHUNK_DRAWS
     try:
@@ -311,7 +311,7 @@ def test_chunked_draws_equal_one_draw():
 def test_ep320_on_160_npus_is_expressible():
     topo = die_superpod(20)
     assert topo.n_gpus == 320 and topo.n_gpus // 2 == 160
-    t = ep_traffic(320, tokens_per_rank=16, seed=0)
+    t = superpod_traffic(320, tokens_per_rank=16, seed=0)
     assert t.n_experts == 320 and t.topo.n_gpus == 320
     assert t.copies.sum() == 320 * 16 * 8
     assert t.copies_by_hop(0).tolist()[0] <= t.copies[0, 0]
@@ -322,11 +322,11 @@ def test_ep320_on_160_npus_is_expressible():
 
 
 def test_traffic_counts_every_copy_once():
-    t = ep_traffic(16, tokens_per_rank=10, k=4, seed=3)
+    t = superpod_traffic(16, tokens_per_rank=10, k=4, seed=3)
     assert t.copies.sum() == 16 * 10 * 4
     assert np.array_equal(t.copies.sum(axis=1), np.full(16, 40))
     assert not t.copies.flags.writeable
-    skewed = ep_traffic(16, tokens_per_rank=200, k=4, skew=2.0, seed=3)
+    skewed = superpod_traffic(16, tokens_per_rank=200, k=4, skew=2.0, seed=3)
     recv = skewed.copies.sum(axis=0)
     assert recv.max() > 2 * np.median(recv)
 
@@ -373,11 +373,11 @@ def test_scheme_and_function_validation(ep32):
     with pytest.raises(ValueError, match="count_cores"):
         phase_plan(ep32, CoreCosts(cores=4), scheme("ubep", count_cores=4))
     with pytest.raises(ValueError, match="n_ranks"):
-        ep_traffic(0)
+        superpod_traffic(0)
     with pytest.raises(ValueError, match="n_experts"):
-        ep_traffic(12, n_experts=100)
+        superpod_traffic(12, n_experts=100)
     with pytest.raises(ValueError, match="tokens_per_rank"):
-        ep_traffic(1024, tokens_per_rank=8192)
+        superpod_traffic(1024, tokens_per_rank=8192)
     with pytest.raises(ValueError, match="plan"):
         latency_samples("plan")
     with pytest.raises(ValueError, match="straggler_prob"):
@@ -387,7 +387,7 @@ def test_scheme_and_function_validation(ep32):
     with pytest.raises(ValueError, match="scheme"):
         best_split(ep32, CoreCosts(), scheme("baseline"))
     with pytest.raises(ValueError, match="n_ranks \\* cores"):
-        core_timeline(phase_plan(ep_traffic(320, tokens_per_rank=4), CoreCosts(cores=256),
+        core_timeline(phase_plan(superpod_traffic(320, tokens_per_rank=4), CoreCosts(cores=256),
                                  scheme("ubep")))
     with pytest.raises(ValueError, match="hop"):
         CoreCosts().write_time(3, 512)
@@ -559,11 +559,11 @@ def test_fields_are_normalised():
 
 def test_largest_ep_group_builds_and_budgets_refuse_by_name(ep32, monkeypatch):
     assert die_superpod(64).n_gpus == M.MAX_RANKS
-    t = ep_traffic(M.MAX_RANKS, tokens_per_rank=1, seed=0)  # was refused as 'n_nodes'
+    t = superpod_traffic(M.MAX_RANKS, tokens_per_rank=1, seed=0)  # was refused as 'n_nodes'
     assert t.copies.sum() == M.MAX_RANKS * 8
     with pytest.raises(ValueError, match="n_nodes"):
         die_superpod(65)
-    ep320 = ep_traffic(320, tokens_per_rank=1)
+    ep320 = superpod_traffic(320, tokens_per_rank=1)
     monkeypatch.setenv("UNEVEN_MAX_STEPS", "1e6")
     p = phase_plan(ep32, CoreCosts(), scheme("ubep"))
     with pytest.raises(ValueError, match="n_steps=.*UNEVEN_MAX_STEPS"):
@@ -571,7 +571,7 @@ def test_largest_ep_group_builds_and_budgets_refuse_by_name(ep32, monkeypatch):
     with pytest.raises(ValueError, match="n_steps=.*UNEVEN_MAX_STEPS"):
         decode_steps(ep32, CoreCosts(), scheme("ubep"), n_steps=1000)
     with pytest.raises(ValueError, match="n_experts=.*UNEVEN_MAX_STEPS"):
-        ep_traffic(256, tokens_per_rank=64)
+        superpod_traffic(256, tokens_per_rank=64)
     with pytest.raises(ValueError, match="costs=.*UNEVEN_MAX_STEPS"):
         best_split(ep320, CoreCosts(cores=256), scheme("ubep"))
     with pytest.raises(ValueError, match="jitter"):

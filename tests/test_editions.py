@@ -25,7 +25,7 @@ from urllib.parse import unquote, urlsplit
 import nbformat
 import pytest
 
-from uneven import links
+from uneven import online
 from uneven.exercises import check, exercise
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -46,14 +46,15 @@ def numba_cache(tmp_path_factory):
 
 def test_links_come_from_one_setting(monkeypatch):
     name = "03_deepseek_v3.ipynb"
-    for url in (links.binder_url(name), links.colab_url(name), links.pip_requirement()):
-        assert links.REPOSITORY in url
-    monkeypatch.setattr(links, "REPOSITORY", "someone/uneven")
-    assert "someone/uneven" in links.binder_url(name) and "someone/uneven" in links.colab_url(name)
+    for url in (online.binder_url(name), online.colab_url(name), online.pip_requirement()):
+        assert online.REPOSITORY in url
+    monkeypatch.setattr(online, "REPOSITORY", "someone/uneven")
+    assert "someone/uneven" in online.binder_url(name)
+    assert "someone/uneven" in online.colab_url(name)
     with pytest.raises(ValueError, match="notebook"):
-        links.binder_url("../README.md")
+        online.binder_url("../README.md")
     with pytest.raises(ValueError, match="repository"):
-        links.colab_url(name, repository="not a repo")
+        online.colab_url(name, repository="not a repo")
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=ids)
@@ -64,7 +65,7 @@ def test_notebook_carries_the_current_stamp(path):
     cells = json.loads(text)["cells"]
     assert cells[0]["id"] == stamp.BADGES_ID
     badges = "".join(cells[0]["source"])
-    assert links.binder_url(path.name) in badges and links.colab_url(path.name) in badges
+    assert online.binder_url(path.name) in badges and online.colab_url(path.name) in badges
     first_code = next(c for c in cells if c["cell_type"] == "code")
     assert first_code["id"] == stamp.INSTALL_ID
 
@@ -82,7 +83,7 @@ def test_stamping_is_idempotent_and_follows_the_setting(tmp_path, monkeypatch):
     assert [c.id for c in kept] == [c.id for c in source.cells], "cells or their ids changed"
     assert [c.get("metadata", {}).get("tags") for c in kept] == [
         c.get("metadata", {}).get("tags") for c in source.cells]
-    monkeypatch.setattr(links, "REPOSITORY", "someone/uneven")
+    monkeypatch.setattr(online, "REPOSITORY", "someone/uneven")
     assert stamp.main(["--check", str(path)]) == 1
     stamp.main([str(path)])
     assert "someone/uneven" in path.read_text() and "OWNER/uneven" not in path.read_text()
@@ -111,7 +112,7 @@ def _run_install_cell(importable: bool) -> list:
 def test_colab_install_cell_installs_the_package_only_when_it_is_missing():
     assert _run_install_cell(importable=True) == []
     ((magic, line),) = _run_install_cell(importable=False)
-    assert magic == "pip" and line.startswith("install") and links.pip_requirement() in line
+    assert magic == "pip" and line.startswith("install") and online.pip_requirement() in line
 
 
 # ---- what the editions are built from ----------------------------------------------------------
@@ -234,7 +235,7 @@ def test_solutions_and_autograder_carry_every_test_and_answer(built, path):
             for key in q.keys:
                 assert f"check({key!r}" in test
         assert "environment.yml" in names
-        assert links.pip_requirement() in z.read("environment.yml").decode()
+        assert online.pip_requirement() in z.read("environment.yml").decode()
 
 
 @pytest.mark.editions
@@ -375,8 +376,8 @@ def test_every_notebook_page_shows_its_figures_as_images(site, path):
             assert srcs, f"{path.name}: a '{tag}' cell shows no image"
             assert all((out / s).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" for s in srcs)
     assert page.count("explorer’s static figure") == wanted["explorer"]
-    assert html.escape(links.binder_url(path.name)) in page
-    assert html.escape(links.colab_url(path.name)) in page
+    assert html.escape(online.binder_url(path.name)) in page
+    assert html.escape(online.colab_url(path.name)) in page
     assert "widget-view" not in page and "<Figure size" not in page
 
 

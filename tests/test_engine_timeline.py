@@ -5,7 +5,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from uneven.engines.timeline import _reference_timeline, edges_to_csr, run_timeline
+from uneven.engines._timeline_kernel import _reference_timeline
+from uneven.engines.timeline import edges_to_csr, run_timeline
 
 # --------------------------------------------------------------------------- hand cases
 

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from uneven.ep_decode import (
+from uneven.ep.decode import (
     H20_DECODE,
     DecodeHardware,
     DecodeSetup,
@@ -21,7 +21,14 @@ from uneven.ep_decode import (
     sample_routing,
     simulate_decode,
 )
-from uneven.ep_transport import (
+from uneven.ep.placement import (
+    contiguous_slots,
+    nic_aware_placement,
+    placement_from_phy2log,
+    route_to_slots,
+)
+from uneven.ep.routing import load_ratio
+from uneven.ep.transport import (
     DEEPEP_LL,
     SM_FREE,
     Transport,
@@ -29,13 +36,6 @@ from uneven.ep_transport import (
     decode_traffic,
     expected_remote_hosts,
     send_order,
-)
-from uneven.schedulers.experts import load_ratio
-from uneven.schedulers.placement import (
-    contiguous_slots,
-    nic_aware_placement,
-    placement_from_phy2log,
-    route_to_slots,
 )
 
 

@@ -4,8 +4,8 @@ resources, and the link-load engine's own accounting."""
 import numpy as np
 import pytest
 
-from uneven.ep_fabrics import dispatch_on_fabrics
-from uneven.expert_roofline import (
+from uneven.ep.fabrics import dispatch_on_fabrics
+from uneven.ep.roofline import (
     EXPERT_COSTS,
     ExpertCost,
     crossover_tokens,
@@ -64,7 +64,7 @@ def test_roofline_and_hiding_ratio():
 def test_rows_and_costs_are_checked():
     import dataclasses
 
-    from uneven.ep_fabrics import FabricDispatch
+    from uneven.ep.fabrics import FabricDispatch
 
     row = dispatch_on_fabrics(tokens_per_gpu=4)[-1]
     for change, name in (({"family": "scale-sideways"}, "family"), ({"time": -1.0}, "time"),

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from uneven.ep_model import (
+from uneven.ep.model import (
     decode_tpot_bound,
     deepep_sweep,
     ep_phase,
@@ -13,7 +13,7 @@ from uneven.ep_model import (
     nvlink_fanout_limit,
     route_ep_group,
 )
-from uneven.ep_traffic import ep_dispatch_traffic
+from uneven.ep.traffic import ep_dispatch_traffic
 from uneven.explorers import deepseek_explorer
 from uneven.topology import h800_cluster
 
@@ -59,13 +59,13 @@ def test_ep16_is_nvlink_bound_and_larger_groups_nic_bound():
         assert r["dispatch_true_GBps"] <= 50.0 + 1e-9
 
 
-def test_dedup_never_needs_more_nic_time_than_direct():
+def test_relay_never_needs_more_nic_time_than_direct():
     topo = h800_cluster(4)
     routing = route_ep_group(4, 128, max_nodes=4, seed=2)
     args = (routing.expert_ids, routing.src_gpu, routing.expert_gpu, 8, 7392.0)
-    dedup = ep_phase(topo, ep_dispatch_traffic(*args, mode="dedup", n_gpus=32))
+    relay = ep_phase(topo, ep_dispatch_traffic(*args, mode="relay", n_gpus=32))
     direct = ep_phase(topo, ep_dispatch_traffic(*args, mode="direct", n_gpus=32))
-    assert dedup.nic_time <= direct.nic_time + 1e-15
+    assert relay.nic_time <= direct.nic_time + 1e-15
 
 
 def test_ep_phase_validation():

@@ -5,7 +5,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from uneven.ep_traffic import (
+from uneven.ep._kernels import _copy_path, _reference_copies, _reference_copy_path
+from uneven.ep.routing import (
+    contiguous_placement,
+    node_limited_route,
+    synthetic_gate_scores,
+    topk_route,
+)
+from uneven.ep.traffic import (
     DeepEpBytes,
     EpTraffic,
     _reference_ep,
@@ -14,12 +21,6 @@ from uneven.ep_traffic import (
     dispatch_bytes_per_token,
     ep_combine_traffic,
     ep_dispatch_traffic,
-)
-from uneven.schedulers.experts import (
-    contiguous_placement,
-    node_limited_route,
-    synthetic_gate_scores,
-    topk_route,
 )
 
 # ---------------------------------------------------------------------------------------------
@@ -53,9 +54,9 @@ def test_bytes_per_token_rejects_bad_hidden():
 PLACE8 = np.arange(8)
 
 
-def test_dedup_hand_case():
+def test_relay_hand_case():
     # token on GPU 1 (node 0, local 1) -> experts on GPUs 1, 2, 4, 5, 7
-    t = ep_dispatch_traffic([[1, 2, 4, 5, 7]], [1], PLACE8, 4, 10.0, mode="dedup")
+    t = ep_dispatch_traffic([[1, 2, 4, 5, 7]], [1], PLACE8, 4, 10.0, mode="relay")
     net = np.zeros((8, 8))
     net[1, 5] = 10.0  # one network copy to node 1, to local index 1 = GPU 5
     nvl = np.zeros((8, 8))
@@ -66,7 +67,7 @@ def test_dedup_hand_case():
     assert t.nodes_per_token.tolist() == [2]
     assert t.remote_nodes_per_token.tolist() == [1]
     assert t.gpus_per_token.tolist() == [5]
-    assert (t.mode, t.direction, t.n_gpus, t.gpus_per_node) == ("dedup", "dispatch", 8, 4)
+    assert (t.mode, t.direction, t.n_gpus, t.gpus_per_node) == ("relay", "dispatch", 8, 4)
 
 
 def test_direct_hand_case():
@@ -88,7 +89,7 @@ def test_forwarder_that_is_not_a_target_still_relays():
 
 def test_two_experts_on_one_gpu_send_one_copy():
     place = [0, 0, 1, 1]  # 2 experts per GPU, 1 GPU per node
-    for mode in ("dedup", "direct"):
+    for mode in ("relay", "direct"):
         t = ep_dispatch_traffic([[2, 3]], [0], place, 1, 5.0, mode=mode)
         assert t.network.tolist() == [[0.0, 5.0], [0.0, 0.0]]
         assert t.gpus_per_token.tolist() == [1]
@@ -143,11 +144,13 @@ def ep_cases(draw):
 
 
 @settings(max_examples=150, deadline=None)
-@given(ep_cases(), st.sampled_from(["dedup", "direct"]))
-def test_engine_equals_reference(case, mode):
+@given(ep_cases(), st.sampled_from(["relay", "direct"]), st.sampled_from(["gpu", "slot"]))
+def test_engine_equals_reference(case, mode, unit):
     ids, src, place, gpn, n_gpus = case
-    t = ep_dispatch_traffic(ids, src, place, gpn, 3.0, mode=mode, n_gpus=n_gpus)
-    net, nvl, nodes, remote, gpus = _reference_ep(ids, src, place, gpn, mode == "dedup", n_gpus)
+    t = ep_dispatch_traffic(ids, src, place, gpn, 3.0, mode=mode, n_gpus=n_gpus, unit=unit)
+    net, nvl, nodes, remote, gpus = _reference_ep(ids, src, place, gpn, mode == "relay", n_gpus,
+                                                  per_slot=unit == "slot")
+    assert (t.mode, t.unit) == (mode, unit)
     np.testing.assert_array_equal(t.network, net * 3.0)
     np.testing.assert_array_equal(t.nvlink, nvl * 3.0)
     np.testing.assert_array_equal(t.nodes_per_token, nodes)
@@ -155,11 +158,61 @@ def test_engine_equals_reference(case, mode):
     np.testing.assert_array_equal(t.gpus_per_token, gpus)
 
 
+@settings(max_examples=300, deadline=None)
+@given(st.integers(1, 8), st.integers(1, 5), st.data())
+def test_the_copy_rule_kernel_equals_its_reference(gpn, n_nodes, data):
+    """The one copy rule (ep/_kernels.py), compiled and in plain Python, on every pair kind."""
+    n = gpn * n_nodes
+    s, d = data.draw(st.integers(0, n - 1)), data.draw(st.integers(0, n - 1))
+    relay = data.draw(st.booleans())
+    ids = np.arange(n, dtype=np.int64)
+    net, on_net, hub, on_nvl = _copy_path(s, s // gpn, s % gpn, d, relay, ids // gpn,
+                                          np.arange(0, n, gpn, dtype=np.int64))
+    got = (int(net) if on_net else -1, int(hub) if on_nvl else -1)
+    assert got == _reference_copy_path(s, d, gpn, relay)
+
+
+def test_the_copy_rule_by_hand():
+    # 2 nodes of 4 GPUs; a token on GPU 1 (node 0, local index 1)
+    assert _reference_copy_path(1, 1, 4, True) == (-1, -1)     # its own GPU: nothing
+    assert _reference_copy_path(1, 3, 4, True) == (-1, 1)      # same node: NVLink 1 -> 3
+    assert _reference_copy_path(1, 6, 4, False) == (6, -1)     # direct: network 1 -> 6
+    assert _reference_copy_path(1, 6, 4, True) == (5, 5)       # relay: network to 5, NVLink 5 -> 6
+    assert _reference_copy_path(1, 5, 4, True) == (5, -1)      # the relay itself is the target
+    two_on_gpu6 = _reference_copies(1, [6, 6, 7], 4, relay=True, per_slot=True)
+    assert two_on_gpu6 == {("network", 1, 5): 1, ("nvlink", 5, 6): 2, ("nvlink", 5, 7): 1}
+    assert _reference_copies(1, [6, 6, 7], 4, relay=False, per_slot=False) == {
+        ("network", 1, 6): 1, ("network", 1, 7): 1}
+
+
 @settings(max_examples=150, deadline=None)
 @given(ep_cases())
-def test_dedup_never_sends_more_over_the_network(case):
+def test_per_slot_copies_reach_every_chosen_expert(case):
     ids, src, place, gpn, n_gpus = case
-    dd = ep_dispatch_traffic(ids, src, place, gpn, 7.0, mode="dedup", n_gpus=n_gpus)
+    t = ep_dispatch_traffic(ids, src, place, gpn, 1.0, mode="direct", n_gpus=n_gpus, unit="slot")
+    arrivals = np.zeros(n_gpus)
+    for tok in range(ids.shape[0]):
+        for e in ids[tok]:
+            if place[e] != src[tok]:
+                arrivals[place[e]] += 1
+    np.testing.assert_array_equal(t.network.sum(axis=0) + t.nvlink.sum(axis=0), arrivals)
+    per_gpu = ep_dispatch_traffic(ids, src, place, gpn, 1.0, mode="direct", n_gpus=n_gpus)
+    assert per_gpu.network_bytes <= t.network_bytes
+
+
+def test_old_mode_word_still_means_relay():
+    with pytest.warns(DeprecationWarning, match="relay"):
+        old = ep_dispatch_traffic([[1, 2, 4, 5, 7]], [1], PLACE8, 4, 10.0, mode="dedup")
+    new = ep_dispatch_traffic([[1, 2, 4, 5, 7]], [1], PLACE8, 4, 10.0, mode="relay")
+    assert old.mode == "relay"
+    np.testing.assert_array_equal(old.network, new.network)
+
+
+@settings(max_examples=150, deadline=None)
+@given(ep_cases())
+def test_relay_never_sends_more_over_the_network(case):
+    ids, src, place, gpn, n_gpus = case
+    dd = ep_dispatch_traffic(ids, src, place, gpn, 7.0, mode="relay", n_gpus=n_gpus)
     dr = ep_dispatch_traffic(ids, src, place, gpn, 7.0, mode="direct", n_gpus=n_gpus)
     assert dd.network_bytes <= dr.network_bytes
     # and each source sends no more than it would directly
@@ -172,7 +225,7 @@ def test_byte_conservation(case):
     ids, src, place, gpn, n_gpus = case
     b = 5.0
     dr = ep_dispatch_traffic(ids, src, place, gpn, b, mode="direct", n_gpus=n_gpus)
-    dd = ep_dispatch_traffic(ids, src, place, gpn, b, mode="dedup", n_gpus=n_gpus)
+    dd = ep_dispatch_traffic(ids, src, place, gpn, b, mode="relay", n_gpus=n_gpus)
     # direct: every target GPU other than the source receives exactly one copy per token
     arrivals = np.zeros(n_gpus)
     relays = 0
@@ -184,7 +237,7 @@ def test_byte_conservation(case):
         for nd in {g // gpn for g in targets} - {s_node}:
             relays += (nd * gpn + s_local) not in targets
     np.testing.assert_array_equal(dr.network.sum(axis=0) + dr.nvlink.sum(axis=0), arrivals)
-    # dedup delivers the same copies, plus one relay copy for each remote node whose
+    # relay delivers the same copies, plus one relay copy for each remote node whose
     # forwarder is not itself a target
     total_dr = dr.network_bytes + dr.nvlink_bytes
     assert dd.network_bytes + dd.nvlink_bytes == pytest.approx(total_dr + relays * b)
@@ -238,7 +291,7 @@ def test_deepep_logical_over_true_ratio_is_n_over_n_minus_1():
 
 def test_ep64_copies_per_token():
     # Node-limited top-8 of 256 experts, i.i.d. scores, EP64 (32 experts per node):
-    # 3.95 nodes per token, 3.95·7/8 = 3.46 remote network copies with dedup.
+    # 3.95 nodes per token, 3.95·7/8 = 3.46 remote network copies with relay.
     ids, src, place = _ep_setup(8, 256, seed=3)
     t = ep_dispatch_traffic(ids, src, place, 8, 1.0)
     n = ids.shape[0]
@@ -304,7 +357,7 @@ def _reference_local_writes(ids, src, egpu, g, n):
 
 
 def test_local_buffer_writes_match_reference_on_random_routings():
-    from uneven.ep_traffic import local_buffer_writes
+    from uneven.ep.traffic import local_buffer_writes
 
     rng = np.random.default_rng(7)
     for _ in range(20):
@@ -324,7 +377,7 @@ def test_deepep_buffer_writes_are_distinct_ranks_and_bind_at_ep16():
     """DeepEP's NVL-buffer writes per token = distinct destination ranks (6.52 at EP16 in its
     test routing), of which 7/8 cross NVLink; counting the forwarder's self-writes makes EP16
     'forwarding'-bound and leaves EP32/64 NIC-bound."""
-    from uneven.ep_model import deepep_sweep
+    from uneven.ep.model import deepep_sweep
 
     plain = deepep_sweep((16, 32), tokens_per_gpu=1024)
     fwd = deepep_sweep((16, 32), tokens_per_gpu=1024, count_local_writes=True)
@@ -334,8 +387,8 @@ def test_deepep_buffer_writes_are_distinct_ranks_and_bind_at_ep16():
     assert fwd[0]["dispatch_logical_GBps"] < plain[0]["dispatch_logical_GBps"]
     assert fwd[1]["dispatch_logical_GBps"] == pytest.approx(plain[1]["dispatch_logical_GBps"])
     with pytest.raises(ValueError, match="local_writes"):
-        from uneven.ep_model import ep_phase
-        from uneven.ep_traffic import ep_dispatch_traffic
+        from uneven.ep.model import ep_phase
+        from uneven.ep.traffic import ep_dispatch_traffic
         from uneven.topology import h800_cluster
 
         t = ep_dispatch_traffic([[0]], [0], [9], 8, 1.0, n_gpus=16)

@@ -62,7 +62,7 @@ def test_explorer_recomputes_headless():
 def test_explorer_shows_errors_instead_of_raising():
     ex = nb02.bytescale_explorer(show=False)
     good = ex.state
-    ex.compute = lambda **kw: nb02.hdp_explore_state(**{**kw, "context": "3M"})
+    ex.compute = lambda **kw: nb02.bytescale_state(**{**kw, "context": "3M"})
     ex.controls["delta"].value = 0.1
     assert ex.error and "context" in ex.error
     assert ex.state is good
@@ -70,15 +70,15 @@ def test_explorer_shows_errors_instead_of_raising():
 
 def test_explorer_state_validation():
     with pytest.raises(ValueError, match="capacity_k"):
-        nb02.hdp_explore_state(capacity_k=6)
+        nb02.bytescale_state(capacity_k=6)
     with pytest.raises(ValueError, match="kv_heads"):
-        nb02.hdp_explore_state(kv_heads=16)
+        nb02.bytescale_state(kv_heads=16)
     with pytest.raises(ValueError, match="d_pp"):
-        nb02.hdp_explore_state(d_pp=3)
+        nb02.bytescale_state(d_pp=3)
 
 
 def test_busy_profiles_are_sorted_and_bounded_by_the_step():
-    s = nb02.hdp_explore_state()
+    s = nb02.bytescale_state()
     for name, busy in s.busy.items():
         assert np.all(np.diff(busy) <= 0)
         assert busy[0] <= s.steps[name]
@@ -87,7 +87,7 @@ def test_busy_profiles_are_sorted_and_bounded_by_the_step():
 def test_explorer_state_is_checked_when_made():
     from dataclasses import replace
 
-    s = nb02.hdp_explore_state()
+    s = nb02.bytescale_state()
     assert all(not b.flags.writeable for b in s.busy.values())
     assert replace(s).steps == s.steps  # a valid copy passes its own checks
     for field, bad in (("steps", {"static mesh": 1.0}), ("steps", {**s.steps, "naive HDP": 0.0}),
@@ -98,9 +98,9 @@ def test_explorer_state_is_checked_when_made():
         with pytest.raises(ValueError, match=field):
             replace(s, **{field: bad})
     with pytest.raises(ValueError, match="state"):
-        nb02.draw_hdp(nb02.plots.figure()[0], s.steps)
+        nb02.draw_bytescale(nb02.plots.figure()[0], s.steps)
     with pytest.raises(ValueError, match="fig"):
-        nb02.draw_hdp(None, s)
+        nb02.draw_bytescale(None, s)
 
 
 def test_figure_recipes_refuse_bad_input_by_name():

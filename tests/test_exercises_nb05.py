@@ -6,9 +6,9 @@ import math
 
 import pytest
 
-from uneven.ep_decode import DecodeSetup, simulate_decode
+from uneven.ep.decode import DecodeSetup, simulate_decode
 from uneven.exercises import check, exercise, registered
-from uneven.explorers.nb05 import balance_state
+from uneven.explorers.nb05 import balancing_state
 
 #: The worked solutions of notebook 05's <details> blocks.
 SOLUTIONS = {"05.1": 4.59, "05.2": 1.71, "05.3": "b", "05.4": 370.0}
@@ -47,13 +47,13 @@ def test_expected_values_come_from_the_library():
     layer = simulate_decode(DecodeSetup(), placement="NIC-aware", swaps=True, n_steps=120,
                             seed=0).median()
     assert exercise("05.4").expected() == pytest.approx(58 * layer / copy)
-    slow = [balance_state(mode=m, nic_gbps=200.0).layer_time for m in ("direct", "relay")]
+    slow = [balancing_state(mode=m, nic_gbps=200.0).layer_time for m in ("direct", "relay")]
     assert exercise("05.2").expected() == pytest.approx(slow[0] / slow[1])
 
 
 def test_the_predict_exercise_answer_is_not_the_default_ratio():
     # the explorer's default ratio (400 Gb/s) is on screen; the exercise's must be clearly apart
-    default = [balance_state(mode=m).layer_time for m in ("direct", "relay")]
+    default = [balancing_state(mode=m).layer_time for m in ("direct", "relay")]
     e = exercise("05.2").expected()
     assert e > 1.15 * default[0] / default[1]
     assert not check("05.2", default[0] / default[1]).ok

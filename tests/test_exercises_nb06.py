@@ -46,9 +46,9 @@ def test_recognised_slips_get_their_hint():
 def test_exercise_06_3_distractors_are_wrong():
     """Solution 06.3's reasons against (a) and (d): more jitter or more steps leave the P50 and
     P99 gains together; (c): one seed gives both schemes the same delays."""
-    from uneven.schedulers.cores import CoreCosts, decode_steps, ep_traffic, scheme
+    from uneven.ep.superpod import CoreCosts, decode_steps, scheme, superpod_traffic
 
-    t, c = ep_traffic(64, seed=0), CoreCosts()
+    t, c = superpod_traffic(64, seed=0), CoreCosts()
     for jitter, n in ((10e-6, 1000), (2e-6, 5000)):
         b, u = (decode_steps(t, c, scheme(k), n_steps=n, jitter=jitter, seed=7)
                 for k in ("baseline", "ubep"))

@@ -45,6 +45,6 @@ def test_recognised_slips_get_their_hint():
 
 
 def test_the_07_3_solution_counts_nodes_as_stated():
-    from uneven.schedulers.experts import expected_distinct_groups
+    from uneven.ep.routing import expected_distinct_groups
 
     assert round(expected_distinct_groups(256, 8, 4), 1) == 3.3

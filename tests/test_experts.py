@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from uneven.schedulers.experts import (
+from uneven.ep.routing import (
     Routing,
     _reference_node_limited,
     _reference_topk,

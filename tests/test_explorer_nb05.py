@@ -3,9 +3,9 @@
 import numpy as np
 import pytest
 
-from uneven.ep_decode import DecodeSetup, simulate_decode
+from uneven.ep.decode import DecodeSetup, simulate_decode
+from uneven.ep.placement import contiguous_slots, eplb_placement, nic_aware_placement
 from uneven.explorers import nb05
-from uneven.schedulers.placement import contiguous_slots, eplb_placement, nic_aware_placement
 from uneven.workloads import expert_popularity
 
 
@@ -47,12 +47,12 @@ def test_controls_move_the_state(explorer):
 
 
 def test_bad_values_are_shown_not_raised():
-    s = nb05.balance_state(tokens_per_gpu=32)
+    s = nb05.balancing_state(tokens_per_gpu=32)
     assert s.layer_time > 0
     with pytest.raises(ValueError, match="n_hosts"):
-        nb05.balance_state(n_hosts=3)
+        nb05.balancing_state(n_hosts=3)
     ex = nb05.balancing_explorer(show=False)
-    ex.compute = lambda **kw: nb05.balance_state(**{**kw, "n_hosts": 3})
+    ex.compute = lambda **kw: nb05.balancing_state(**{**kw, "n_hosts": 3})
     ex.controls["skew"].value = 4.0
     assert ex.error is not None and "n_hosts" in ex.error and ex.state is not None
 
@@ -85,7 +85,7 @@ def test_states_and_recipes_check_their_inputs():
 
     from uneven import plots
 
-    s = nb05.balance_state(n_hosts=2, tokens_per_gpu=16)
+    s = nb05.balancing_state(n_hosts=2, tokens_per_gpu=16)
     assert not s.gpu_done.flags.writeable and not s.gpu_ready.flags.writeable
     for changes, name in (({"gpu_done": s.gpu_done[:-1]}, "gpu_done"),
                           ({"nic_in": -s.nic_in}, "nic_in"), ({"layer_time": np.inf}, "layer_time"),
@@ -94,11 +94,11 @@ def test_states_and_recipes_check_their_inputs():
             dataclasses.replace(s, **changes)
     fig, _ = plots.figure(8, 3)
     with pytest.raises(ValueError, match="state"):
-        nb05.draw_balance(fig, (1.0, 2.0))
+        nb05.draw_balancing(fig, (1.0, 2.0))
     with pytest.raises(ValueError, match="fig"):
-        nb05.draw_balance(None, s)
+        nb05.draw_balancing(None, s)
     with pytest.raises(ValueError, match="nic_gbps"):
-        nb05.balance_state(nic_gbps=1e300)
+        nb05.balancing_state(nic_gbps=1e300)
     plan = contiguous_slots(8, 4, gpus_per_node=4)
     with pytest.raises(ValueError, match="load"):
         nb05.swap_to_steady(plan, [1.0, 2.0], 0.02)

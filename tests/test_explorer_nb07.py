@@ -36,13 +36,13 @@ def test_errors_are_shown_not_raised():
     ex = nb07.unevenness_explorer(show=False)
 
     def bad(**kw):
-        return nb07.uneven_state(**{**kw, "ubep": 2.0})
+        return nb07.unevenness_state(**{**kw, "ubep": 2.0})
 
     ex.compute = bad
     ex.controls["deepseek"].value = 0.2
     assert ex.error is not None and "ubep must be" in ex.error and ex.state is not None
     with pytest.raises(ValueError, match="ubep"):
-        nb07.uneven_state(ubep=-1.0)
+        nb07.unevenness_state(ubep=-1.0)
 
 
 def test_figure_recipes_draw():
@@ -53,7 +53,7 @@ def test_figure_recipes_draw():
                                         asymptote=(ns, ns * 0.1)))
     figs.append(nb07.compute_tax_figure([TaxRow("a", "b", 2.0, 1.0)], bound=("c", 0.2)))
     figs.append(nb07.evidence_figure(evidence_rows()))
-    figs.append(nb07.unevenness_figure(nb07.uneven_state()))
+    figs.append(nb07.unevenness_figure(nb07.unevenness_state()))
     for fig in figs:
         assert plots.png_bytes(fig)[1:4] == b"PNG"
     md = nb07.evidence_markdown(evidence_rows())
@@ -65,7 +65,7 @@ def test_state_and_recipes_refuse_bad_input_by_name():
 
     from uneven.counterfactuals import bandwidth_sweep, network_fix_sweep
 
-    s = nb07.uneven_state()
+    s = nb07.unevenness_state()
     for change, name in (({"pieces": {"x": 1}}, "pieces"), ({"curves": {}}, "curves"),
                          ({"curves": {**s.curves, "ubep": {"s": [0.5], "baseline": [np.nan],
                                                            "system": [1.0]}}}, "curves")):
@@ -74,7 +74,7 @@ def test_state_and_recipes_refuse_bad_input_by_name():
     with pytest.raises(ValueError, match="state"):
         nb07.unevenness_figure("state")
     with pytest.raises(ValueError, match="fig"):
-        nb07.draw_uneven(None, s)
+        nb07.draw_unevenness(None, s)
     t = policy_table([[1.0, 2.0], [1.5, 1.0]], ["a", "b"], ["x", "y"])
     with pytest.raises(ValueError, match="defaults"):
         nb07.policy_figure({"demo": t}, defaults={"demo": "c"})
@@ -108,7 +108,7 @@ def test_state_and_recipes_refuse_bad_input_by_name():
         nb07.evidence_figure([{**rows[0], "kind": "blog"}])
     with pytest.raises(ValueError, match="rows"):
         nb07.evidence_markdown([{**rows[0], "claim": None}])
-    from uneven.expert_roofline import EXPERT_COSTS
+    from uneven.ep.roofline import EXPERT_COSTS
 
     kw = dict(decode_tokens=(1, 256), training_tokens=(2000, 20000),
               decode_gain=([1, 4], [0.1, 0.2]), training_gain=0.1)

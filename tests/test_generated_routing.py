@@ -9,11 +9,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from uneven.ep_model import EpStep, ep_step
-from uneven.ep_traffic import ep_dispatch_traffic
-from uneven.schedulers.experts import (
-    _counter_key,
-    _popularity_odds,
+from uneven.ep._kernels import _counter_key, _popularity_odds
+from uneven.ep.model import EpStep, ep_step
+from uneven.ep.routing import (
     _reference_counter_scores,
     _reference_node_limited,
     contiguous_placement,
@@ -22,6 +20,7 @@ from uneven.schedulers.experts import (
     generated_route,
     node_limited_route,
 )
+from uneven.ep.traffic import ep_dispatch_traffic
 
 
 @settings(max_examples=40, deadline=None)
@@ -98,10 +97,10 @@ def _route_then_count(n_gpus, tpg, ep, k, max_nodes, skew, seed, bias, mode, bpc
 
 
 @pytest.mark.parametrize("n_gpus, tpg, ep, k, max_nodes, skew, mode, bias, threads", [
-    (32, 40, 16, 8, 4, 0.0, "dedup", False, 1),
+    (32, 40, 16, 8, 4, 0.0, "relay", False, 1),
     (64, 25, 32, 8, 2, 0.7, "direct", False, 3),
-    (64, 15, 64, 8, 4, 0.0, "dedup", True, 2),
-    (128, 8, 64, 6, 3, 1.2, "dedup", False, 4),
+    (64, 15, 64, 8, 4, 0.0, "relay", True, 2),
+    (128, 8, 64, 6, 3, 1.2, "relay", False, 4),
 ])
 def test_ep_step_equals_routing_then_aggregating(n_gpus, tpg, ep, k, max_nodes, skew, mode, bias,
                                                  threads):
@@ -125,7 +124,7 @@ def test_ep_step_does_not_depend_on_threads_and_counts_copies():
         assert np.array_equal(getattr(one, name), getattr(four, name))
     assert one.time == four.time
     assert isinstance(one, EpStep)
-    # dedup: one network copy per remote node
+    # relay: one network copy per remote node
     assert one.network_copies_per_token == pytest.approx(one.remote_nodes_per_token)
     assert 1.0 <= one.nodes_per_token <= 4.0
 
@@ -135,7 +134,7 @@ def test_ep_step_does_not_depend_on_threads_and_counts_copies():
     ({"ep": 12}, "multiple of gpus_per_node"),
     ({"n_experts": 100}, "multiple of ep"),
     ({"k": 200}, "k must"),
-    ({"mode": "relay"}, "mode"),
+    ({"mode": "relays"}, "mode"),
     ({"threads": 0}, "threads"),
     ({"topology": lambda n: None}, "topology"),
     ({"bias": [0.0] * 3}, "bias"),

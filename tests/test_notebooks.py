@@ -108,8 +108,8 @@ def test_moving_a_control_replaces_the_static_figure_in_place(numba_cache, tmp_p
 
     nb = nbformat.v4.new_notebook()
     nb.cells = [
-        nbformat.v4.new_code_cell("from uneven.explorers import start_page_explorer\n"
-                                  "ex = start_page_explorer()"),
+        nbformat.v4.new_code_cell("from uneven.explorers import start_explorer\n"
+                                  "ex = start_explorer()"),
         nbformat.v4.new_code_cell("ex.controls['hot_factor'].value = 6.0\nprint(ex.error)"),
     ]
     client = NotebookClient(nb, timeout=300, kernel_name="python3",

@@ -5,9 +5,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from uneven._tiles import _piece_dependencies
 from uneven.overlap import (
     H800,
-    _piece_dependencies,
     _reference_tile_overlap,
     fused_time_closed_form,
     hiding_ratio,

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
-from uneven.engines.timeline import _reference_timeline
+from uneven.engines._timeline_kernel import _reference_timeline
 from uneven.schedulers import pipeline as P
 from uneven.schedulers.pipeline import pipeline_schedule, simulate_pipeline
 

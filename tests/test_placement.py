@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from uneven.schedulers.placement import (
+from uneven.ep.placement import (
     Placement,
     _reference_packing,
     _reference_replicate,

@@ -7,6 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
+from uneven.ep.superpod import CoreCosts, best_split, scheme, superpod_traffic
 from uneven.policies import (
     SERIAL_SPLIT,
     core_split_table,
@@ -14,7 +15,6 @@ from uneven.policies import (
     transport_policy_table,
     warmup_policy_table,
 )
-from uneven.schedulers.cores import CoreCosts, best_split, ep_traffic, scheme
 from uneven.schedulers.pipeline import pipeline_schedule, simulate_pipeline
 
 times = arrays(np.float64, st.tuples(st.integers(1, 6), st.integers(1, 6)),
@@ -71,7 +71,8 @@ def test_core_split_table_agrees_with_best_split():
     costs = CoreCosts(cores=8)
     t = core_split_table([(16, 4), (32, 64)], count_cores=range(1, 8), costs=costs)
     for j, (ep, tok) in enumerate(((16, 4), (32, 64))):
-        k, lat = best_split(ep_traffic(ep, tokens_per_rank=tok, seed=0), costs, scheme("ubep"))
+        traffic = superpod_traffic(ep, tokens_per_rank=tok, seed=0)
+        k, lat = best_split(traffic, costs, scheme("ubep"))
         concurrent = t.times[:-1, j]
         assert concurrent.min() == pytest.approx(lat)
         assert t.policies[int(concurrent.argmin())] == f"count on {k}, send on {8 - k}"

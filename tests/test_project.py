@@ -306,14 +306,14 @@ INNER_KERNELS = {
         "_sift_up", "_sift_down", "_heap_push", "_heap_pop", "_heap_remove", "_heapify",
         "_heap_fix", "_fill", "_set_active", "_advance")
 } | {
-    "uneven.engines.linkload._kind_max", "uneven.schedulers.experts._rank_order",
-    "uneven.schedulers.experts._finish", "uneven.schedulers.pipeline._interleaved_put",
-    "uneven.schedulers.pipeline._send", "uneven.topology._net_path",
+    "uneven.engines.linkload._kind_max", "uneven.ep._kernels._rank_order",
+    "uneven.ep.routing._finish", "uneven.schedulers.pipeline._interleaved_put",
+    "uneven.schedulers.pipeline._send", "uneven._routes._net_path",
 } | {
-    "uneven.schedulers.experts." + n for n in (
+    "uneven.ep._kernels." + n for n in (
         "_mix64", "_pair_uniforms", "_skewed", "_one_score", "_top2", "_gen_top2", "_buf_pos",
-        "_route_generated", "_route_8x32")
-} | {"uneven.ep_traffic._step_gpus", "uneven.schedulers._replay._link",
+        "_route_generated", "_route_8x32", "_copy_path", "_mark_token", "_add_copies")
+} | {"uneven.ep.model._step_gpus", "uneven.schedulers._replay._link",
      "uneven.schedulers._replay._has_send", "uneven.schedulers._replay._moves"}
 # Kernels of reference routes that tests compare the fast ones against (and a guard that never
 # fires): nothing a reader runs compiles them.

@@ -22,10 +22,10 @@ from uneven.collectives import all_to_all
 from uneven.engines.fluid import simulate_fluid
 from uneven.engines.linkload import link_loads
 from uneven.engines.timeline import run_timeline
-from uneven.ep_model import decode_tpot_bound, deepep_sweep, ep_phase, ep_round, route_ep_group
-from uneven.ep_traffic import ep_dispatch_traffic
+from uneven.ep.model import decode_tpot_bound, deepep_sweep, ep_phase, ep_round, route_ep_group
+from uneven.ep.routing import expected_distinct_groups, synthetic_gate_scores
+from uneven.ep.traffic import ep_dispatch_traffic
 from uneven.schedulers import pipeline as P
-from uneven.schedulers.experts import expected_distinct_groups, synthetic_gate_scores
 from uneven.schedulers.pipeline import (
     pipeline_schedule,
     replan_warmups,

@@ -3,12 +3,12 @@
 import numpy as np
 import pytest
 
-from uneven.explorers import a2a_state, start_page_explorer
+from uneven.explorers import start_state, start_explorer
 from uneven.widgets import explore, int_slider
 
 
 def test_start_page_explorer_recomputes_when_a_control_moves():
-    ex = start_page_explorer(show=False)
+    ex = start_explorer(show=False)
     before = ex.state.time
     assert ex.png and ex.png[:4] == b"\x89PNG"
     ex.controls["mb_per_pair"].value = 4.0
@@ -20,7 +20,7 @@ def test_start_page_explorer_recomputes_when_a_control_moves():
 
 
 def test_presets_set_several_controls_with_one_update():
-    ex = start_page_explorer(show=False)
+    ex = start_explorer(show=False)
     n = len(ex.timings)
     ex.preset_menu.value = "hot node 8×"
     assert ex.controls["n_nodes"].value == 8 and ex.controls["hot_factor"].value == 8.0
@@ -56,9 +56,9 @@ def test_explore_rejects_defaults_that_fail():
 
 def test_a2a_state_validation():
     with pytest.raises(ValueError, match="fabric"):
-        a2a_state(fabric="torus")
+        start_state(fabric="torus")
     with pytest.raises(ValueError, match="hot_factor"):
-        a2a_state(hot_factor=0.5)
+        start_state(hot_factor=0.5)
 
 
 def _pixels(png):
@@ -71,10 +71,10 @@ def _pixels(png):
 
 
 def test_blitted_updates_draw_the_same_picture_as_a_fresh_figure():
-    from uneven.explorers import deepseek_explorer, pipeline_explorer
+    from uneven.explorers import deepseek_explorer, pipemorph_explorer
 
-    for build, control, path in ((start_page_explorer, "mb_per_pair", (2.0, 4.0, 3.0)),
-                                 (pipeline_explorer, "delay_ms", (20.0, 5.0, 12.0)),
+    for build, control, path in ((start_explorer, "mb_per_pair", (2.0, 4.0, 3.0)),
+                                 (pipemorph_explorer, "delay_ms", (20.0, 5.0, 12.0)),
                                  (deepseek_explorer, "ib_gbps", (200.0, 600.0, 350.0))):
         moved = build(show=False)
         for value in path:  # several updates over one cached background

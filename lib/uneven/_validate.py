@@ -143,8 +143,8 @@ def check_choice(name: str, value, choices: Iterable):
     Strings match strings and integers match integers (never a bool); anything else, arrays
     included, is simply not one of the choices.
 
-    >>> check_choice("mode", "dedup", ("dedup", "direct"))
-    'dedup'
+    >>> check_choice("mode", "relay", ("relay", "direct"))
+    'relay'
     >>> check_choice("layers", True, (2, 3))
     Traceback (most recent call last):
     ...

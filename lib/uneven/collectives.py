@@ -36,8 +36,6 @@ from ._validate import (
 )
 from .engines.linkload import (
     LinkLoads,
-    _check_topo,
-    _loads_result,
     link_loads,
     link_loads_kron,
     link_loads_matrix,
@@ -184,7 +182,7 @@ def send_recv(topo: Topology, src: int, dst: int, nbytes: float) -> CollectiveRe
     >>> round(send_recv(h800_cluster(2), 0, 8, 1e6).time * 1e6, 1)  # 20 us + 2.8 us latency
     22.8
     """
-    topo = _check_topo(topo)
+    topo = check_instance("topo", topo, Topology, "from uneven.topology")
     nbytes = check_real("nbytes", nbytes, lo=0.0, unit="bytes")
     src = check_int("src", src, lo=0, hi=topo.n_gpus - 1)
     dst = check_int("dst", dst, lo=0, hi=topo.n_gpus - 1)
@@ -194,7 +192,7 @@ def send_recv(topo: Topology, src: int, dst: int, nbytes: float) -> CollectiveRe
 
 
 def _ring(topo, nbytes, ranks, op, steps_per_rank):
-    topo = _check_topo(topo)
+    topo = check_instance("topo", topo, Topology, "from uneven.topology")
     nbytes = check_real("nbytes", nbytes, lo=0.0, unit="bytes")
     r = _ranks(topo, ranks)
     n = r.size
@@ -208,7 +206,7 @@ def _ring(topo, nbytes, ranks, op, steps_per_rank):
     step_time = step.time()
     _finite("nbytes times the step count",
             float(step.bytes.max(initial=0.0)) * steps + steps * step_time)
-    total = _loads_result(topo, step.bytes * steps, step.max_latency)
+    total = LinkLoads(topo, step.bytes * steps, step.max_latency)
     return CollectiveResult(op, n, nbytes, steps * step_time, steps, step_time, total)
 
 
@@ -248,7 +246,7 @@ def all_to_all(
     >>> r.loads.bottleneck()[1][:6], round(r.time * 1e6, 1)
     ('nic_up', 166.1)
     """
-    topo = _check_topo(topo)
+    topo = check_instance("topo", topo, Topology, "from uneven.topology")
     given = [nbytes_per_pair is not None, traffic is not None, node_weights is not None]
     if sum(given) != 1 or (node_weights is not None) != (block is not None):
         raise ValueError(
@@ -292,9 +290,8 @@ def fluid_transfers(topo: Topology, src, dst, nbytes, *, arrival=None, quantum: 
     46.13
     """
     from .engines.fluid import simulate_fluid
-    from .engines.linkload import _efficiency
 
-    topo = _check_topo(topo)
+    topo = check_instance("topo", topo, Topology, "from uneven.topology")
     quantum = check_real("quantum", quantum, lo=0.0)
     ptr, links = topo.paths(src, dst)
     # Bounded far below the engine's range check (largest size over slowest rate), so that an
@@ -307,5 +304,5 @@ def fluid_transfers(topo: Topology, src, dst, nbytes, *, arrival=None, quantum: 
     lat = np.add.reduceat(np.append(topo.latency[links], 0.0), ptr[:-1]) if links.size else (
         np.zeros(nbytes.size))
     lat = np.where(ptr[1:] > ptr[:-1], lat, 0.0)
-    cap = topo.capacity * _efficiency(topo, efficiency)
+    cap = topo.scaled_capacity(efficiency)
     return simulate_fluid(ptr, links, cap, nbytes, arrival=arrival, latency=lat, quantum=quantum)

@@ -9,9 +9,9 @@ library's models twice or more, changing a single thing:
   the link more slack, and it cannot stop a stuck send from blocking the GPU stream. The sweep
   credits the network with removing a share of the delay and compares the fixed schedule with
   PipeMorph's re-plan, which keeps the whole delay;
-* :func:`transport_before_after` (decode, :mod:`uneven.ep_decode`): the same better transport
+* :func:`transport_before_after` (decode, :mod:`uneven.ep.decode`): the same better transport
   on a skewed layer and on a balanced one (notebook 05's 2 × 2);
-* :func:`bandwidth_sweep` (superpod, :mod:`uneven.schedulers.cores`): more fabric bandwidth per
+* :func:`bandwidth_sweep` (superpod, :mod:`uneven.ep.superpod`): more fabric bandwidth per
   core against a dispatch bound by barriers and hop latency;
 * :func:`compute_unit_tax`: what communication costs when it runs on the compute units, in the
   three models that have such a knob — sends on the GPU stream (pipeline), an SM tax of the EP
@@ -113,11 +113,11 @@ def transport_before_after(*, tokens_per_gpu: int = 64, n_steps: int = 20, seed:
     """Median exposed communication (s) of one decode layer (EP32 on H20), per-expert overlap
     on, for ``{(state, transport): seconds}`` with state ``"skewed"`` (contiguous placement, one
     copy per expert: DeepEP's default) or ``"balanced"`` (NIC-aware placement, swaps, relay) and
-    transport ``"DeepEP-LL-like"`` or ``"SM-free"`` (:mod:`uneven.ep_transport`).
+    transport ``"DeepEP-LL-like"`` or ``"SM-free"`` (:mod:`uneven.ep.transport`).
     ``tokens_per_gpu`` in [1, 4096], ``n_steps`` in [1, 10,000]; the four runs count against the
     work budget of :mod:`uneven.limits`."""
-    from .ep_decode import DecodeSetup, simulate_decode
-    from .ep_transport import DEEPEP_LL, SM_FREE
+    from .ep.decode import DecodeSetup, simulate_decode
+    from .ep.transport import DEEPEP_LL, SM_FREE
 
     setup = DecodeSetup(tokens_per_gpu=check_int("tokens_per_gpu", tokens_per_gpu, lo=1,
                                                  hi=4096))
@@ -137,10 +137,10 @@ def transport_before_after(*, tokens_per_gpu: int = 64, n_steps: int = 20, seed:
 def bandwidth_sweep(factors, *, ep: int = 64, tokens_per_die: int = 128, seed: int = 0) -> dict:
     """Jitter-free dispatch latency (s) inside a superpod against the bandwidth a core can push.
 
-    ``factors`` multiply :attr:`uneven.schedulers.cores.CoreCosts.core_bandwidth` (1 = the
+    ``factors`` multiply :attr:`uneven.ep.superpod.CoreCosts.core_bandwidth` (1 = the
     CloudMatrix-like default): a number or a 1-d list of at most 1,024 numbers in
     [1e-6, 1e12], or ``np.inf`` (bytes cost nothing). A factor that would take a core past
-    1e15 bytes/s (the most :class:`~uneven.schedulers.cores.CoreCosts` accepts; ``np.inf``
+    1e15 bytes/s (the most :class:`~uneven.ep.superpod.CoreCosts` accepts; ``np.inf``
     included) runs at that bandwidth: a 512-byte block then costs 0.5 fs,
     nothing next to the hop latencies (0.1 µs and up), so it stands for unlimited bandwidth.
     ``ep`` in [2, 1024], ``tokens_per_die`` in [1, 8192] with ``ep * tokens_per_die <= 2**20``;
@@ -149,13 +149,13 @@ def bandwidth_sweep(factors, *, ep: int = 64, tokens_per_die: int = 128, seed: i
     and ``"ubep"``, and ``"barriers"``: the time the baseline spends in its two barriers (s, the
     same at every bandwidth).
     """
-    from .schedulers.cores import (
+    from .ep.superpod import (
         MAX_RANKS,
         CoreCosts,
-        ep_traffic,
         phase_latency,
         phase_plan,
         scheme,
+        superpod_traffic,
     )
 
     raw = _raw_array("factors", factors, "numbers > 0 (inf allowed)")
@@ -173,7 +173,7 @@ def bandwidth_sweep(factors, *, ep: int = 64, tokens_per_die: int = 128, seed: i
     check_steps("factors", f"{f.size} factors", 10.0 * ep * tokens_per_die * max(256, ep)
                 + 2 * f.size * (80.0 * ep * ep + 200 * PY_STEP),
                 "routing once and planning two schemes per factor")
-    traffic = ep_traffic(ep, tokens_per_rank=tokens_per_die, seed=seed)
+    traffic = superpod_traffic(ep, tokens_per_rank=tokens_per_die, seed=seed)
     base = CoreCosts()
     out = {"factors": f, "baseline": [], "ubep": []}
     for x in f:
@@ -246,8 +246,8 @@ def compute_unit_tax(*, transfer: float = 0.5e-3, delay: float = 0.03, comm_sms=
     runs count against the work budget of :mod:`uneven.limits`). Returns a list of
     :class:`TaxRow`.
     """
-    from .ep_decode import DecodeSetup, simulate_decode
-    from .ep_transport import DEEPEP_LL, Transport
+    from .ep.decode import DecodeSetup, simulate_decode
+    from .ep.transport import DEEPEP_LL, Transport
     from .parallel_volumes import DEEPSEEK_V3
     from .schedulers.moe_layer import H800_NODE, layer_timeline
     from .schedulers.pipeline import pipeline_schedule, simulate_pipeline

@@ -83,7 +83,11 @@ class Paper:
 
     ``headline``: one line for tables such as the start page's; ``evidence``: every headline
     number as :class:`Evidence`; ``public``: whether the paper's text could be read (else its
-    numbers are [chapter]); ``artifact``: the public code or logs used, if any. Checked on
+    numbers are [chapter]); ``artifact``: the public code or logs used, if any; ``system``: the
+    :data:`uneven.plots.PALETTE` name its system is drawn with; ``short``: the slow piece in a
+    few words, for small labels. Everything keyed by paper (the unevenness knobs, notebook 07's
+    colours, the explorers benchmarked and warmed) is derived from :data:`PAPERS`, and
+    ``tests/test_layout.py`` checks that each paper has all of them. Checked on
     construction (strings, ``parallelism`` and ``workload`` from their lists, ``evidence`` a
     tuple of at most 64 :class:`Evidence`, ``public`` a bool).
     """
@@ -99,9 +103,12 @@ class Paper:
     evidence: tuple = ()
     public: bool = True
     artifact: str = ""
+    system: str = ""
+    short: str = ""
 
     def __post_init__(self):
-        for name in ("key", "title", "venue", "slow_piece", "notebook", "headline", "artifact"):
+        for name in ("key", "title", "venue", "slow_piece", "notebook", "headline", "artifact",
+                     "system", "short"):
             check_str(name, getattr(self, name))
         check_choice("parallelism", self.parallelism, ("PP", "DP×CP", "EP"))
         check_choice("workload", self.workload, ("training", "serving"))
@@ -136,7 +143,8 @@ PAPERS = (
                        "worst", "paper", "simulation", "none", "simulated pipelines", None,
                        "not re-derived here", "01 §7"),
           ),
-          artifact="github.com/wutianyuan1/PipeMorph"),
+          artifact="github.com/wutianyuan1/PipeMorph",
+          system="PipeMorph", short="slow link"),
     Paper("bytescale", "ByteScale", "SIGCOMM 2025", "DP×CP", "training",
           "a long sequence", "02_bytescale",
           "up to 7.89× over a static DP×CP mesh, 2M tokens, GitHub data [paper]; the chapter "
@@ -160,7 +168,8 @@ PAPERS = (
                        "paper", "production", "undisclosed", "70B and MoE models", None, "",
                        "02 §8"),
           ),
-          artifact="none"),
+          artifact="none",
+          system="balanced HDP", short="long sequence"),
     Paper("deepseek", "Insights into DeepSeek-V3", "ISCA 2025", "EP", "training",
           "the NIC that EP must cross", "03_deepseek_v3",
           "272.80 vs 272.52 B tokens/day, multi-plane vs shared-spine, 2,048 H800 (production) "
@@ -182,7 +191,8 @@ PAPERS = (
                        "analysis", "64-port switches", "theoretical; about 2,000 deployed",
                        (2048, 16384), "", "03 §4"),
           ),
-          artifact="github.com/deepseek-ai/DeepEP"),
+          artifact="github.com/deepseek-ai/DeepEP",
+          system="one copy per node", short="NIC"),
     Paper("megascale", "MegaScale-MoE", "EuroSys 2026", "EP", "training",
           "cross-node TP/EP traffic in every layer", "04_megascale_moe",
           "1.65–1.88× Megatron-LM, 352B model, 240–1,440 H800 [paper]",
@@ -201,7 +211,8 @@ PAPERS = (
               Evidence("SP + EP 14.9–32.9% above TP + TP in MFU, one node", "paper",
                        "testbed", "H800", "8 GPUs per model", (8, 8), "", "04 §4"),
           ),
-          artifact="none"),
+          artifact="none",
+          system="SP+EP", short="hot expert (training)"),
     Paper("balancing", "Balancing and Beyond", "SIGCOMM 2026", "EP", "serving",
           "a hot expert and its NIC", "05_balancing_and_beyond",
           "communication 190.21 → 134.00 µs vs DeepEP default, EP32 on H20 [chapter]",
@@ -217,7 +228,8 @@ PAPERS = (
                        "the transport the model fits; not this paper's number", "05 §10",
                        source="DeepEP docs/legacy.md (README until April 2026)"),
           ),
-          public=False, artifact="none (EPLB and DeepEP used as public anchors)"),
+          public=False, artifact="none (EPLB and DeepEP used as public anchors)",
+          system="NIC-aware", short="hot expert + NIC"),
     Paper("ubep", "UBEP", "SIGCOMM 2026", "EP", "serving",
           "a barrier and far hops in a superpod", "06_ubep",
           "dispatch latency up to 52.4% below CANN EP, 64 NPUs [chapter]",
@@ -235,7 +247,8 @@ PAPERS = (
                        "its own operator, neither CANN's nor UBEP's", "06 §4",
                        source="CloudMatrix384 report, arXiv:2506.12708"),
           ),
-          public=False, artifact="none (the CloudMatrix384 report used as a public anchor)"),
+          public=False, artifact="none (the CloudMatrix384 report used as a public anchor)",
+          system="UBEP", short="barrier"),
 )
 
 

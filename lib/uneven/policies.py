@@ -19,9 +19,9 @@ The builders run the library's own simulators:
   dispatched live under another (the replan rule of :func:`~uneven.schedulers.pipeline.
   simulate_trace` with a one-iteration lag), plus schedules planned for a healthy network and
   replayed, as a production job runs them;
-* :func:`transport_policy_table`: one decode MoE layer (:mod:`uneven.ep_decode`) per batch size,
+* :func:`transport_policy_table`: one decode MoE layer (:mod:`uneven.ep.decode`) per batch size,
   with one copy per expert or the same-index relay, with or without per-expert overlap;
-* :func:`core_split_table`: one EP dispatch inside a superpod (:mod:`uneven.schedulers.cores`) per
+* :func:`core_split_table`: one EP dispatch inside a superpod (:mod:`uneven.ep.superpod`) per
   EP size and batch, with 1, 2, 4 … counting cores beside the senders, or every core counting and
   then sending.
 
@@ -324,7 +324,7 @@ def warmup_policy_table(profiles: dict, *, p: int = 8, m: int = 24, t_op: float 
 # --------------------------------------------------------------------------- decode transport
 
 #: The transport and overlap choices of notebook 05 (keyword arguments of
-#: :func:`uneven.ep_decode.simulate_decode`).
+#: :func:`uneven.ep.decode.simulate_decode`).
 TRANSPORT_OPTIONS = {
     "one copy per expert": {"mode": "direct"},
     "one copy per expert + overlap": {"mode": "direct", "overlap": True},
@@ -333,12 +333,12 @@ TRANSPORT_OPTIONS = {
 }
 
 
-#: The keyword arguments of :func:`uneven.ep_decode.simulate_decode` an option may set.
+#: The keyword arguments of :func:`uneven.ep.decode.simulate_decode` an option may set.
 OPTION_KEYS = ("mode", "overlap", "transport")
 
 
 def _check_options(options) -> dict:
-    from .ep_transport import TRANSPORT_MODES, Transport
+    from .ep.transport import TRANSPORT_MODES, Transport
 
     if not isinstance(options, Mapping) or not 1 <= len(options) <= 64:
         raise ValueError(f"options must be a dict of 1 to 64 entries name -> keyword arguments; "
@@ -369,12 +369,12 @@ def transport_policy_table(batches, *, options: dict | None = None, n_steps: int
     ``batches``: distinct tokens per GPU, each in [1, 4096] (workloads ``"<b> tokens/GPU"``);
     ``options``: ``{name: kwargs of simulate_decode}`` with keys among :data:`OPTION_KEYS`
     (default :data:`TRANSPORT_OPTIONS`); ``n_steps`` decode steps per point with ``seed``;
-    ``placement`` and ``swaps`` as in :func:`uneven.ep_decode.simulate_decode`; ``setup``: other
-    fields of :class:`uneven.ep_decode.DecodeSetup` (EP32 on H20 by default). Every decode step
+    ``placement`` and ``swaps`` as in :func:`uneven.ep.decode.simulate_decode`; ``setup``: other
+    fields of :class:`uneven.ep.decode.DecodeSetup` (EP32 on H20 by default). Every decode step
     of every point counts against the work budget of :mod:`uneven.limits` (about 2 ms plus
     150 ns per token copy).
     """
-    from .ep_decode import PLACEMENTS, DecodeSetup, simulate_decode
+    from .ep.decode import PLACEMENTS, DecodeSetup, simulate_decode
 
     b = [check_int("batches", x, lo=1, hi=4096) for x in _items("batches", np.atleast_1d(
         batches) if isinstance(batches, (np.ndarray, Real)) else batches, max_n=256)]
@@ -412,21 +412,21 @@ def core_split_table(workloads, *, count_cores=(1, 2, 4, 8, 16, 24), costs=None,
     """Jitter-free dispatch latency (s) of each split of a die's cores, per workload.
 
     ``workloads``: ``(ep_size, tokens_per_die)`` pairs (uniform top-8 routing on a
-    CloudMatrix-like superpod, :func:`uneven.schedulers.cores.ep_traffic` with ``seed``;
+    CloudMatrix-like superpod, :func:`uneven.ep.superpod.superpod_traffic` with ``seed``;
     ``ep_size`` in [2, 1024], ``tokens_per_die`` in [1, 8192], their product at most 2**20).
     Candidates: UBEP's scheme with ``c`` counting cores beside ``cores - c`` senders, for each
     ``c`` in ``count_cores`` (below the core count), and :data:`SERIAL_SPLIT` — every core counts,
     then every core sends, with the same equal hop mix and flag inside each block (no barrier).
-    ``costs``: a :class:`uneven.schedulers.cores.CoreCosts` (48 cores per die by default).
+    ``costs``: a :class:`uneven.ep.superpod.CoreCosts` (48 cores per die by default).
     Routing and planning count against the work budget of :mod:`uneven.limits`.
     """
-    from .schedulers.cores import (
+    from .ep.superpod import (
         MAX_RANKS,
         CoreCosts,
-        ep_traffic,
         phase_latency,
         phase_plan,
         scheme,
+        superpod_traffic,
     )
 
     costs = CoreCosts() if costs is None else costs
@@ -460,7 +460,7 @@ def core_split_table(workloads, *, count_cores=(1, 2, 4, 8, 16, 24), costs=None,
     schemes[SERIAL_SPLIT] = scheme("baseline", assignment="hop_mix", sync="block")
     rows = {name: [] for name in schemes}
     for ep, tok in pairs:
-        traffic = ep_traffic(ep, tokens_per_rank=tok, seed=seed)
+        traffic = superpod_traffic(ep, tokens_per_rank=tok, seed=seed)
         for name, s in schemes.items():
             rows[name].append(phase_latency(phase_plan(traffic, costs, s)))
     return _result(list(rows.values()), tuple(rows),

@@ -46,7 +46,26 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ._jit import njit
+from ._routes import (
+    KIND_CLUSTER,
+    KIND_SUPERPOD,
+    MAX_ROUTE,
+    N_IPARAMS,
+    P_G,
+    P_K,
+    P_KIND,
+    P_LPR,
+    P_N,
+    P_NLINKS,
+    P_NODES,
+    P_NPL,
+    P_OFF0,
+    P_PLANES,
+    P_PXN,
+    _hop_class,
+    _paths_csr,
+    _route,
+)
 from ._validate import (
     _show,
     as_float_array,
@@ -78,16 +97,10 @@ LINK_KINDS = (
     "nvl_out", "nvl_in", "nic_up", "nic_down", "leaf_up", "leaf_down",
     "npu_out", "npu_in", "node_up", "node_down",
 )
-MAX_ROUTE = 6  # the longest route has 6 links (PXN hop + NIC + leaf up/down + NIC)
 #: Largest bandwidth a builder accepts (bytes/s): far beyond any link, and small enough that no
 #: sum of link capacities overflows.
 MAX_BW = 1e30
 
-# Layout of the integer parameter vector that kernels receive.
-P_KIND, P_N, P_G, P_K, P_NPL, P_LPR, P_PXN, P_NODES, P_PLANES = 0, 1, 2, 3, 4, 5, 6, 7, 8
-P_OFF0, P_OFF1, P_OFF2, P_OFF3, P_OFF4, P_OFF5, P_NLINKS = 9, 10, 11, 12, 13, 14, 15
-N_IPARAMS = 16
-KIND_CLUSTER, KIND_SUPERPOD = 0, 1
 
 
 @dataclass(frozen=True)
@@ -223,6 +236,32 @@ class Topology:
         check_choice("kind", kind, LINK_KINDS)
         return np.flatnonzero(self.link_kind == LINK_KINDS.index(kind))
 
+    def scaled_capacity(self, efficiency=None) -> np.ndarray:
+        """Link capacities (bytes/s) times ``efficiency``: a number in [1e-6, 1] for every link,
+        or a dict of such numbers per link kind (missing kinds keep 1), or None (1).
+
+        At least 1e-6: below that a link is not slow but broken, and the engines' rate floors
+        (fluid: 1e-250 bytes/s) would refuse it under another name.
+
+        >>> t = h800_cluster(2)
+        >>> float(t.scaled_capacity({"nic_up": 0.5})[t.links_of_kind("nic_up")[0]]) / 1e9
+        25.0
+        """
+        if efficiency is None:
+            return self.capacity * 1.0
+        if isinstance(efficiency, dict):
+            eff = np.ones(self.n_links)
+            for name, value in efficiency.items():
+                if name not in LINK_KINDS:
+                    raise ValueError(
+                        f"efficiency keys must be link kinds {LINK_KINDS}; got {name!r}"
+                    )
+                eff[self.link_kind == LINK_KINDS.index(name)] = check_real(
+                    f"efficiency[{name!r}]", value, lo=1e-6, hi=1.0
+                )
+            return self.capacity * eff
+        return self.capacity * check_real("efficiency", efficiency, lo=1e-6, hi=1.0)
+
     def describe(self) -> str:
         """A short multi-line summary with the source of every default number."""
         head = f"{self.name}: {self.n_nodes} nodes x {self.gpus_per_node} = {self.n_gpus} devices"
@@ -241,87 +280,6 @@ class Topology:
 def _kind_slot(k: int) -> int:
     # Superpod link kinds reuse the first four offset slots.
     return k - NPU_OUT if k >= NPU_OUT else k
-
-
-# --------------------------------------------------------------------------- routing kernels
-
-
-@njit
-def _net_path(ip, node_s, nic_s, node_d, nic_d, out, n):
-    """Append NIC up, [leaf up, leaf down], NIC down to ``out`` starting at ``n``."""
-    k = ip[P_K]
-    npl = ip[P_NPL]
-    lpr = ip[P_LPR]
-    out[n] = ip[P_OFF2] + node_s * k + nic_s
-    n += 1
-    leaf_s = nic_s * lpr + node_s // npl
-    leaf_d = nic_d * lpr + node_d // npl
-    if leaf_s != leaf_d:
-        out[n] = ip[P_OFF4] + leaf_s
-        out[n + 1] = ip[P_OFF5] + leaf_d
-        n += 2
-    out[n] = ip[P_OFF3] + node_d * k + nic_d
-    return n + 1
-
-
-@njit
-def _route(ip, src, dst, out):
-    """Write the link ids from ``src`` to ``dst`` into ``out``; return how many."""
-    if src == dst:
-        return 0
-    g = ip[P_G]
-    node_s = src // g
-    node_d = dst // g
-    if ip[P_KIND] == KIND_SUPERPOD:
-        out[0] = ip[P_OFF0] + src
-        if node_s == node_d:
-            out[1] = ip[P_OFF1] + dst
-            return 2
-        out[1] = ip[P_OFF2] + node_s
-        out[2] = ip[P_OFF3] + node_d
-        out[3] = ip[P_OFF1] + dst
-        return 4
-    if node_s == node_d:
-        out[0] = ip[P_OFF0] + src
-        out[1] = ip[P_OFF1] + dst
-        return 2
-    gpn = g // ip[P_K]
-    ls = src - node_s * g
-    ld = dst - node_d * g
-    rs = ls // gpn
-    rd = ld // gpn
-    if rs == rd:
-        return _net_path(ip, node_s, rs, node_d, rd, out, 0)
-    if ip[P_PXN] == 1:
-        # PXN: hop over NVLink to the GPU on the source node with the destination's local index,
-        # which sits on the destination's rail, then cross the network on that rail.
-        relay = node_s * g + ld
-        out[0] = ip[P_OFF0] + src
-        out[1] = ip[P_OFF1] + relay
-        return _net_path(ip, node_s, rd, node_d, rd, out, 2)
-    # Shared spines: leave on the source's rail, change rail in the spine layer.
-    return _net_path(ip, node_s, rs, node_d, rd, out, 0)
-
-
-@njit
-def _paths_csr(ip, src, dst, ptr, links):
-    buf = np.empty(MAX_ROUTE, dtype=np.int64)
-    n = 0
-    for f in range(src.size):
-        k = _route(ip, src[f], dst[f], buf)
-        for h in range(k):
-            links[n + h] = buf[h]
-        n += k
-        ptr[f + 1] = n
-    return n
-
-
-@njit
-def _hop_class(ip, src, dst):
-    if src == dst:
-        return 0
-    g = ip[P_G]
-    return 1 if src // g == dst // g else 2
 
 
 # --------------------------------------------------------------------------- builders

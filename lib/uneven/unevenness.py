@@ -66,12 +66,13 @@ from ._validate import (
     trusted,
 )
 from .limits import check_steps
+from .papers import PAPERS
 
 __all__ = ["PAPER_KEYS", "Knob", "KNOBS", "SlowPiece", "slow_piece", "unevenness_curves",
            "GRID"]
 
-#: The six papers, in the chapter's order (keys of :mod:`uneven.papers`).
-PAPER_KEYS = ("pipemorph", "bytescale", "deepseek", "megascale", "balancing", "ubep")
+#: The six papers, in the chapter's order (the keys of :data:`uneven.papers.PAPERS`).
+PAPER_KEYS = tuple(p.key for p in PAPERS)
 #: The shared-scale values the notebook's curves and explorer use.
 GRID = tuple(round(0.1 * i, 1) for i in range(11))
 _MAX_KNOB = 1e300  # largest magnitude of a knob's ends (lo + s (hi - lo) stays finite)
@@ -323,11 +324,11 @@ def _ideal_phase(phase, kinds):
 
 
 def _deepseek(skew):
-    from .ep_model import ep_round, route_ep_group
+    from .ep.model import ep_round, route_ep_group
 
     topo, kinds = _h800_group()
     free = ep_round(topo, route_ep_group(8, 32, max_nodes=8, skew=skew, seed=0), mode="direct")
-    capped = ep_round(topo, route_ep_group(8, 32, max_nodes=4, skew=skew, seed=0), mode="dedup")
+    capped = ep_round(topo, route_ep_group(8, 32, max_nodes=4, skew=skew, seed=0), mode="relay")
     per_nic = free.dispatch.loads.seconds_per_link()[kinds["nic_down"]] / _US
     return (per_nic, free.dispatch.time, _ideal_phase(free.dispatch, kinds),
             capped.dispatch.time, _ideal_phase(capped.dispatch, kinds))
@@ -355,15 +356,15 @@ def _megascale(ratio):
 
 
 def _decode_layer(ratio, placement, mode, overlap):
-    from .ep_decode import (
+    from .ep.decode import (
         DecodeSetup,
         decode_layer,
         drifting_popularity,
         make_placement,
         sample_routing,
     )
-    from .ep_transport import decode_traffic
-    from .schedulers.placement import route_to_slots
+    from .ep.placement import route_to_slots
+    from .ep.transport import decode_traffic
 
     setup = DecodeSetup()
     n_tok = setup.n_gpus * setup.tokens_per_gpu
@@ -391,14 +392,14 @@ def _balancing(ratio):
 
 @lru_cache(maxsize=1)
 def _ubep_plans():
-    from .schedulers.cores import CoreCosts, ep_traffic, phase_plan, scheme
+    from .ep.superpod import CoreCosts, phase_plan, scheme, superpod_traffic
 
-    traffic = ep_traffic(64, seed=0)
+    traffic = superpod_traffic(64, seed=0)
     return tuple(phase_plan(traffic, CoreCosts(), scheme(k)) for k in ("baseline", "ubep"))
 
 
 def _ubep(sigma_us):
-    from .schedulers.cores import core_timeline, latency_samples, phase_latency
+    from .ep.superpod import core_timeline, latency_samples, phase_latency
 
     sigma = sigma_us * _US
     out = []

@@ -73,16 +73,16 @@ def _fluid():
 @_step
 def _experts():
     try:
-        from .explorers import ep_explore_state
+        from .explorers import deepseek_state
     except ImportError:  # a partial install without the EP modules
         return
-    from .schedulers.experts import synthetic_gate_scores, topk_route
+    from .ep.routing import synthetic_gate_scores, topk_route
 
     topk_route(synthetic_gate_scores(4, 16, seed=0), 2)
-    ep_explore_state(tokens_per_gpu=128, n_nodes=2, max_nodes=2)
+    deepseek_state(tokens_per_gpu=128, n_nodes=2, max_nodes=2)
     # The counter-generated scores: as a matrix, routed in the kernel, and the whole EP step.
-    from .ep_model import ep_step
-    from .schedulers.experts import counter_gate_scores, generated_route
+    from .ep.model import ep_step
+    from .ep.routing import counter_gate_scores, generated_route
 
     counter_gate_scores(2, 16, skew=0.5, seed=0)
     generated_route(2, 16, 2, n_groups=4, max_groups=2, seed=0)
@@ -92,8 +92,8 @@ def _experts():
 
 @_step
 def _placement_and_decode():
-    from .ep_decode import DecodeSetup, simulate_decode
-    from .schedulers.placement import balanced_packing, replicate_experts
+    from .ep.decode import DecodeSetup, simulate_decode
+    from .ep.placement import balanced_packing, replicate_experts
 
     balanced_packing([1.0, 2.0, 3.0, 4.0], 2)
     replicate_experts([1.0, 2.0], 3)
@@ -104,7 +104,7 @@ def _placement_and_decode():
 
 @_step
 def _sequences():
-    from .explorers.nb02 import hdp_explore_state
+    from .explorers.nb02 import bytescale_state
     from .schedulers.sequences import HdpSetup, compare_schemes, list_schedule
 
     lengths = [131072, 70000, 9000, 5000, 3000, 1000]
@@ -112,28 +112,42 @@ def _sequences():
     compare_schemes(lengths, HdpSetup(n_gpus=64, pp=2, context=131072, capacity=16384),
                     balance="pp", offload=True)
     list_schedule([1.0, 2.0], [1, 1], 2)
-    hdp_explore_state()
+    bytescale_state()
 
 
 @_step
 def _cores():
-    from .schedulers.cores import (
+    from .ep.superpod import (
         CoreCosts,
         core_timeline,
         decode_steps,
-        ep_traffic,
         latency_samples,
         phase_plan,
         scheme,
+        superpod_traffic,
     )
 
-    t = ep_traffic(16, tokens_per_rank=4)
+    t = superpod_traffic(16, tokens_per_rank=4)
     c = CoreCosts(cores=4)
     for kind in ("baseline", "ubep"):
         p = phase_plan(t, c, scheme(kind))
         latency_samples(p, 2, 1e-6)
         core_timeline(p)
     decode_steps(t, c, scheme("ubep"), n_steps=1, n_layers=1)
+
+
+@_step
+def _explorers():
+    """Each paper's explorer at its defaults (from :data:`uneven.papers.PAPERS`, so a new
+    paper's explorer is warmed without editing this file): the reader's first slider move."""
+    try:
+        from . import explorers
+    except ImportError:  # a partial install without matplotlib or ipywidgets
+        return
+    from .papers import PAPERS
+
+    for p in PAPERS:
+        getattr(explorers, f"{p.key}_state")()
 
 
 def main() -> None:

@@ -276,10 +276,10 @@ def build_one(nb: Notebook, out: Path, run_tests: bool = False) -> dict:
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir(parents=True)
     sys.path.insert(0, str(discover.ROOT / "lib"))
-    from uneven import links
+    from uneven import online
 
     requirements = work / "requirements.txt"
-    requirements.write_text(links.pip_requirement() + "\n")
+    requirements.write_text(online.pip_requirement() + "\n")
     master = master_notebook(nb, requirements.relative_to(work))
     nbformat.write(master, work / nb.name)
     from otter.assign import main as otter_assign

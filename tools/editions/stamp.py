@@ -1,6 +1,6 @@
 """Stamp every notebook with its Binder/Colab badges and a Colab install cell.
 
-Two cells, both tagged ``stamp`` and rewritten from :mod:`uneven.links` on every run (so a changed
+Two cells, both tagged ``stamp`` and rewritten from :mod:`uneven.online` on every run (so a changed
 repository address reaches every notebook with one command):
 
 * the first cell, markdown (id ``stamp-badges``): "launch binder" and "open in Colab" badges for
@@ -31,29 +31,29 @@ BINDER_BADGE = "https://mybinder.org/badge_logo.svg"
 COLAB_BADGE = "https://colab.research.google.com/assets/colab-badge.svg"
 
 
-def _links():
+def _online():
     sys.path.insert(0, str(discover.ROOT / "lib"))
-    from uneven import links
+    from uneven import online
 
-    return links
+    return online
 
 
 def badges_source(name: str) -> str:
     """The badge cell's markdown for notebook ``name``."""
-    links = _links()
-    return (f"[![launch binder]({BINDER_BADGE})]({links.binder_url(name)}) "
-            f"[![Open In Colab]({COLAB_BADGE})]({links.colab_url(name)})")
+    online = _online()
+    return (f"[![launch binder]({BINDER_BADGE})]({online.binder_url(name)}) "
+            f"[![Open In Colab]({COLAB_BADGE})]({online.colab_url(name)})")
 
 
 def install_source() -> str:
     """The install cell's code: a no-op wherever ``uneven`` imports."""
-    links = _links()
+    online = _online()
     return ("# On Colab (or wherever the uneven package is missing) install it from the "
             "repository.\n"
             "try:\n"
             "    import uneven  # noqa: F401\n"
             "except ImportError:\n"
-            f'    %pip install --quiet "{links.pip_requirement()}"')
+            f'    %pip install --quiet "{online.pip_requirement()}"')
 
 
 def stamp_cells(name: str):

@@ -9,7 +9,7 @@ of Jupyter Book 1, with the book theme).
    the figures they save go to ``_build/figures/``, not to ``figures/``);
 2. writes the site's sources, ``_build/site-src/``: the start page as ``index`` with the glossary
    moved to a page of its own, every other notebook under its own name, in order; each page keeps
-   its Binder/Colab badges (from :mod:`uneven.links`, put there by the stamp tool) under its
+   its Binder/Colab badges (from :mod:`uneven.online`, put there by the stamp tool) under its
    title; an explorer shows its static figure, followed by a note with a Binder link that makes it
    live (the widget itself needs a kernel); a link to a notebook that this checkout does not have
    yet becomes plain text (and is reported);
@@ -48,7 +48,7 @@ CONF = '''\
 import sys
 
 sys.path.insert(0, {lib!r})
-from uneven import links  # noqa: E402
+from uneven import online  # noqa: E402
 
 project = "When ranks are not equal"
 author = "the uneven authors"
@@ -63,8 +63,8 @@ myst_enable_extensions = ["dollarmath", "amsmath"]
 myst_heading_anchors = 3
 html_theme = "sphinx_book_theme"
 html_theme_options = {{
-    "repository_url": links.repository_url(),
-    "repository_branch": links.BRANCH,
+    "repository_url": online.repository_url(),
+    "repository_branch": online.BRANCH,
     "use_repository_button": True,
     "home_page_in_toc": True,
     "show_toc_level": 2,
@@ -127,11 +127,11 @@ def execute_all(paths: list[Path], cache: Path, jobs: int = 2) -> dict[str, Path
 
 # ---- 2. the site's pages -----------------------------------------------------------------------
 
-def _links():
+def _online():
     sys.path.insert(0, str(discover.ROOT / "lib"))
-    from uneven import links
+    from uneven import online
 
-    return links
+    return online
 
 
 def _relink(text: str, present: dict[str, str], pending: list[str], page: str) -> str:
@@ -153,10 +153,10 @@ def _relink(text: str, present: dict[str, str], pending: list[str], page: str) -
 
 
 def _explorer_note(name: str) -> str:
-    links = _links()
+    online = _online()
     return (f"*This is the explorer's static figure, drawn at its default setting. Its sliders and "
             f"menus need a running Python kernel: [launch this notebook on Binder]"
-            f"({links.binder_url(name)}) (or [open it in Colab]({links.colab_url(name)})) and "
+            f"({online.binder_url(name)}) (or [open it in Colab]({online.colab_url(name)})) and "
             f"run its cells to make the explorer live.*")
 
 

@@ -26,11 +26,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .._jit import njit
-from .._validate import _show, as_float_array, as_int_array, check_instance, check_real, trusted
-from ..limits import check_bytes, check_steps
-from ..topology import (
+from .._routes import (
     KIND_SUPERPOD,
-    LINK_KINDS,
     MAX_ROUTE,
     P_G,
     P_K,
@@ -45,9 +42,11 @@ from ..topology import (
     P_OFF4,
     P_OFF5,
     P_PXN,
-    Topology,
     _route,
 )
+from .._validate import _show, as_float_array, as_int_array, check_instance, check_real, trusted
+from ..limits import check_bytes, check_steps
+from ..topology import LINK_KINDS, Topology
 
 __all__ = ["LinkLoads", "link_loads", "link_loads_matrix", "link_loads_kron"]
 
@@ -81,9 +80,8 @@ class LinkLoads:
 
     def seconds_per_link(self, efficiency: dict | float | None = None) -> np.ndarray:
         """Drain time of each link (s): bytes / (capacity x efficiency of its kind)."""
-        eff = _efficiency(self.topo, efficiency)
         with np.errstate(over="ignore", under="ignore"):
-            out = self.bytes / (self.topo.capacity * eff)
+            out = self.bytes / self.topo.scaled_capacity(efficiency)
         if not np.isfinite(out).all():
             raise ValueError(
                 f"efficiency={_show(efficiency)} with these bytes gives a drain time beyond the "
@@ -132,25 +130,6 @@ class LinkLoads:
         if kind in ("leaf_up", "leaf_down"):
             return vals.reshape(t.nics_per_node, -1)
         return vals.reshape(-1, 1)
-
-
-def _efficiency(topo: Topology, efficiency) -> np.ndarray | float:
-    if efficiency is None:
-        return 1.0
-    if isinstance(efficiency, dict):
-        eff = np.ones(topo.n_links)
-        for name, value in efficiency.items():
-            if name not in LINK_KINDS:
-                raise ValueError(
-                    f"efficiency keys must be link kinds {LINK_KINDS}; got {name!r}"
-                )
-            eff[topo.link_kind == LINK_KINDS.index(name)] = check_real(
-                f"efficiency[{name!r}]", value, lo=1e-6, hi=1.0
-            )
-        return eff
-    # At least 1e-6: below that a link is not slow but broken, and the engines' rate floors
-    # (fluid: 1e-250 bytes/s) would refuse it under another name.
-    return check_real("efficiency", efficiency, lo=1e-6, hi=1.0)
 
 
 def _loads_result(topo, loads, lat) -> LinkLoads:

@@ -16,9 +16,9 @@ def _uniform_2mb():
 
 def _a2a_us(hot_factor):
     # 1 MB per pair on 8 nodes, node 0 receives hot_factor x: what the explorer reports (µs).
-    from ..explorers.nb00 import a2a_state
+    from ..explorers.nb00 import start_state
 
-    return a2a_state(n_nodes=8, mb_per_pair=1.0, hot_factor=hot_factor).time * 1e6
+    return start_state(n_nodes=8, mb_per_pair=1.0, hot_factor=hot_factor).time * 1e6
 
 
 register("00.1", _uniform_2mb, unit="µs", rtol=0.02,

@@ -15,9 +15,9 @@ def _ring_gb():
 
 def _explorer_speedup(nic_gbps=800.0):
     # The explorer's defaults with the NIC at 800 Gb/s: balanced HDP over the static mesh.
-    from ..explorers.nb02 import hdp_explore_state
+    from ..explorers.nb02 import bytescale_state
 
-    return hdp_explore_state(nic_gbps=nic_gbps).speedups["balanced HDP"]
+    return bytescale_state(nic_gbps=nic_gbps).speedups["balanced HDP"]
 
 
 def _ranks_300k():

@@ -6,7 +6,7 @@ from . import register
 
 
 def _network_bytes(mode):
-    from ..ep_traffic import dispatch_bytes_per_token, ep_dispatch_traffic
+    from ..ep.traffic import dispatch_bytes_per_token, ep_dispatch_traffic
 
     # One token on GPU 3 (node 0) to experts placed on GPUs 6, 10, 13, 19.
     t = ep_dispatch_traffic([[0, 1, 2, 3]], [3], [6, 10, 13, 19], 8,
@@ -15,7 +15,7 @@ def _network_bytes(mode):
 
 
 def _fanout_limit():
-    from ..ep_model import nvlink_fanout_limit
+    from ..ep.model import nvlink_fanout_limit
     from ..units import gbit_per_s, gbyte_per_s
 
     return nvlink_fanout_limit(gbyte_per_s(180), gbit_per_s(400))
@@ -23,16 +23,16 @@ def _fanout_limit():
 
 def _cap_ratio():
     # The explorer's defaults, node cap M = 8 against M = 4: dispatch time ratio.
-    from ..explorers.nb03 import ep_explore_state
+    from ..explorers.nb03 import deepseek_state
 
-    return ep_explore_state(max_nodes=8).dispatch_time / ep_explore_state(max_nodes=4).dispatch_time
+    return deepseek_state(max_nodes=8).dispatch_time / deepseek_state(max_nodes=4).dispatch_time
 
 
 register("03.1a", lambda: _network_bytes("direct"), unit="bytes", rtol=1e-6,
          mistakes=[(lambda e: e * 4 / 3, "The expert on the token's own node is reached over "
                                          "NVLink.")],
          hint="count the expert GPUs that are not on the token's own node.")
-register("03.1b", lambda: _network_bytes("dedup"), unit="bytes", rtol=1e-6,
+register("03.1b", lambda: _network_bytes("relay"), unit="bytes", rtol=1e-6,
          mistakes=[(lambda e: e * 3 / 2, "That is one copy per expert GPU: how many other "
                                          "nodes are there?")],
          hint="count the other nodes, not the GPUs.")

@@ -13,7 +13,7 @@ SLOW_NIC_GBPS = 200.0
 
 
 def _relay_copies():
-    from ..ep_transport import expected_remote_hosts
+    from ..ep.transport import expected_remote_hosts
 
     return expected_remote_hosts(8, 8)  # EP64 on H20: 8 hosts, top-8, hosts drawn independently
 
@@ -21,23 +21,23 @@ def _relay_copies():
 def _relay_speedup(nic_gbps=SLOW_NIC_GBPS):
     # The explorer's defaults with slower NICs: layer time with one copy per expert over layer
     # time with one copy per host.
-    from ..explorers.nb05 import balance_state
+    from ..explorers.nb05 import balancing_state
 
-    return (balance_state(mode="direct", nic_gbps=nic_gbps).layer_time
-            / balance_state(mode="relay", nic_gbps=nic_gbps).layer_time)
+    return (balancing_state(mode="direct", nic_gbps=nic_gbps).layer_time
+            / balancing_state(mode="relay", nic_gbps=nic_gbps).layer_time)
 
 
 @lru_cache(maxsize=1)
 def _section3_layer_time():
     # Section 3's run with swaps: its median layer time (s)
-    from ..ep_decode import DecodeSetup, simulate_decode
+    from ..ep.decode import DecodeSetup, simulate_decode
 
     return simulate_decode(DecodeSetup(), placement="NIC-aware", swaps=True, n_steps=120,
                            seed=0).median()
 
 
 def _swap_copy_time():
-    from ..ep_decode import H20_DECODE
+    from ..ep.decode import H20_DECODE
 
     # a GPU in a swap sends one expert and receives one: opposite directions of its NVLink port,
     # at the same time

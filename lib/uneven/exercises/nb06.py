@@ -8,7 +8,7 @@ from . import register
 def _hop_ratio():
     # EP32 (two nodes of 16 dies), 8 copies from every die to every die, 8 sending cores:
     # the slowest core's send time, contiguous over hop mix.
-    from ..schedulers.cores import CoreCosts, phase_plan, scheme, uniform_traffic
+    from ..ep.superpod import CoreCosts, phase_plan, scheme, uniform_traffic
 
     t = uniform_traffic(32, 8)
     c = CoreCosts(cores=8)
@@ -19,7 +19,7 @@ def _hop_ratio():
 
 def _hop_ratio_latency_only(expected):
     # The same ratio when a write costs only its latency (no bytes term).
-    from ..schedulers.cores import CoreCosts
+    from ..ep.superpod import CoreCosts
 
     lat = CoreCosts().hop_latency
     return 32 * lat[2] / (lat[0] + 15 * lat[1] + 16 * lat[2])
@@ -35,7 +35,7 @@ def _flat_fabric_ubep_us():
 def _flat_fabric_writes_only_us(expected):
     # The slowest sending core's block writes alone, each as cheap as a local one: 1,024 copies
     # dealt over 47 senders give the busiest 22 copies of 15 blocks.
-    from ..schedulers.cores import CoreCosts, blocks_per_copy
+    from ..ep.superpod import CoreCosts, blocks_per_copy
 
     c = CoreCosts()
     copies = -(-128 * 8 // (c.cores - 1))
@@ -50,13 +50,13 @@ def _default_ubep_us(expected):
 
 def _combine_blocks():
     # A BF16 combine copy (hidden 7,168) in 256-byte atomic blocks, an 8-byte flag in each.
-    from ..schedulers.cores import blocks_per_copy
+    from ..ep.superpod import blocks_per_copy
 
     return blocks_per_copy(2 * 7168, 256, 8, True)
 
 
 def _combine_blocks_payload_only(expected):
-    from ..schedulers.cores import blocks_per_copy
+    from ..ep.superpod import blocks_per_copy
 
     return blocks_per_copy(2 * 7168, 256, 8, False)
 

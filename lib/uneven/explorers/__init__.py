@@ -15,22 +15,35 @@ is what CI checks.
 * :mod:`uneven.explorers.nb07` — what the six papers agree on (one unevenness knob per paper)
 """
 
-from .nb00 import A2AState, a2a_state, draw_a2a, start_page_explorer
-from .nb01 import OP_RATIOS, PipelineState, draw_pipeline, pipeline_explorer, pipeline_state
-from .nb02 import HdpExploreState, bytescale_explorer, draw_hdp, hdp_explore_state
-from .nb03 import EpExploreState, deepseek_explorer, draw_ep, ep_explore_state
+from .nb00 import StartState, draw_start, start_explorer, start_state
+from .nb01 import OP_RATIOS, PipeMorphState, draw_pipemorph, pipemorph_explorer, pipemorph_state
+from .nb02 import ByteScaleState, bytescale_explorer, bytescale_state, draw_bytescale
+from .nb03 import DeepSeekState, deepseek_explorer, deepseek_state, draw_deepseek
 from .nb04 import MegaScaleState, draw_megascale, megascale_explorer, megascale_state
-from .nb05 import BalanceState, balance_state, balancing_explorer, draw_balance
+from .nb05 import BalancingState, balancing_explorer, balancing_state, draw_balancing
 from .nb06 import UbepState, draw_ubep, ubep_explorer, ubep_state
-from .nb07 import UnevenState, draw_uneven, uneven_state, unevenness_explorer
+from .nb07 import UnevennessState, draw_unevenness, unevenness_explorer, unevenness_state
 
 __all__ = [
-    "A2AState", "a2a_state", "draw_a2a", "start_page_explorer",
-    "HdpExploreState", "hdp_explore_state", "draw_hdp", "bytescale_explorer",
-    "EpExploreState", "ep_explore_state", "draw_ep", "deepseek_explorer",
-    "OP_RATIOS", "PipelineState", "pipeline_state", "draw_pipeline", "pipeline_explorer",
+    "StartState", "start_state", "draw_start", "start_explorer",
+    "ByteScaleState", "bytescale_state", "draw_bytescale", "bytescale_explorer",
+    "DeepSeekState", "deepseek_state", "draw_deepseek", "deepseek_explorer",
+    "OP_RATIOS", "PipeMorphState", "pipemorph_state", "draw_pipemorph", "pipemorph_explorer",
     "MegaScaleState", "megascale_state", "draw_megascale", "megascale_explorer",
-    "BalanceState", "balance_state", "draw_balance", "balancing_explorer",
+    "BalancingState", "balancing_state", "draw_balancing", "balancing_explorer",
     "UbepState", "ubep_state", "draw_ubep", "ubep_explorer",
-    "UnevenState", "uneven_state", "draw_uneven", "unevenness_explorer",
+    "UnevennessState", "unevenness_state", "draw_unevenness", "unevenness_explorer",
 ]
+
+
+def __getattr__(name):
+    """The names before one stem per notebook, forwarded (one release) to the module that
+    renamed them (each warns there)."""
+    from . import nb00, nb01, nb02, nb03, nb05, nb07
+
+    for mod in (nb00, nb01, nb02, nb03, nb05, nb07):
+        try:
+            return getattr(mod, name)
+        except AttributeError:
+            pass
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

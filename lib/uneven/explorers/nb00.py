@@ -7,6 +7,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import plots
+from .._moved import renamed_names
 from .._validate import check_choice, check_instance, check_int, check_real, check_str, frozen_array
 from ..collectives import all_to_all
 from ..topology import h800_cluster
@@ -14,11 +15,14 @@ from ..units import MB, gbit_per_s, to_us
 from ..widgets import Explorer, dropdown, explore, int_slider, reuse, slider
 from ._common import show_grid
 
-__all__ = ["A2AState", "a2a_state", "draw_a2a", "start_page_explorer"]
+__all__ = ["StartState", "start_state", "draw_start", "start_explorer"]
+
+#: The control ``benchmarks/bench_widgets.py`` moves, and the values it moves it through.
+BENCH_CONTROL = ("mb_per_pair", (0.5, 1.0, 2.0, 4.0, 8.0))
 
 
 @dataclass(frozen=True)
-class A2AState:
+class StartState:
     """An all-to-all on an H800-like cluster: its time (s), bottleneck, and NIC loads (bytes)."""
 
     time: float
@@ -42,8 +46,8 @@ class A2AState:
         object.__setattr__(self, "n_gpus", check_int("n_gpus", self.n_gpus, lo=1))
 
 
-def a2a_state(n_nodes: int = 4, mb_per_pair: float = 1.0, nic_gbps: float = 400.0,
-              hot_factor: float = 1.0, fabric: str = "multi_plane") -> A2AState:
+def start_state(n_nodes: int = 4, mb_per_pair: float = 1.0, nic_gbps: float = 400.0,
+              hot_factor: float = 1.0, fabric: str = "multi_plane") -> StartState:
     """All-to-all where every GPU sends ``mb_per_pair`` MB to every other GPU, except that node 0
     receives ``hot_factor`` times as much (a hot node, at most 1e6). ``nic_gbps`` is each NIC's
     rate in Gb/s (at most 1e9); ``mb_per_pair`` at most 1e9 MB; ``fabric`` is
@@ -59,11 +63,11 @@ def a2a_state(n_nodes: int = 4, mb_per_pair: float = 1.0, nic_gbps: float = 400.
     W[:, 0] *= hot
     res = all_to_all(topo, node_weights=W, block=np.full((8, 8), s))
     ideal = (topo.n_gpus - 8) * s / nic  # the uniform, NIC-bound oracle
-    return A2AState(res.time, res.loads.bottleneck()[1], res.loads.grid("nic_up"),
+    return StartState(res.time, res.loads.bottleneck()[1], res.loads.grid("nic_up"),
                     res.loads.grid("nic_down"), topo.n_gpus, ideal)
 
 
-def draw_a2a(fig, state: A2AState, **_):
+def draw_start(fig, state: StartState, **_):
     """Heatmaps of NIC bytes (sent, received) as a share of the busiest NIC, times in the title.
 
     Returns the layout key (the grid shape) for :class:`uneven.widgets.Explorer`.
@@ -71,7 +75,7 @@ def draw_a2a(fig, state: A2AState, **_):
     from matplotlib.figure import Figure
 
     check_instance("fig", fig, Figure)
-    check_instance("state", state, A2AState, "from a2a_state(...)")
+    check_instance("state", state, StartState, "from start_state(...)")
     busiest = max(state.nic_up.max(), state.nic_down.max(), 1e-300)  # one node: no NIC traffic
 
     def build(fig):
@@ -101,7 +105,7 @@ def draw_a2a(fig, state: A2AState, **_):
     return state.nic_up.shape
 
 
-def start_page_explorer(show: bool = True) -> Explorer:
+def start_explorer(show: bool = True) -> Explorer:
     """The start page's tour widget: nodes, bytes per pair, NIC speed, a hot node, the fabric."""
     controls = {
         "n_nodes": int_slider(2, 32, 1, 4, "nodes (8 GPUs each)"),
@@ -116,6 +120,13 @@ def start_page_explorer(show: bool = True) -> Explorer:
                                           "hot_factor": 1.0, "fabric": "multi_plane"},
         "hot node 8×": {"n_nodes": 8, "hot_factor": 8.0},
     }
-    return explore(a2a_state, draw_a2a, controls, presets=presets, show=show, figsize=(8, 3.2))
+    return explore(start_state, draw_start, controls, presets=presets, show=show, figsize=(8, 3.2))
 
 
+# The names before the explorers shared one stem per notebook (one release).
+__getattr__ = renamed_names(__name__, {
+    "A2AState": "StartState",
+    "a2a_state": "start_state",
+    "draw_a2a": "draw_start",
+    "start_page_explorer": "start_explorer",
+})

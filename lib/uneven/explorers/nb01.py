@@ -1,6 +1,6 @@
 """Notebook 01 (Attack of the Bubbles): a pipeline iteration under a slow link.
 
-The explorer (:func:`pipeline_explorer`) and the notebook's figure recipes (:func:`gantt_panels`,
+The explorer (:func:`pipemorph_explorer`) and the notebook's figure recipes (:func:`gantt_panels`,
 :func:`knee_figure`, :func:`sweep_figure`, :func:`trace_figure`), which draw values the notebook
 computed with :mod:`uneven.schedulers.pipeline`.
 """
@@ -13,6 +13,7 @@ from functools import lru_cache
 import numpy as np
 
 from .. import plots
+from .._moved import renamed_names
 from .._validate import (
     _show,
     as_float_array,
@@ -26,8 +27,11 @@ from .._validate import (
 from ..widgets import Explorer, dropdown, explore, int_slider, reuse, slider, toggle
 from ._common import check_dict, curve, instances, is_int, is_real
 
-__all__ = ["OP_RATIOS", "PIPELINE_CHOICES", "PipelineState", "pipeline_state", "draw_pipeline",
-           "pipeline_explorer", "gantt_panels", "knee_figure", "sweep_figure", "trace_figure"]
+__all__ = ["OP_RATIOS", "PIPELINE_CHOICES", "PipeMorphState", "pipemorph_state", "draw_pipemorph",
+           "pipemorph_explorer", "gantt_panels", "knee_figure", "sweep_figure", "trace_figure"]
+
+#: The control ``benchmarks/bench_widgets.py`` moves, and the values it moves it through.
+BENCH_CONTROL = ("delay_ms", (0.0, 5.0, 10.0, 20.0, 30.0))
 
 
 #: Op-time shapes t_F : t_B : t_W offered by the notebook 01 explorer (B = input gradient).
@@ -41,7 +45,7 @@ PIPELINE_CHOICES = ("1f1b", "zb-h1", "zb-h2", "pipemorph", "manual")
 
 
 @dataclass(frozen=True)
-class PipelineState:
+class PipeMorphState:
     """One iteration under a delay, next to the same schedule on a healthy network (times in s)."""
 
     result: object
@@ -66,9 +70,9 @@ class PipelineState:
             raise ValueError(f"notes must be a tuple of strings; got {_show(self.notes)}")
 
 
-def pipeline_state(delay_ms: float = 10.0, link: int = 0, schedule: str = "zb-h2",
+def pipemorph_state(delay_ms: float = 10.0, link: int = 0, schedule: str = "zb-h2",
                    delta: int = 3, ratio: str = "equal (F = B = W)", t_ms: float = 10.0,
-                   p: int = 4, m: int = 12, hol: bool = False, cap: int = 0) -> PipelineState:
+                   p: int = 4, m: int = 12, hol: bool = False, cap: int = 0) -> PipeMorphState:
     """Simulate one iteration with ``delay_ms`` ms of one-way delay on link ``link``.
 
     ``schedule``: '1f1b', 'zb-h1', 'zb-h2' (replayed healthy plans), 'pipemorph' (re-planned
@@ -115,7 +119,7 @@ def pipeline_state(delay_ms: float = 10.0, link: int = 0, schedule: str = "zb-h2
         notes.append("the memory cap applies to PipeMorph's re-plan only")
     res = simulate_pipeline(sched, tf, tb, tw, delays=delays, mode=mode, **kw)
     healthy = _healthy_time(sched, tf, tb, tw, mode, **kw)
-    return PipelineState(res, healthy, delay, link, res.warmups, tuple(notes))
+    return PipeMorphState(res, healthy, delay, link, res.warmups, tuple(notes))
 
 
 @lru_cache(maxsize=64)
@@ -126,14 +130,14 @@ def _healthy_time(sched, tf, tb, tw, mode, **kw) -> float:
     return simulate_pipeline(sched, tf, tb, tw, delays=0.0, mode=mode, **kw).iteration_time
 
 
-def draw_pipeline(fig, state: PipelineState, **_):
+def draw_pipemorph(fig, state: PipeMorphState, **_):
     """Gantt of the stages' GPU streams, with the iteration time against the healthy one."""
     from matplotlib.figure import Figure
 
     from ..schedulers.pipeline import OP_KINDS
 
     check_instance("fig", fig, Figure)
-    check_instance("state", state, PipelineState, "from pipeline_state(...)")
+    check_instance("state", state, PipeMorphState, "from pipemorph_state(...)")
 
     def build(fig):
         ax = fig.subplots()
@@ -163,7 +167,7 @@ def draw_pipeline(fig, state: PipelineState, **_):
     return layout
 
 
-def pipeline_explorer(show: bool = True) -> Explorer:
+def pipemorph_explorer(show: bool = True) -> Explorer:
     """Notebook 01's widget: delay, link, schedule, op-time shape, p, m, HOL, memory cap."""
     controls = {
         "delay_ms": slider(0.0, 60.0, 1.0, 10.0, "delay (ms)"),
@@ -187,7 +191,7 @@ def pipeline_explorer(show: bool = True) -> Explorer:
                              "m": 12},
         "HOL blocking, 30 ms": {"delay_ms": 30.0, "schedule": "zb-h2", "hol": True},
     }
-    return explore(pipeline_state, draw_pipeline, controls, presets=presets, show=show,
+    return explore(pipemorph_state, draw_pipemorph, controls, presets=presets, show=show,
                    figsize=(9.0, 3.2), columns=3)
 
 
@@ -421,3 +425,12 @@ def _trace_key(name: str) -> str:
     if name.startswith("PipeMorph"):
         return "PipeMorph"
     return "ZB-H2"
+
+
+# The names before the explorers shared one stem per notebook (one release).
+__getattr__ = renamed_names(__name__, {
+    "PipelineState": "PipeMorphState",
+    "pipeline_state": "pipemorph_state",
+    "draw_pipeline": "draw_pipemorph",
+    "pipeline_explorer": "pipemorph_explorer",
+})

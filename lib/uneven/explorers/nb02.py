@@ -13,6 +13,7 @@ from functools import lru_cache
 import numpy as np
 
 from .. import plots
+from .._moved import renamed_names
 from .._validate import (
     _show,
     as_float_array,
@@ -29,9 +30,12 @@ from ..units import gbit_per_s
 from ..widgets import Explorer, dropdown, explore, reuse, slider, toggle
 from ._common import check_dict, curve, instances, is_real
 
-__all__ = ["SCHEME_NAMES", "CONTEXTS", "HdpExploreState", "hdp_explore_state", "draw_hdp",
+__all__ = ["SCHEME_NAMES", "CONTEXTS", "ByteScaleState", "bytescale_state", "draw_bytescale",
            "bytescale_explorer", "length_figure", "cost_figure", "ring_figure",
            "timeline_figure", "context_figure", "ablation_figure"]
+
+#: The control ``benchmarks/bench_widgets.py`` moves, and the values it moves it through.
+BENCH_CONTROL = ("nic_gbps", (200.0, 300.0, 400.0, 500.0, 600.0))
 
 #: The three ways to run a step, in the order every figure shows them (palette names).
 SCHEME_NAMES = ("static mesh", "naive HDP", "balanced HDP")
@@ -42,7 +46,7 @@ _N_GPUS = 1024
 
 
 @dataclass(frozen=True)
-class HdpExploreState:
+class ByteScaleState:
     """The three schemes on one setting (times in s).
 
     ``steps``: step time per scheme; ``busy``: per scheme, every rank's busy time sorted from the
@@ -52,7 +56,7 @@ class HdpExploreState:
     naive plan; ``offloaded``: sequences given fewer than ``ceil(s / C)`` ranks; ``widened``:
     sequences balanced HDP gave more than ``ceil(s / C)`` ranks.
 
-    Checked when made (:func:`hdp_explore_state` builds it without re-checking): the three
+    Checked when made (:func:`bytescale_state` builds it without re-checking): the three
     :data:`SCHEME_NAMES` in ``steps`` (finite, > 0), ``busy`` (non-empty, finite, >= 0, read-only)
     and ``comm_share`` (in [0, 1]); ``microbatches`` a (fewest, most) pair; counts >= 0.
     """
@@ -116,10 +120,10 @@ def _batch(mix: str, context: int, tail_weight: float) -> np.ndarray:
     return global_batch(_GLOBAL_BATCH, mix=mix, context=context, tail_weight=tail_weight, seed=0)
 
 
-def hdp_explore_state(context: str = "2M", capacity_k: int = 8, mix: str = "byted",
+def bytescale_state(context: str = "2M", capacity_k: int = 8, mix: str = "byted",
                       tail_weight: float = 1.0, d_pp: int = 1, balance: str = "dp",
                       delta: float = 0.0, nic_gbps: float = 400.0, offload: bool = False,
-                      kv_heads: int = 8) -> HdpExploreState:
+                      kv_heads: int = 8) -> ByteScaleState:
     """One 32M-token global batch on 1,024 H800-like GPUs (TP = 2) under the three schemes.
 
     ``context``: a key of :data:`CONTEXTS`; ``capacity_k``: C in K tokens per rank and stage
@@ -152,7 +156,7 @@ def hdp_explore_state(context: str = "2M", capacity_k: int = 8, mix: str = "byte
         busy[k] = np.sort(v.busy)[::-1]
         busy[k].flags.writeable = False
     return trusted(
-        HdpExploreState,
+        ByteScaleState,
         steps={k: v.step_time for k, v in steps.items()},
         busy=busy,
         comm_share={k: v.comm_share for k, v in steps.items()},
@@ -199,14 +203,14 @@ _Y_SHARE = 1.6  # fixed ranges: the background never changes, so updates blit
 _Y_SPEEDUP = (0.25, 32.0)
 
 
-def draw_hdp(fig, state: HdpExploreState, **_):
+def draw_bytescale(fig, state: ByteScaleState, **_):
     """Left: every rank's busy time, busiest first, and each scheme's step time (dashed), as a
     share of the static mesh's step. Right: each scheme's throughput over the static mesh's (log).
     Returns the layout key (constant: the axes never change, only the data drawn on them)."""
     from matplotlib.figure import Figure
 
     check_instance("fig", fig, Figure)
-    check_instance("state", state, HdpExploreState, "from hdp_explore_state(...)")
+    check_instance("state", state, ByteScaleState, "from bytescale_state(...)")
     names = SCHEME_NAMES
 
     def build(fig):
@@ -295,7 +299,7 @@ def bytescale_explorer(show: bool = True) -> Explorer:
         "pipelines: d_pp = 2, PP-Balance": {"d_pp": 2, "balance": "pp"},
         "slow network (100 Gb/s)": {"nic_gbps": 100.0},
     }
-    return explore(hdp_explore_state, draw_hdp, controls, presets=presets, show=show,
+    return explore(bytescale_state, draw_bytescale, controls, presets=presets, show=show,
                    figsize=(8.8, 3.4), columns=3)
 
 
@@ -708,3 +712,11 @@ def ablation_figure(rungs, paper, models: dict):
         ax.grid(axis="x", visible=False)
         plots.legend(ax, "right")
     return fig
+
+
+# The names before the explorers shared one stem per notebook (one release).
+__getattr__ = renamed_names(__name__, {
+    "HdpExploreState": "ByteScaleState",
+    "hdp_explore_state": "bytescale_state",
+    "draw_hdp": "draw_bytescale",
+})

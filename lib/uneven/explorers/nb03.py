@@ -1,7 +1,7 @@
 """Notebook 03 (Insights into DeepSeek-V3): EP dispatch and combine on an H800-like group.
 
 The explorer (:func:`deepseek_explorer`) and the notebook's figure recipes, which draw values the
-notebook computed with :mod:`uneven.ep_model` and :mod:`uneven.fabric`.
+notebook computed with :mod:`uneven.ep.model` and :mod:`uneven.fabric`.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from functools import lru_cache
 import numpy as np
 
 from .. import plots
+from .._moved import renamed_names
 from .._validate import (
     _show,
     as_float_array,
@@ -28,13 +29,16 @@ from ..widgets import Explorer, dropdown, explore, int_slider, reuse, slider
 from ._common import check_dict, is_int, is_real, show_grid
 from ._common import curve as _curve
 
-__all__ = ["EpExploreState", "ep_explore_state", "draw_ep", "deepseek_explorer",
+__all__ = ["DeepSeekState", "deepseek_state", "draw_deepseek", "deepseek_explorer",
            "bytes_per_token_figure", "deepep_figure", "planes_figure", "tpot_figure"]
+
+#: The control ``benchmarks/bench_widgets.py`` moves, and the values it moves it through.
+BENCH_CONTROL = ("ib_gbps", (200.0, 300.0, 400.0, 500.0, 600.0))
 
 
 
 @dataclass(frozen=True)
-class EpExploreState:
+class DeepSeekState:
     """One EP dispatch + combine on an H800-like group, for the notebook 03 explorer.
 
     Times in s: busiest network-side and NVLink-side link of each phase, and each phase. Per-GPU
@@ -73,21 +77,21 @@ class EpExploreState:
 
 @lru_cache(maxsize=4)
 def _cached_routing(n_nodes, tokens_per_gpu, k, max_nodes, skew):
-    from ..ep_model import route_ep_group
+    from ..ep.model import route_ep_group
 
     return route_ep_group(n_nodes, tokens_per_gpu, k=k, max_nodes=max_nodes, skew=skew, seed=0)
 
 
-def ep_explore_state(ib_gbps: float = 400.0, nvl_ratio: float = 3.2, max_nodes: int = 4,
+def deepseek_state(ib_gbps: float = 400.0, nvl_ratio: float = 3.2, max_nodes: int = 4,
                      k: int = 8, skew: float = 0.0, dispatch_dtype: str = "fp8",
-                     tokens_per_gpu: int = 512, n_nodes: int = 8) -> EpExploreState:
+                     tokens_per_gpu: int = 512, n_nodes: int = 8) -> DeepSeekState:
     """Route ``tokens_per_gpu`` tokens per GPU on ``n_nodes`` H800-like nodes (256 experts,
     node-limited top-``k`` with at most ``max_nodes`` nodes per token, capped at the node count)
     and time dispatch and combine. ``ib_gbps``: NIC rate (Gb/s); ``nvl_ratio``: NVLink bandwidth
     per direction as a multiple of one NIC's; ``skew``: expert popularity spread (0 = uniform).
     Ranges: ``ib_gbps`` 1..1e9, ``nvl_ratio`` 0.1..1e6, ``skew`` 0..1000, ``tokens_per_gpu``
     up to 8192, ``n_nodes`` one of 2, 4, 8, 16."""
-    from ..ep_model import ep_round
+    from ..ep.model import ep_round
 
     ib = gbit_per_s(check_real("ib_gbps", ib_gbps, lo=1.0, hi=1e9, unit="Gb/s"))
     ratio = check_real("nvl_ratio", nvl_ratio, lo=0.1, hi=1e6)
@@ -104,7 +108,7 @@ def ep_explore_state(ib_gbps: float = 400.0, nvl_ratio: float = 3.2, max_nodes: 
     bd = r.dispatch_traffic.bytes_per_copy
     loads = r.dispatch.loads
     recv = np.maximum(loads.grid("nic_down") / ib, loads.grid("nvl_in") / (ratio * ib))
-    return EpExploreState(
+    return DeepSeekState(
         r.dispatch.nic_time, r.dispatch.nvlink_time, r.combine.nic_time, r.combine.nvlink_time,
         r.dispatch.time, r.combine.time, r.logical_bw, r.true_bw,
         r.dispatch_traffic.network_bytes / T / bd, r.dispatch_traffic.nvlink_bytes / T / bd,
@@ -112,7 +116,7 @@ def ep_explore_state(ib_gbps: float = 400.0, nvl_ratio: float = 3.2, max_nodes: 
     )
 
 
-def draw_ep(fig, state: EpExploreState, **_):
+def draw_deepseek(fig, state: DeepSeekState, **_):
     """Bars: how long the busiest network-side and NVLink-side links are busy in dispatch and
     combine, as a share of each phase (the taller bar binds). Heatmap: how long each GPU's busier
     incoming port is busy in dispatch, as a share of the phase. Absolute times are in the title.
@@ -120,7 +124,7 @@ def draw_ep(fig, state: EpExploreState, **_):
     from matplotlib.figure import Figure
 
     check_instance("fig", fig, Figure)
-    check_instance("state", state, EpExploreState, "from ep_explore_state(...)")
+    check_instance("state", state, DeepSeekState, "from deepseek_state(...)")
     nic_vals = [state.dispatch_nic / state.dispatch_time, state.combine_nic / state.combine_time]
     nvl_vals = [state.dispatch_nvl / state.dispatch_time, state.combine_nvl / state.combine_time]
     ytop = 1.4  # room for the legend above bars that reach 1
@@ -183,7 +187,7 @@ def deepseek_explorer(show: bool = True) -> Explorer:
         "NVLink 9× the NIC": {"nvl_ratio": 9.0},
         "a hot expert group (skew 2)": {"skew": 2.0},
     }
-    return explore(ep_explore_state, draw_ep, controls, presets=presets, show=show,
+    return explore(deepseek_state, draw_deepseek, controls, presets=presets, show=show,
                    figsize=(8.5, 3.4))
 
 
@@ -379,3 +383,11 @@ def tpot_figure(bws, tpot, tpot_lat, points: dict, *, latency_us: float):
         ax.set_title("decode: EP communication's lower bound on TPOT", loc="left")
         plots.legend(ax, "inside", loc="upper right")
     return fig
+
+
+# The names before the explorers shared one stem per notebook (one release).
+__getattr__ = renamed_names(__name__, {
+    "EpExploreState": "DeepSeekState",
+    "ep_explore_state": "deepseek_state",
+    "draw_ep": "draw_deepseek",
+})

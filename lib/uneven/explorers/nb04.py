@@ -29,6 +29,9 @@ __all__ = ["MegaScaleState", "megascale_state", "draw_megascale", "megascale_exp
            "STRATEGY_LABELS", "volume_figure", "tile_figure", "layer_figure", "ablation_figure",
            "hiding_figure"]
 
+#: The control ``benchmarks/bench_widgets.py`` moves, and the values it moves it through.
+BENCH_CONTROL = ("h_ffn", (2048, 4096, 8192, 12288, 14336))
+
 #: Display names of the layer strategies.
 STRATEGY_LABELS = {"tp_tp": "TP+TP", "sp_ep": "SP+EP", "sp_agrs": "SP + EP by AG/RS"}
 # Colours of the two layouts (not yet in plots.PALETTE; named here until they are).

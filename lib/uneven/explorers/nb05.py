@@ -1,21 +1,21 @@
 """Notebook 05 (Balancing and Beyond): hot experts, the NICs behind them, one copy per host.
 
 The explorer (:func:`balancing_explorer`) and the notebook's figure recipes, which draw values the
-notebook computed with :mod:`uneven.schedulers.placement`, :mod:`uneven.ep_transport` and
-:mod:`uneven.ep_decode`.
+notebook computed with :mod:`uneven.ep.placement`, :mod:`uneven.ep.transport` and
+:mod:`uneven.ep.decode`.
 
 >>> from uneven import plots
->>> state = balance_state(placement="NIC-aware", mode="relay", n_hosts=2, tokens_per_gpu=16)
+>>> state = balancing_state(placement="NIC-aware", mode="relay", n_hosts=2, tokens_per_gpu=16)
 >>> state.nic_in.size, state.gpu_done.size
 (8, 16)
 >>> fig, _ = plots.figure(8, 3)
->>> draw_balance(fig, state)
+>>> draw_balancing(fig, state)
 (8, 16, 600.0, 50.0)
 
 The figure recipes on small inputs:
 
->>> from uneven.ep_decode import DecodeSetup, simulate_decode
->>> from uneven.schedulers.placement import contiguous_slots, nic_aware_placement
+>>> from uneven.ep.decode import DecodeSetup, simulate_decode
+>>> from uneven.ep.placement import contiguous_slots, nic_aware_placement
 >>> load = [8.0, 7.0, 1.0, 1.0, 2.0, 3.0, 1.0, 1.0]
 >>> plans = {"contiguous": contiguous_slots(8, 4, gpus_per_node=4, gpus_per_nic=2),
 ...          "NIC-aware": nic_aware_placement(load, 8, 4, gpus_per_node=4, gpus_per_nic=2)}
@@ -42,6 +42,7 @@ import numpy as np
 from matplotlib.ticker import MaxNLocator
 
 from .. import plots
+from .._moved import renamed_names
 from .._validate import (
     _show,
     as_float_array,
@@ -54,7 +55,8 @@ from .._validate import (
     frozen_array,
     trusted,
 )
-from ..ep_decode import (
+from ..ep._checks import check_loads, check_swap_budget
+from ..ep.decode import (
     H20_DECODE,
     PLACEMENTS,
     DecodeRun,
@@ -64,25 +66,26 @@ from ..ep_decode import (
     make_placement,
     sample_routing,
 )
-from ..ep_transport import DEEPEP_LL, SM_FREE, decode_traffic
-from ..schedulers.placement import (
+from ..ep.placement import (
     MAX_EXPERTS,
     Placement,
-    _check_swap_budget,
-    _loads,
     gpu_loads,
     nic_loads,
     nvlink_swaps,
     route_to_slots,
 )
+from ..ep.transport import DEEPEP_LL, SM_FREE, decode_traffic
 from ..units import gbit_per_s, gbyte_per_s, to_us
 from ..widgets import Explorer, dropdown, explore, int_slider, reuse, slider, toggle
 from ._common import check_dict, is_real
 from ._common import curve as _curve
 
-__all__ = ["BalanceState", "balance_state", "draw_balance", "balancing_explorer",
+__all__ = ["BalancingState", "balancing_state", "draw_balancing", "balancing_explorer",
            "TRANSPORTS", "STALE_STEP", "swap_to_steady", "load_figure", "swaps_figure",
            "waterfall_figure", "transport_figure", "batch_figure"]
+
+#: The control ``benchmarks/bench_widgets.py`` moves, and the values it moves it through.
+BENCH_CONTROL = ("skew", (2.0, 4.0, 6.0, 8.0, 12.0))
 
 TRANSPORTS = {"DeepEP-LL-like": DEEPEP_LL, "SM-free": SM_FREE}
 #: The explorer shows the step this many steps after the placement was planned (it has drifted).
@@ -92,7 +95,7 @@ _MAX_SECONDS = 1e6  # times a figure draws (s)
 
 
 @dataclass(frozen=True)
-class BalanceState:
+class BalancingState:
     """One decode step of one MoE layer for the notebook 05 explorer.
 
     Times in s. ``nic_in`` ``[n_nics]``: how long each NIC's dispatch receive stream is busy;
@@ -150,16 +153,16 @@ def _routing(n_experts, ratio, n_tokens, k):
 
 
 def swap_to_steady(placement, load, threshold, *, max_rounds=32, expert_bytes=44.04e6):
-    """Apply :func:`uneven.schedulers.placement.nvlink_swaps` rounds on ``load`` until no swap
+    """Apply :func:`uneven.ep.placement.nvlink_swaps` rounds on ``load`` until no swap
     passes ``threshold`` (at most ``max_rounds``): where per-step swaps that track the load
     settle. Returns ``(placement, swaps)``. ``max_rounds`` at most 10,000 (and the rounds
     within the work budget of :mod:`uneven.limits`)."""
     check_instance("placement", placement, Placement)
-    load = _loads("load", load, shape=(placement.n_experts,))
+    load = check_loads("load", load, shape=(placement.n_experts,))
     rounds = check_int("max_rounds", max_rounds, lo=0, hi=10_000)
     threshold = check_real("threshold", threshold, lo=0.0, hi=1e3)
     expert_bytes = check_real("expert_bytes", expert_bytes, lo=0.0, hi=1e15, unit="bytes")
-    _check_swap_budget("max_rounds", placement, rounds)
+    check_swap_budget("max_rounds", placement, rounds)
     n = 0
     for _ in range(rounds):
         r = nvlink_swaps(placement, load, threshold=threshold, expert_bytes=expert_bytes)
@@ -169,11 +172,11 @@ def swap_to_steady(placement, load, threshold, *, max_rounds=32, expert_bytes=44
     return placement, n
 
 
-def balance_state(placement: str = "contiguous", mode: str = "direct", overlap: bool = False,
+def balancing_state(placement: str = "contiguous", mode: str = "direct", overlap: bool = False,
                   transport: str = "DeepEP-LL-like", swaps: bool = False,
                   swap_threshold: float = 0.02, skew: float = 8.0, tokens_per_gpu: int = 64,
                   n_hosts: int = 4, gpus_per_nic: int = 2, nic_gbps: float = 400.0,
-                  nvlink_gbps: float = 450.0) -> BalanceState:
+                  nvlink_gbps: float = 450.0) -> BalancingState:
     """One step, ``STALE_STEP`` steps after the placement was planned, of an EP group of
     ``n_hosts`` H20-like hosts (256 experts, no spare slots, top-8). ``skew``: busiest/median
     expert popularity; ``swaps``: NVLink swaps that track this step's expected load, run to a
@@ -214,20 +217,20 @@ def balance_state(placement: str = "contiguous", mode: str = "direct", overlap: 
              f"{', per-expert overlap' if overlap else ''}, {tr.name}")
     ready.flags.writeable = False
     cend.flags.writeable = False
-    return trusted(BalanceState, nic_in=lr.nic_in, gpu_ready=ready, gpu_compute_end=cend,
+    return trusted(BalancingState, nic_in=lr.nic_in, gpu_ready=ready, gpu_compute_end=cend,
                    gpu_done=lr.completion, layer_time=lr.layer_time,
                    exposed_comm=lr.exposed_comm,
                    nic_ratio=float(nin.max() / nin.mean()) if nin.mean() > 0 else 1.0,
                    gpus_per_nic=gpnic, swaps=n_swaps, label=label)
 
 
-def draw_balance(fig, state: BalanceState, **_):
+def draw_balancing(fig, state: BalancingState, **_):
     """Left: each NIC's dispatch receive stream, busy time (µs). Right: each GPU's step — waiting
     for its inputs, running its experts, waiting for its results. Returns the layout key."""
     from matplotlib.figure import Figure
 
     check_instance("fig", fig, Figure)
-    check_instance("state", state, BalanceState, "from balance_state(...)")
+    check_instance("state", state, BalancingState, "from balancing_state(...)")
     n_nics, n_gpus = state.nic_in.size, state.gpu_done.size
     # axis limits from a coarse ladder: most slider moves keep the cached background
     tmax = _ladder(to_us(state.gpu_done.max()), 150.0)
@@ -339,7 +342,7 @@ def balancing_explorer(show: bool = True) -> Explorer:
         "H800-like: one GPU per NIC": {"gpus_per_nic": 1, "nvlink_gbps": 160.0},
         "uniform experts": {"skew": 1.0},
     }
-    return explore(balance_state, draw_balance, controls, presets=presets, show=show,
+    return explore(balancing_state, draw_balancing, controls, presets=presets, show=show,
                    figsize=(8.5, 3.8), columns=3)
 
 
@@ -581,3 +584,11 @@ def _positive_times(value, n) -> bool:
     except ValueError:
         return False
     return bool(arr.max() <= _MAX_SECONDS)
+
+
+# The names before the explorers shared one stem per notebook (one release).
+__getattr__ = renamed_names(__name__, {
+    "BalanceState": "BalancingState",
+    "balance_state": "balancing_state",
+    "draw_balance": "draw_balancing",
+})

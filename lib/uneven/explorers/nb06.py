@@ -2,7 +2,7 @@
 
 The explorer (:func:`ubep_explorer`) and the notebook's figure recipes (:func:`hop_cost_figure`,
 :func:`gantt_figure`, :func:`ablation_figure`, :func:`ep_sweep_figure`, :func:`tpot_figure`),
-which draw values the notebook computed with :mod:`uneven.schedulers.cores`.
+which draw values the notebook computed with :mod:`uneven.ep.superpod`.
 """
 
 from __future__ import annotations
@@ -30,7 +30,10 @@ __all__ = ["GANTT_KINDS", "GANTT_COLORS", "SCHEME_COLORS", "UbepState", "ubep_st
            "draw_ubep", "ubep_explorer", "hop_cost_figure", "gantt_figure", "ablation_figure",
            "ep_sweep_figure", "tpot_figure"]
 
-#: Bar kinds of the core Gantt: the op kinds of :data:`uneven.schedulers.cores.CORE_OP_KINDS`
+#: The control ``benchmarks/bench_widgets.py`` moves, and the values it moves it through.
+BENCH_CONTROL = ("barrier_us", (0.0, 10.0, 20.0, 30.0, 40.0))
+
+#: Bar kinds of the core Gantt: the op kinds of :data:`uneven.ep.superpod.CORE_OP_KINDS`
 #: plus the idle gaps (a core waiting for a barrier or for data).
 GANTT_KINDS = ("count", "barrier", "send", "flag", "poll", "wait")
 GANTT_COLORS = {
@@ -127,7 +130,7 @@ def _update_gantt(live, tl, rank, xmax=None):
 class UbepState:
     """One EP dispatch under the serialised baseline and under UBEP (model; times in s).
 
-    ``base``, ``ubep``: :class:`uneven.schedulers.cores.CoreTimeline` of one jittered run.
+    ``base``, ``ubep``: :class:`uneven.ep.superpod.CoreTimeline` of one jittered run.
     ``base_samples``, ``ubep_samples``: latency of 300 jittered runs (same draws for both).
     ``notes``: settings that were adjusted. Built directly, every field is checked (``ep`` one
     of the explorer's EP sizes, ``cores`` 2..128 with ``1 <= count_cores < cores``, timelines of
@@ -148,7 +151,7 @@ class UbepState:
     notes: tuple = ()
 
     def __post_init__(self):
-        from ..schedulers.cores import CoreTimeline
+        from ..ep.superpod import CoreTimeline
 
         put = object.__setattr__
         ep = check_choice("ep", self.ep, EP_SIZES)
@@ -173,15 +176,15 @@ class UbepState:
 
 @lru_cache(maxsize=16)
 def _traffic(ep, batch):
-    from ..schedulers.cores import ep_traffic
+    from ..ep.superpod import superpod_traffic
 
-    return ep_traffic(ep, tokens_per_rank=batch, seed=0)
+    return superpod_traffic(ep, tokens_per_rank=batch, seed=0)
 
 
 @lru_cache(maxsize=32)
 def _plans(ep, batch, cores, one, ratio, barrier, count_cores, block):
     # The per-core work does not depend on the jitter: moving that slider reuses it.
-    from ..schedulers.cores import CoreCosts, phase_plan, scheme
+    from ..ep.superpod import CoreCosts, phase_plan, scheme
 
     costs = CoreCosts(cores=cores, one_hop_factor=one, two_hop_factor=ratio,
                       barrier_cost=barrier)
@@ -203,7 +206,7 @@ def ubep_state(ep: int = 64, hop_ratio: float = 11.5, barrier_us: float = 20.0,
     and ``jitter_us`` 0..10,000 µs; ``cores`` 2..128; ``count_cores`` 1 or more (capped at
     ``cores - 1``); ``batch`` 1..1,024.
     """
-    from ..schedulers.cores import core_timeline, latency_samples
+    from ..ep.superpod import core_timeline, latency_samples
 
     ep = check_choice("ep", ep, EP_SIZES)
     ratio = check_real("hop_ratio", hop_ratio, lo=1.0, hi=100.0)
@@ -340,7 +343,7 @@ def hop_cost_figure(costs, plans: dict, *, block_bytes: int = 512, ep: int = 32)
     share) with the access latency of each class. Right: histogram of every sending core's send
     time over all ranks (``plans``: ``{"contiguous": PhasePlan, "hop mix": PhasePlan}``), the
     slowest core of each marked. At most 4 plans; ``block_bytes`` 16..2**20; ``ep`` 1..1,024."""
-    from ..schedulers.cores import MAX_RANKS, CoreCosts, PhasePlan
+    from ..ep.superpod import MAX_RANKS, CoreCosts, PhasePlan
 
     costs = check_instance("costs", costs, CoreCosts)
     check_dict("plans", plans, key=lambda k: k in SCHEME_COLORS, hi=4)
@@ -393,7 +396,7 @@ def gantt_figure(timelines: dict, *, rank: int = 0):
     """One panel per scheme (``timelines``: ``{label: CoreTimeline}``): rank ``rank``'s cores as
     rows, ops and idle gaps as bars (µs); the panel title gives when rank ``rank`` is done and
     when the last rank is (the phase's latency) (model). At most 4 timelines."""
-    from ..schedulers.cores import CoreTimeline
+    from ..ep.superpod import CoreTimeline
 
     check_dict("timelines", timelines, key=_is_label, hi=4)
     instances("timelines", timelines, CoreTimeline)
@@ -521,7 +524,7 @@ def tpot_figure(steps: dict, sigmas, extra: dict, *, ep: int = 64):
     (``steps``: ``{label: DecodeSteps}``), P50 and P99 marked. Right: how much jitter adds to
     the median dispatch latency (µs) against the mean jitter per op (``sigmas`` in µs;
     ``extra``: ``{label: µs per sigma}``). At most 4 schemes and 64 sigmas."""
-    from ..schedulers.cores import DecodeSteps
+    from ..ep.superpod import DecodeSteps
 
     check_dict("steps", steps, key=lambda k: k in SCHEME_COLORS, hi=4)
     instances("steps", steps, DecodeSteps)

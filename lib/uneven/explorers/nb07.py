@@ -3,19 +3,19 @@
 The explorer (:func:`unevenness_explorer`) sets one unevenness knob per paper on the shared scale
 of :mod:`uneven.unevenness` and shows each system's step time over its own balanced ideal. The
 figure recipes draw values the notebook computed with :mod:`uneven.policies`,
-:mod:`uneven.order_stats`, :mod:`uneven.counterfactuals`, :mod:`uneven.ep_fabrics`,
-:mod:`uneven.expert_roofline` and :mod:`uneven.papers`. Every recipe checks what it is given
+:mod:`uneven.order_stats`, :mod:`uneven.counterfactuals`, :mod:`uneven.ep.fabrics`,
+:mod:`uneven.ep.roofline` and :mod:`uneven.papers`. Every recipe checks what it is given
 (types, shapes, finiteness, sizes) before it draws.
 
 >>> from uneven.counterfactuals import TaxRow, bandwidth_sweep, network_fix_sweep
->>> from uneven.ep_fabrics import dispatch_on_fabrics
->>> from uneven.expert_roofline import EXPERT_COSTS
+>>> from uneven.ep.fabrics import dispatch_on_fabrics
+>>> from uneven.ep.roofline import EXPERT_COSTS
 >>> from uneven.papers import evidence_rows
 >>> from uneven.policies import policy_table
->>> state = uneven_state(deepseek=1.0)
+>>> state = unevenness_state(deepseek=1.0)
 >>> round(state.pieces["deepseek"].baseline_ratio, 1)
 5.4
->>> draw_uneven(plots.blank_figure(9.6, 4.9), state)
+>>> draw_unevenness(plots.blank_figure(9.6, 4.9), state)
 'uneven'
 >>> fig = unevenness_figure(state)
 >>> fig = slow_pieces_figure(state.pieces)
@@ -47,6 +47,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import plots
+from .._moved import renamed_names
 from .._validate import (
     _raw_array,
     _show,
@@ -60,14 +61,15 @@ from .._validate import (
     frozen_array,
     trusted,
 )
+from ..papers import PAPERS
 from ..widgets import Explorer, explore, reuse, slider
 from ._common import check_dict, instances
 
 __all__ = [
     "SYSTEM_COLORS",
-    "UnevenState",
-    "uneven_state",
-    "draw_uneven",
+    "UnevennessState",
+    "unevenness_state",
+    "draw_unevenness",
     "unevenness_explorer",
     "unevenness_figure",
     "policy_figure",
@@ -82,10 +84,11 @@ __all__ = [
     "KIND_COLORS",
 ]
 
+#: The control ``benchmarks/bench_widgets.py`` moves, and the values it moves it through.
+BENCH_CONTROL = ("deepseek", (0.1, 0.3, 0.5, 0.7, 0.9))
+
 #: The palette name of each paper's system (its baseline is drawn grey and dashed).
-SYSTEM_COLORS = {"pipemorph": "PipeMorph", "bytescale": "balanced HDP",
-                 "deepseek": "one copy per node", "megascale": "SP+EP", "balancing": "NIC-aware",
-                 "ubep": "UBEP"}
+SYSTEM_COLORS = {p.key: p.system for p in PAPERS}
 #: Colours of the kinds of evidence (not named things of the palette; see the notebook's report).
 KIND_COLORS = {"testbed": plots.COLORS["blue"], "production": plots.COLORS["green"],
                "simulation": plots.COLORS["purple"], "analysis": plots.COLORS["grey"],
@@ -130,7 +133,7 @@ def _label(name, value, max_len=300) -> str:
 
 
 @dataclass(frozen=True)
-class UnevenState:
+class UnevennessState:
     """The six slow pieces at the explorer's settings (``pieces``: key →
     :class:`uneven.unevenness.SlowPiece`, keys among the paper keys) and the curves over the
     shared scale (``curves``, as :func:`uneven.unevenness.unevenness_curves`, one per paper:
@@ -174,9 +177,9 @@ class UnevenState:
         object.__setattr__(self, "curves", checked)
 
 
-def uneven_state(pipemorph: float = 0.5, bytescale: float = 0.5, deepseek: float = 0.5,
+def unevenness_state(pipemorph: float = 0.5, bytescale: float = 0.5, deepseek: float = 0.5,
                  megascale: float = 0.5, balancing: float = 0.5, ubep: float = 0.5
-                 ) -> UnevenState:
+                 ) -> UnevennessState:
     """Each paper's slow piece at its own shared-scale value (0 balanced … 1 twice the paper's
     setting); results are cached per value, the curves once."""
     from ..unevenness import PAPER_KEYS, slow_piece, unevenness_curves
@@ -184,7 +187,7 @@ def uneven_state(pipemorph: float = 0.5, bytescale: float = 0.5, deepseek: float
     values = {k: check_real(k, v, lo=0.0, hi=1.0) for k, v in zip(
         PAPER_KEYS, (pipemorph, bytescale, deepseek, megascale, balancing, ubep), strict=True)}
     pieces = {k: slow_piece(k, v) for k, v in values.items()}
-    return trusted(UnevenState, pieces=pieces, curves=unevenness_curves())
+    return trusted(UnevennessState, pieces=pieces, curves=unevenness_curves())
 
 
 def _panel_text(piece) -> str:
@@ -193,7 +196,7 @@ def _panel_text(piece) -> str:
     return f"{piece.value:.3g}{unit}: {piece.baseline_ratio:.2f}× · {piece.system_ratio:.2f}×"
 
 
-def draw_uneven(fig, state: UnevenState, **_):
+def draw_unevenness(fig, state: UnevennessState, **_):
     """Six panels, one per paper: step time over the balanced ideal against the shared scale,
     the baseline (grey, dashed) and the paper's system, with the current settings marked and
     written as "knob value: baseline × · system ×". Returns the layout key for
@@ -204,7 +207,7 @@ def draw_uneven(fig, state: UnevenState, **_):
     from ..unevenness import KNOBS, PAPER_KEYS
 
     check_instance("fig", fig, Figure)
-    check_instance("state", state, UnevenState, "from uneven_state(...)")
+    check_instance("state", state, UnevennessState, "from unevenness_state(...)")
 
     def build(fig):
         axes = fig.subplots(2, 3)
@@ -254,9 +257,7 @@ def unevenness_explorer(show: bool = True) -> Explorer:
     """Notebook 07's widget: one unevenness knob per paper on one shared scale."""
     from ..unevenness import GRID
 
-    names = {"pipemorph": "01 slow link", "bytescale": "02 long sequence",
-             "deepseek": "03 NIC", "megascale": "04 hot expert (training)",
-             "balancing": "05 hot expert + NIC", "ubep": "06 barrier"}
+    names = {p.key: f"{p.notebook[:2]} {p.short}" for p in PAPERS}
     step = round(GRID[1] - GRID[0], 6)
     controls = {k: slider(0.0, 1.0, step, 0.5, v) for k, v in names.items()}
     presets = {
@@ -265,16 +266,16 @@ def unevenness_explorer(show: bool = True) -> Explorer:
         "twice each setting (s = 1)": dict.fromkeys(names, 1.0),
         "only the NIC uneven": {**dict.fromkeys(names, 0.0), "deepseek": 1.0},
     }
-    return explore(uneven_state, draw_uneven, controls, presets=presets, show=show,
+    return explore(unevenness_state, draw_unevenness, controls, presets=presets, show=show,
                    figsize=(9.6, 4.9), columns=3)
 
 
-def unevenness_figure(state: UnevenState):
+def unevenness_figure(state: UnevennessState):
     """The explorer's picture as a standalone figure (for ``figures/``)."""
-    check_instance("state", state, UnevenState, "from uneven_state(...)")
+    check_instance("state", state, UnevennessState, "from unevenness_state(...)")
     fig = plots.blank_figure(9.6, 4.9)
     with plots.style():
-        draw_uneven(fig, state)
+        draw_unevenness(fig, state)
     return fig
 
 
@@ -595,10 +596,10 @@ def compute_tax_figure(rows: list, *, bound: tuple | None = None):
 
 def fabrics_figure(rows: list):
     """One EP dispatch per topology family at equal bytes (``rows`` from
-    :func:`uneven.ep_fabrics.dispatch_on_fabrics`): bytes on the busiest link plus path latency
+    :func:`uneven.ep.fabrics.dispatch_on_fabrics`): bytes on the busiest link plus path latency
     (link-load engine), coloured by the binding resource, and for the superpod the core-level
     model's latency with barriers and per-write hop latency. At most 40 bars in all."""
-    from ..ep_fabrics import FabricDispatch
+    from ..ep.fabrics import FabricDispatch
 
     rows = _objects("rows", rows, FabricDispatch, hi=40)
     if len(rows) + sum(len(r.core_model) for r in rows) > 40:
@@ -658,14 +659,14 @@ def fabrics_figure(rows: list):
 def regimes_figure(costs: dict, tokens, *, decode_tokens: tuple, training_tokens: tuple,
                    decode_gain: tuple, training_gain: float):
     """Left: the hiding ratio R (expert time over its tokens' communication time) against tokens
-    per expert for each :class:`uneven.expert_roofline.ExpertCost` in ``costs``, with the decode
+    per expert for each :class:`uneven.ep.roofline.ExpertCost` in ``costs``, with the decode
     and training ranges shaded. Right: what per-expert overlap saves in a decode layer against
     tokens per GPU (``decode_gain``: ``(batches, share)``, notebook 05's model) beside what both
     overlaps save in a training layer (``training_gain``, notebook 04's model). ``costs``: at
     most four; ``tokens``: 2 to 10,000 values in [1e-6, 1e12]; ranges ``(low, high)`` of
     positive token counts; ``decode_gain``: 1 to 64 batches (positive integers) and their
     shares; shares of magnitude at most 1e6."""
-    from ..expert_roofline import MAX_TOKENS, ExpertCost, crossover_tokens, roofline_hiding_ratio
+    from ..ep.roofline import MAX_TOKENS, ExpertCost, crossover_tokens, roofline_hiding_ratio
 
     check_dict("costs", costs, key=lambda k: isinstance(k, str) and len(k) <= 200, hi=4)
     instances("costs", costs, ExpertCost)
@@ -836,3 +837,11 @@ def _rows(name, rows, keys, *, lo=1, hi=1000) -> list:
         if r.get("source") is not None:
             check_str(f"{where}['source']", r["source"])
     return list(rows)
+
+
+# The names before the explorers shared one stem per notebook (one release).
+__getattr__ = renamed_names(__name__, {
+    "UnevenState": "UnevennessState",
+    "uneven_state": "unevenness_state",
+    "draw_uneven": "draw_unevenness",
+})

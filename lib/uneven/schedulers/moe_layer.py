@@ -65,6 +65,7 @@ from functools import lru_cache
 
 import numpy as np
 
+from .._tiles import _fused_block
 from .._validate import (
     _show,
     as_float_array,
@@ -80,8 +81,8 @@ from .._validate import (
 )
 from ..engines.timeline import edges_to_csr, run_timeline
 from ..limits import check_bytes, check_steps
-from ..overlap import ORDERS, _fused_block
-from ..parallel_volumes import INTERNAL_352B, MoeShape, _check_shape, collective_time
+from ..overlap import ORDERS
+from ..parallel_volumes import INTERNAL_352B, MoeShape, collective_time
 
 __all__ = [
     "NodeModel",
@@ -507,7 +508,7 @@ _TOO_LONG = ("shape and hw give operator times beyond the range of a float (a la
 
 def _check_common(shape, strategy, n, inter_op, intra_op, n_tiles, order, hw, seed,
                   n_name="n"):
-    shape = _check_shape(shape)
+    shape = check_instance("shape", shape, MoeShape, "e.g. INTERNAL_352B or MoeShape(...)")
     strategy = check_choice("strategy", strategy, STRATEGIES)
     n = check_int(n_name, n, lo=1, hi=8)
     if strategy != "tp_tp" and shape.kv_heads % n:
@@ -842,7 +843,7 @@ def training_flops_per_token(shape: MoeShape = INTERNAL_352B) -> float:
     >>> round(training_flops_per_token() / 1e9, 1)   # Internal-352B, 60 layers
     219.4
     """
-    shape = _check_shape(shape)
+    shape = check_instance("shape", shape, MoeShape, "e.g. INTERNAL_352B or MoeShape(...)")
     h, hf, k, m = float(shape.hidden), float(shape.ffn_hidden), shape.top_k, shape.m
     gemm = 2.0 * h * h * (1 + 2 / m) + 2.0 * h * h + 6.0 * k * h * hf
     core = 2.0 * shape.seq_len * h
@@ -889,7 +890,7 @@ def memory_per_gpu(shape: MoeShape = INTERNAL_352B, strategy: str = "sp_ep", *, 
     >>> round(100 * (sp / tp - 1), 1)        # SP's extra memory: replicated attention weights
     4.3
     """
-    shape = _check_shape(shape)
+    shape = check_instance("shape", shape, MoeShape, "e.g. INTERNAL_352B or MoeShape(...)")
     strategy = check_choice("strategy", strategy, STRATEGIES)
     n = check_int("n", n, lo=1, hi=1024)
     pp = check_int("pp", pp, lo=1, hi=shape.layers)

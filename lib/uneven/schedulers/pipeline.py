@@ -101,7 +101,7 @@ from .._validate import (
     frozen_array,
     trusted,
 )
-from ..engines.timeline import _deadlock_message, _resource_orders, _timeline_kernel
+from ..engines._timeline_kernel import _deadlock_message, _resource_orders, _timeline_kernel
 from ..limits import check_bytes, check_steps
 from ._replay import _has_send, _link, input_horizon, replay_kernel
 

@@ -1238,7 +1238,7 @@ def _reference_step(p, R, rank_lists, widths, t_f, act, bw, lat, tp):
     """Pure-Python twin of the DAG build + timeline: per op (rank, stage, kind, slot) its
     (start, finish). ``rank_lists[r]``: item per slot (-1 empty); ``bw``/``lat``: (intra, inter)
     for activation messages. Fixed-point relaxation in 1F1B order, ring members together."""
-    from ..engines.timeline import _reference_timeline
+    from ..engines._timeline_kernel import _reference_timeline
 
     ops, deps, durs, res = [], [], [], []
     index = {}

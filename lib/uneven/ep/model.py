@@ -1,0 +1,832 @@
+"""Expert-parallel dispatch and combine on a topology: routing → bytes → time.
+
+This module joins three pieces: routing (:mod:`uneven.ep.routing`), the byte matrices of
+dispatch and combine (:mod:`uneven.ep.traffic`), and the link-load engine. One EP phase is timed
+with the bottleneck model, the IB copies and the NVLink forwards of the relay scheme
+counted in the same phase: DeepEP pipelines them in chunks, so the slower of the two resources
+sets the pace.
+
+Units: bytes, seconds, bytes/s.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+from numba import carray
+
+from .._jit import njit
+from .._validate import (
+    _show,
+    as_float_array,
+    as_int_array,
+    check_bool,
+    check_callable,
+    check_choice,
+    check_instance,
+    check_int,
+    check_real,
+    frozen_array,
+)
+from ..engines.linkload import LinkLoads, link_loads, link_loads_matrix
+from ..limits import check_bytes, check_steps
+from ..topology import LINK_KINDS, Topology, h800_cluster
+from ._checks import bytes_per_token, check_path
+from ._kernels import (
+    _add_copies,
+    _bias_transposed,
+    _counter_args,
+    _gen_top2,
+    _mark_token,
+    _route_8x32,
+    _route_generated,
+    _stack_ptr,
+    _transposed,
+)
+from .routing import contiguous_placement, node_limited_route, synthetic_gate_scores
+from .traffic import EpTraffic, ep_dispatch_traffic, local_buffer_writes
+
+__all__ = [
+    "EpPhase",
+    "EpRouting",
+    "EpRound",
+    "ep_phase",
+    "route_ep_group",
+    "ep_round",
+    "deepep_sweep",
+    "fanout_per_token",
+    "decode_tpot_bound",
+    "nvlink_fanout_limit",
+    "min_node_cap",
+    "EpStep",
+    "ep_step",
+]
+
+_NIC_KINDS = [LINK_KINDS.index(k) for k in ("nic_up", "nic_down", "leaf_up", "leaf_down")]
+_NVL_KINDS = [LINK_KINDS.index(k) for k in ("nvl_out", "nvl_in")]
+
+
+@dataclass(frozen=True)
+class EpPhase:
+    """One dispatch or combine phase: total ``time`` (s), the busiest network-side (NIC, leaf)
+    and NVLink-side drain times (s), the busiest forwarder's write time (s; 0 unless local
+    buffer writes are counted), which binds (``bound``: 'NIC', 'NVLink' or 'forwarding'), and
+    the per-link ``loads``."""
+
+    time: float
+    nic_time: float
+    nvlink_time: float
+    bound: str
+    loads: LinkLoads = field(repr=False)
+    forward_time: float = 0.0
+
+    def __post_init__(self):
+        for name in ("time", "nic_time", "nvlink_time", "forward_time"):
+            object.__setattr__(self, name, check_real(name, getattr(self, name), lo=0.0,
+                                                      unit="s"))
+        check_choice("bound", self.bound, ("NIC", "NVLink", "forwarding"))
+        check_instance("loads", self.loads, LinkLoads)
+
+
+@dataclass(frozen=True)
+class EpRouting:
+    """Tokens routed in one EP group: chosen experts ``[T, k]``, each token's GPU ``[T]``, and
+    the expert → GPU placement ``[n_experts]``."""
+
+    expert_ids: np.ndarray = field(repr=False)
+    src_gpu: np.ndarray = field(repr=False)
+    expert_gpu: np.ndarray = field(repr=False)
+    n_nodes: int
+    gpus_per_node: int
+
+    def __post_init__(self):
+        put = object.__setattr__
+        n_nodes = check_int("n_nodes", self.n_nodes, lo=1)
+        g = check_int("gpus_per_node", self.gpus_per_node, lo=1)
+        n_gpus = n_nodes * g
+        egpu = frozen_array("expert_gpu", self.expert_gpu, dtype="int", ndim=1, lo=0)
+        if egpu.size == 0 or egpu.max() >= n_gpus:
+            raise ValueError(f"expert_gpu must place every expert on a GPU in [0, {n_gpus - 1}] "
+                             f"(n_nodes x gpus_per_node); got {_show(self.expert_gpu)}")
+        ids = frozen_array("expert_ids", self.expert_ids, dtype="int", ndim=2, lo=0)
+        if ids.size and ids.max() >= egpu.size:
+            raise ValueError(f"expert_ids must be expert ids < {egpu.size}; got up to "
+                             f"{ids.max()}")
+        src = frozen_array("src_gpu", self.src_gpu, dtype="int", shape=(ids.shape[0],), lo=0)
+        if src.size and src.max() >= n_gpus:
+            raise ValueError(f"src_gpu must be GPU ids < {n_gpus}; got up to {src.max()}")
+        for name, value in (("n_nodes", n_nodes), ("gpus_per_node", g), ("expert_gpu", egpu),
+                            ("expert_ids", ids), ("src_gpu", src)):
+            put(self, name, value)
+
+
+@dataclass(frozen=True)
+class EpRound:
+    """Dispatch and combine of one routed batch, with DeepEP-style bandwidths per GPU.
+
+    ``logical_bytes_per_gpu`` / ``network_bytes_per_gpu`` (bytes, dispatch): DeepEP's "RDMA" bytes
+    (every destination node counted, the sender's own included) and the bytes that really leave
+    through the NIC, averaged over GPUs. ``logical_bw`` / ``true_bw`` (bytes/s) divide them by the
+    dispatch time; ``combine_logical_bw`` / ``combine_true_bw`` do the same for combine with its
+    payload. Averages over GPUs divided by the phase time, which under skew is lower than what the
+    busiest rank would report for itself.
+    """
+
+    dispatch: EpPhase
+    combine: EpPhase
+    dispatch_traffic: EpTraffic = field(repr=False)
+    logical_bytes_per_gpu: float
+    network_bytes_per_gpu: float
+    logical_bw: float
+    true_bw: float
+    combine_logical_bw: float
+    combine_true_bw: float
+
+    def __post_init__(self):
+        check_instance("dispatch", self.dispatch, EpPhase)
+        check_instance("combine", self.combine, EpPhase)
+        check_instance("dispatch_traffic", self.dispatch_traffic, EpTraffic)
+        for name in ("logical_bytes_per_gpu", "network_bytes_per_gpu", "logical_bw", "true_bw",
+                     "combine_logical_bw", "combine_true_bw"):
+            object.__setattr__(self, name, check_real(name, getattr(self, name), lo=0.0))
+
+
+def ep_phase(topo: Topology, traffic: EpTraffic, efficiency=None,
+             local_writes=None) -> EpPhase:
+    """Time one EP phase on ``topo``: network copies and NVLink copies as one bottleneck phase.
+
+    ``efficiency`` is passed to :meth:`LinkLoads.time` (a number or a dict per link kind).
+    ``local_writes`` (bytes per GPU, e.g. :func:`uneven.ep.traffic.local_buffer_writes`): if
+    given, each GPU's buffer writes — its NVLink sends plus these local copies — are also timed at
+    its NVLink port's rate, a model of DeepEP's forwarder warps, which make both kinds of write.
+    """
+    check_instance("topo", topo, Topology, "from uneven.topology")
+    if not isinstance(traffic, EpTraffic):
+        raise ValueError(f"traffic must be an EpTraffic; got {type(traffic).__name__}")
+    if traffic.n_gpus != topo.n_gpus or traffic.gpus_per_node != topo.gpus_per_node:
+        raise ValueError(
+            f"traffic has {traffic.n_gpus} GPUs in nodes of {traffic.gpus_per_node} but topo has "
+            f"{topo.n_gpus} in nodes of {topo.gpus_per_node}; build them alike"
+        )
+    loads = link_loads_matrix(topo, traffic.network + traffic.nvlink)
+    per_link = loads.seconds_per_link(efficiency)
+    nic = float(per_link[np.isin(topo.link_kind, _NIC_KINDS)].max(initial=0.0))
+    nvl = float(per_link[np.isin(topo.link_kind, _NVL_KINDS)].max(initial=0.0))
+    time = loads.time(efficiency)
+    fwd = 0.0
+    if local_writes is not None:
+        if topo.kind != "cluster":
+            raise ValueError("local_writes applies to a cluster's NVLink ports; topo is a "
+                             f"{topo.kind}")
+        extra = as_float_array("local_writes", local_writes, shape=(topo.n_gpus,), lo=0.0,
+                               unit="bytes")
+        out = LINK_KINDS.index("nvl_out")
+        ports = np.flatnonzero(topo.link_kind == out)  # one per GPU, in GPU order
+        writes = loads.bytes[ports] + extra
+        with np.errstate(over="ignore"):
+            fwd = float((writes / topo.capacity[ports] / _kind_efficiency(efficiency, "nvl_out"))
+                        .max(initial=0.0))
+        if not math.isfinite(fwd):
+            raise ValueError("local_writes are too large for the NVLink ports: the forwarding "
+                             "time is beyond the range of a float")
+        time = max(time, fwd + loads.max_latency)
+    bound = "NIC" if nic >= nvl else "NVLink"
+    if fwd > max(nic, nvl):
+        bound = "forwarding"
+    return EpPhase(time, nic, nvl, bound, loads, fwd)
+
+
+def _kind_efficiency(efficiency, kind: str) -> float:
+    if efficiency is None:
+        return 1.0
+    if isinstance(efficiency, dict):
+        return float(efficiency.get(kind, 1.0))
+    return float(efficiency)
+
+
+def route_ep_group(
+    n_nodes: int,
+    tokens_per_gpu: int,
+    *,
+    n_experts: int = 256,
+    k: int = 8,
+    max_nodes: int = 4,
+    gpus_per_node: int = 8,
+    skew: float = 0.0,
+    seed: int = 0,
+) -> EpRouting:
+    """Route ``tokens_per_gpu`` tokens on every GPU of an EP group of ``n_nodes`` nodes.
+
+    Experts are placed contiguously (one group of experts per node, as in DeepSeek-V3's EP64
+    training and DeepEP's tests), routing is node-limited with groups = nodes and at most
+    ``max_nodes`` nodes per token (capped at ``n_nodes``), on seeded synthetic gate scores
+    (:func:`uneven.ep.routing.synthetic_gate_scores`; ``skew`` makes some experts
+    popular). Scores are generated per GPU so memory stays small for large groups. Size: the
+    routed ids (``8 k`` bytes per token) and one GPU's scores within the memory budget of
+    :mod:`uneven.limits`; ``tokens x n_experts`` routing steps within its work budget
+    (2e9 by default: e.g. 64 GPUs x 4096 tokens x 256 experts x 2).
+
+    >>> r = route_ep_group(2, 4, seed=0)
+    >>> r.expert_ids.shape, r.expert_gpu.size
+    ((64, 8), 256)
+    """
+    n_nodes = check_int("n_nodes", n_nodes, lo=1)
+    tokens_per_gpu = check_int("tokens_per_gpu", tokens_per_gpu, lo=1)
+    g = check_int("gpus_per_node", gpus_per_node, lo=1)
+    n_gpus = n_nodes * g
+    n_experts = check_int("n_experts", n_experts, lo=n_gpus)
+    check_bytes("n_experts", n_experts, 8.0 * 6 * n_experts, "the expert placement")
+    if n_experts % n_gpus:
+        raise ValueError(
+            f"n_experts must be a multiple of the GPU count {n_gpus}; got {n_experts}"
+        )
+    max_nodes = min(check_int("max_nodes", max_nodes, lo=1), n_nodes)
+    k = check_int("k", k, lo=1, hi=max_nodes * (n_experts // n_nodes))
+    seed = check_int("seed", seed, lo=0)
+    skew = check_real("skew", skew, lo=0.0)
+    tokens = n_gpus * tokens_per_gpu
+    check_bytes("tokens_per_gpu", tokens_per_gpu, 8.0 * tokens * (k + 1)
+                + 40.0 * tokens_per_gpu * n_experts, f"routing {tokens:,} tokens")
+    check_steps("tokens_per_gpu", tokens_per_gpu, 2.0 * tokens * n_experts,
+                f"routing {tokens:,} tokens over {n_experts} experts")
+    # One independent score stream per GPU; all GPUs share the experts' popularity (``seed``).
+    gpu_seeds = np.random.SeedSequence(seed).generate_state(n_gpus, dtype=np.uint32)
+    ids = np.empty((n_gpus * tokens_per_gpu, k), dtype=np.int64)
+    for gpu in range(n_gpus):
+        scores = synthetic_gate_scores(tokens_per_gpu, n_experts, skew, int(gpu_seeds[gpu]),
+                                       popularity_seed=seed)
+        rows = slice(gpu * tokens_per_gpu, (gpu + 1) * tokens_per_gpu)
+        ids[rows] = node_limited_route(scores, k, n_groups=n_nodes, max_groups=max_nodes)[0]
+    src = np.repeat(np.arange(n_gpus, dtype=np.int64), tokens_per_gpu)
+    return EpRouting(ids, src, contiguous_placement(n_experts, n_gpus), n_nodes, g)
+
+
+def ep_round(
+    topo: Topology,
+    routing: EpRouting,
+    *,
+    hidden: int = 7168,
+    dispatch_dtype="fp8",
+    combine_dtype="bf16",
+    mode: str = "relay",
+    efficiency=None,
+    count_local_writes: bool = False,
+) -> EpRound:
+    """Dispatch then combine ``routing`` on ``topo`` and time both phases.
+
+    ``hidden`` values per token; ``dispatch_dtype`` / ``combine_dtype`` as in
+    :func:`uneven.ep.traffic.dispatch_bytes_per_token`; ``mode`` 'relay' (one network copy per
+    remote node, NVLink forwarding) or 'direct'; ``efficiency`` scales link capacities (a number
+    or a dict per link kind). Combine is dispatch reversed with the combine payload, so its byte
+    matrices are the dispatch ones transposed and rescaled (one aggregation pass, not two).
+    ``count_local_writes`` (relay only): also time each forwarder's writes into its own receive
+    buffer (see :func:`ep_phase`); DeepEP's kernels make them, and its test's "NVL" bytes count
+    them.
+
+    >>> r = ep_round(h800_cluster(2), route_ep_group(2, 64, seed=1))
+    >>> r.dispatch.bound, round(r.logical_bytes_per_gpu / r.network_bytes_per_gpu, 1)
+    ('NVLink', 2.0)
+    """
+    if not isinstance(routing, EpRouting):
+        raise ValueError(f"routing must be an EpRouting; got {type(routing).__name__}")
+    if not isinstance(topo, Topology):
+        raise ValueError(f"topo must be a Topology; got {type(topo).__name__}")
+    if (routing.n_nodes, routing.gpus_per_node) != (topo.n_nodes, topo.gpus_per_node):
+        raise ValueError(
+            f"routing was made for {routing.n_nodes} nodes of {routing.gpus_per_node} GPUs but "
+            f"topo has {topo.n_nodes} nodes of {topo.gpus_per_node}; build them alike"
+        )
+    mode = check_path(mode)
+    bd = bytes_per_token(hidden, dispatch_dtype, "dispatch_dtype")
+    bc = bytes_per_token(hidden, combine_dtype, "combine_dtype")
+    args = (routing.expert_ids, routing.src_gpu, routing.expert_gpu, routing.gpus_per_node)
+    disp_t = ep_dispatch_traffic(*args, bd, mode=mode, n_gpus=topo.n_gpus)
+    scale = bc / bd
+    comb_t = EpTraffic(
+        np.ascontiguousarray(disp_t.network.T) * scale,
+        np.ascontiguousarray(disp_t.nvlink.T) * scale,
+        disp_t.nodes_per_token, disp_t.remote_nodes_per_token, disp_t.gpus_per_token, mode,
+        "combine", disp_t.gpus_per_node, bc,
+    )
+    local = None
+    if check_bool("count_local_writes", count_local_writes) and mode == "relay":
+        local = local_buffer_writes(*args, bd, n_gpus=topo.n_gpus)
+    disp = ep_phase(topo, disp_t, efficiency, local)
+    comb = ep_phase(topo, comb_t, efficiency, None if local is None else local * scale)
+    # DeepEP's definition counts every destination node, own node included; the NIC sees the rest.
+    n = topo.n_gpus
+    log_gpu = float(disp_t.nodes_per_token.sum()) * bd / n
+    net_gpu = float(disp_t.remote_nodes_per_token.sum()) * bd / n
+    return EpRound(
+        disp, comb, disp_t, log_gpu, net_gpu, log_gpu / disp.time, net_gpu / disp.time,
+        log_gpu * scale / comb.time, net_gpu * scale / comb.time,
+    )
+
+
+def deepep_sweep(
+    ep_sizes=(16, 32, 64, 128),
+    *,
+    tokens_per_gpu: int = 4096,
+    hidden: int = 7168,
+    k: int = 8,
+    max_nodes: int = 4,
+    skew: float = 0.0,
+    seed: int = 0,
+    efficiency=None,
+    topology=h800_cluster,
+    count_local_writes: bool = False,
+) -> list[dict]:
+    """DeepEP's internode benchmark as a model: one row per EP size (a multiple of 8).
+
+    Each row: ``ep``, ``dispatch_logical_GBps``, ``dispatch_true_GBps``,
+    ``combine_logical_GBps``, ``combine_true_GBps``, ``dispatch_bound``, ``combine_bound`` and
+    the times (s), and ``nvl_writes_per_token`` (NVLink buffer writes per token as DeepEP's test
+    counts them, the forwarder's writes to itself included) beside ``nvlink_copies_per_token``
+    (the copies that cross NVLink). ``topology(n_nodes)`` builds the cluster (default: the H800
+    preset); ``count_local_writes`` as in :func:`ep_round`. ``ep_sizes``: a list of at most 64
+    sizes; the routing of each must fit the budgets of :func:`route_ep_group`.
+
+    >>> rows = deepep_sweep([16], tokens_per_gpu=16)
+    >>> rows[0]["ep"], rows[0]["dispatch_bound"]
+    (16, 'NVLink')
+    """
+    check_callable("topology", topology, "n_nodes -> Topology")
+    if isinstance(ep_sizes, (str, bytes)) or not isinstance(ep_sizes, (list, tuple, np.ndarray)):
+        raise ValueError(f"ep_sizes must be a list of EP sizes (multiples of 8); "
+                         f"got {_show(ep_sizes)}")
+    sizes = as_int_array("ep_sizes", ep_sizes, ndim=1, lo=16)
+    if sizes.size > 64:
+        raise ValueError(f"ep_sizes must list at most 64 sizes; got {sizes.size}")
+    tokens_per_gpu = check_int("tokens_per_gpu", tokens_per_gpu, lo=1)
+    check_steps("ep_sizes", ep_sizes, 2.0 * float(sizes.sum()) * tokens_per_gpu * 256,
+                "routing every EP size")
+    rows = []
+    for ep in sizes.tolist():
+        if ep % 8:
+            raise ValueError(f"ep_sizes must be multiples of 8 (whole nodes); got {ep}")
+        nodes = ep // 8
+        routing = route_ep_group(nodes, tokens_per_gpu, k=k, max_nodes=max_nodes, skew=skew,
+                                 seed=seed)
+        try:
+            topo = topology(nodes)
+        except Exception as err:  # the caller's callable: say which argument failed
+            raise ValueError(f"topology({nodes}) failed: {type(err).__name__}: {err}") from err
+        check_instance("topology(n_nodes)", topo, Topology, "the topology callable's result")
+        r = ep_round(topo, routing, hidden=hidden, efficiency=efficiency,
+                     count_local_writes=count_local_writes)
+        T = routing.expert_ids.shape[0]
+        bd = r.dispatch_traffic.bytes_per_copy
+        local = local_buffer_writes(routing.expert_ids, routing.src_gpu, routing.expert_gpu,
+                                    routing.gpus_per_node, 1.0, n_gpus=nodes * 8).sum()
+        rows.append({
+            "ep": ep,
+            "dispatch_logical_GBps": r.logical_bw / 1e9,
+            "dispatch_true_GBps": r.true_bw / 1e9,
+            "combine_logical_GBps": r.combine_logical_bw / 1e9,
+            "combine_true_GBps": r.combine_true_bw / 1e9,
+            "dispatch_bound": r.dispatch.bound,
+            "combine_bound": r.combine.bound,
+            "dispatch_s": r.dispatch.time,
+            "combine_s": r.combine.time,
+            "nvlink_copies_per_token": r.dispatch_traffic.nvlink_bytes / bd / T,
+            "nvl_writes_per_token": r.dispatch_traffic.nvlink_bytes / bd / T + local / T,
+        })
+    return rows
+
+
+def fanout_per_token(
+    max_nodes: int,
+    k: int,
+    *,
+    n_nodes: int = 8,
+    n_experts: int = 256,
+    gpus_per_node: int = 8,
+    n_tokens: int = 8192,
+    seed: int = 0,
+) -> dict:
+    """Per-token copies of the relay dispatch, averaged over tokens.
+
+    Tokens start on GPUs spread evenly over the group; returns ``ib_copies`` (copies that cross
+    the network), ``nvlink_copies`` (forwards plus same-node sends), ``nodes`` (distinct nodes),
+    ``experts_per_node`` (k / nodes) and ``target_gpus_per_node`` (distinct target GPUs per
+    node reached). ``n_tokens`` is rounded down to a multiple of the GPU count (at least one
+    token per GPU). Sizes as in :func:`route_ep_group`.
+    """
+    n_nodes = check_int("n_nodes", n_nodes, lo=1)
+    gpus_per_node = check_int("gpus_per_node", gpus_per_node, lo=1)
+    max_nodes = check_int("max_nodes", max_nodes, lo=1, hi=n_nodes)
+    n_tokens = check_int("n_tokens", n_tokens, lo=1)
+    n_gpus = n_nodes * gpus_per_node
+    tokens_per_gpu = max(1, n_tokens // n_gpus)
+    routing = route_ep_group(n_nodes, tokens_per_gpu, n_experts=n_experts, k=k,
+                             max_nodes=max_nodes, gpus_per_node=gpus_per_node, seed=seed)
+    t = ep_dispatch_traffic(routing.expert_ids, routing.src_gpu, routing.expert_gpu,
+                            gpus_per_node, 1.0, mode="relay", n_gpus=n_gpus)
+    T = routing.expert_ids.shape[0]
+    nodes = t.nodes_per_token.mean()
+    return {
+        "ib_copies": t.network_bytes / T,
+        "nvlink_copies": t.nvlink_bytes / T,
+        "nodes": float(nodes),
+        "experts_per_node": k / float(nodes),
+        "target_gpus_per_node": float(t.gpus_per_token.mean() / nodes),
+    }
+
+
+def decode_tpot_bound(
+    bandwidth: float,
+    *,
+    tokens: int = 32,
+    experts_per_token: int = 9,
+    hidden: int = 7000,
+    dispatch_bytes_per_value: float = 1.0,
+    combine_bytes_per_value: float = 2.0,
+    layers: int = 61,
+    microbatches: int = 2,
+    latency_per_exchange: float = 0.0,
+) -> float:
+    """Lower bound on time per output token (s) when EP communication alone sets the pace.
+
+    The DeepSeek-V3 ISCA paper's argument (§2.3.2): one dispatch + combine moves
+    (1 B + 2 B) x tokens x experts x hidden bytes through a GPU's link of ``bandwidth`` bytes/s;
+    with two micro-batches overlapping compute, each layer pays two such rounds; 61 layers.
+    ``latency_per_exchange`` (s) adds a fixed cost per dispatch and per combine.
+
+    >>> round(decode_tpot_bound(50e9) * 1e3, 2)     # 50 GB/s of scale-out bandwidth
+    14.76
+    """
+    bandwidth = check_real("bandwidth", bandwidth, lo=0.0, lo_open=True, unit="bytes/s")
+    tokens = check_int("tokens", tokens, lo=1)
+    experts = check_int("experts_per_token", experts_per_token, lo=1)
+    hidden = check_int("hidden", hidden, lo=1)
+    bd = check_real("dispatch_bytes_per_value", dispatch_bytes_per_value, lo=0.0, lo_open=True)
+    bc = check_real("combine_bytes_per_value", combine_bytes_per_value, lo=0.0, lo_open=True)
+    layers = check_int("layers", layers, lo=1)
+    mb = check_int("microbatches", microbatches, lo=1)
+    lat = check_real("latency_per_exchange", latency_per_exchange, lo=0.0, unit="s")
+    with np.errstate(over="ignore"):
+        per_round = float(np.float64(bd + bc) * tokens * experts * hidden / bandwidth + 2 * lat)
+        out = float(np.float64(layers) * mb * per_round)
+    if not math.isfinite(out):
+        raise ValueError("bandwidth, tokens, experts_per_token, hidden, layers and microbatches "
+                         "give a time beyond the range of a float")
+    return out
+
+
+def nvlink_fanout_limit(nvlink_bw: float, nic_bw: float) -> float:
+    """Largest number of NVLink copies per IB copy that keeps NVLink off the critical path.
+
+    While one IB copy drains through the NIC in B / nic_bw seconds, the forwarder can push
+    nvlink_bw / nic_bw copies of the same size over NVLink (DeepSeek-V3: 160 / 50 = 3.2).
+
+    >>> nvlink_fanout_limit(160e9, 50e9)
+    3.2
+    """
+    nvlink_bw = check_real("nvlink_bw", nvlink_bw, lo=0.0, lo_open=True, unit="bytes/s")
+    nic_bw = check_real("nic_bw", nic_bw, lo=0.0, lo_open=True, unit="bytes/s")
+    out = nvlink_bw / nic_bw
+    if not (math.isfinite(out) and out > 0.0):
+        raise ValueError(f"nvlink_bw / nic_bw must be a finite ratio > 0; got {nvlink_bw:.3g} / "
+                         f"{nic_bw:.3g}")
+    return out
+
+
+def min_node_cap(k: int, fanout_limit: float) -> int:
+    """Smallest node cap M for which ``k`` experts per token, spread evenly over M nodes, keep
+    each node's NVLink fan-out at or below ``fanout_limit`` copies per IB copy: ceil(k / limit).
+
+    >>> min_node_cap(8, 3.2), min_node_cap(13, 3.2)
+    (3, 5)
+    """
+    k = check_int("k", k, lo=1)
+    fanout_limit = check_real("fanout_limit", fanout_limit, lo=0.0, lo_open=True)
+    nodes = k / fanout_limit
+    if not nodes < 2.0**62:
+        raise ValueError(f"k / fanout_limit must be below 2**62 nodes; got {k} / "
+                         f"{fanout_limit:.3g}")
+    return max(1, int(np.ceil(nodes - 1e-12)))
+
+
+# --------------------------------------------------------------------------------------------
+# one training step's dispatch over a whole cluster
+
+
+@dataclass(frozen=True, eq=False)
+class EpStep:
+    """The dispatch of one MoE layer over a whole cluster, from :func:`ep_step`.
+
+    ``network`` / ``nvlink``: float64 ``[n_groups, ep, ep]``, dispatch bytes inside each EP group
+    (GPU ids local to the group; group ``q`` holds GPUs ``q ep ... q ep + ep - 1``).
+    ``expert_load``: int64 ``[n_groups, n_experts]``, tokens routed to each expert of each group.
+    ``nodes_per_token``, ``remote_nodes_per_token``, ``gpus_per_token``: averages over tokens.
+    ``loads``: the dispatch's :class:`LinkLoads` on the whole cluster; ``time`` (s): its phase
+    time (bottleneck model, as :func:`ep_phase` without forwarding); ``bytes_per_copy`` (bytes).
+    Arrays are read-only; everything is checked when made.
+    """
+
+    n_gpus: int
+    ep: int
+    tokens_per_gpu: int
+    k: int
+    network: np.ndarray = field(repr=False)
+    nvlink: np.ndarray = field(repr=False)
+    expert_load: np.ndarray = field(repr=False)
+    nodes_per_token: float
+    remote_nodes_per_token: float
+    gpus_per_token: float
+    loads: LinkLoads = field(repr=False)
+    time: float
+    bytes_per_copy: float
+
+    def __post_init__(self):
+        put = object.__setattr__
+        for name in ("n_gpus", "ep", "tokens_per_gpu", "k"):
+            put(self, name, check_int(name, getattr(self, name), lo=1))
+        if self.n_gpus % self.ep:
+            raise ValueError(f"ep must divide n_gpus ({self.n_gpus}); got {self.ep}")
+        groups = self.n_gpus // self.ep
+        shape = (groups, self.ep, self.ep)
+        put(self, "network", frozen_array("network", self.network, shape=shape, lo=0.0))
+        put(self, "nvlink", frozen_array("nvlink", self.nvlink, shape=shape, lo=0.0))
+        load = frozen_array("expert_load", self.expert_load, dtype="int", ndim=2, lo=0)
+        if load.shape[0] != groups:
+            raise ValueError(f"expert_load must have one row per EP group ({groups}); got "
+                             f"shape {load.shape}")
+        put(self, "expert_load", load)
+        for name in ("nodes_per_token", "remote_nodes_per_token", "gpus_per_token", "time",
+                     "bytes_per_copy"):
+            put(self, name, check_real(name, getattr(self, name), lo=0.0))
+        if 0.0 < self.bytes_per_copy < 2.0**-10:  # copies = bytes / bytes_per_copy stays finite
+            raise ValueError("bytes_per_copy must be 0 or at least 2**-10 bytes; got "
+                             f"{self.bytes_per_copy!r}")
+        check_instance("loads", self.loads, LinkLoads)
+
+    @property
+    def network_copies_per_token(self) -> float:
+        """Copies that cross the network per token (unitless)."""
+        return self._copies(self.network)
+
+    @property
+    def nvlink_copies_per_token(self) -> float:
+        """Copies that cross NVLink per token (unitless)."""
+        return self._copies(self.nvlink)
+
+    def _copies(self, matrix) -> float:
+        if self.bytes_per_copy == 0.0:
+            return 0.0
+        return float(matrix.sum()) / self.bytes_per_copy / (self.n_gpus * self.tokens_per_gpu)
+
+
+def ep_step(
+    n_gpus: int,
+    tokens_per_gpu: int = 4096,
+    *,
+    ep: int = 64,
+    gpus_per_node: int = 8,
+    n_experts: int = 256,
+    k: int = 8,
+    max_nodes: int = 4,
+    skew: float = 0.0,
+    seed: int = 0,
+    bias=None,
+    hidden: int = 7168,
+    dispatch_dtype="fp8",
+    mode: str = "relay",
+    topology=h800_cluster,
+    threads: int = 1,
+) -> EpStep:
+    """One DeepSeek-V3-style MoE dispatch over ``n_gpus`` GPUs: generate, route, count, time.
+
+    The cluster is cut into EP groups of ``ep`` GPUs (``ep / gpus_per_node`` nodes, experts
+    placed contiguously, ``n_experts / ep`` per GPU). Every GPU holds ``tokens_per_gpu`` tokens;
+    token ``t`` (numbered GPU by GPU over the cluster) has the gate scores of
+    :func:`uneven.ep.routing.counter_gate_scores` (``skew``, ``seed``), is routed by
+    node-limited top-``k`` with the group's nodes as groups and at most ``max_nodes`` of them
+    (``bias`` float ``[n_experts]`` steers selection), and its dispatch copies are counted at
+    once (``mode`` 'relay' or 'direct', as :func:`uneven.ep.traffic.ep_dispatch_traffic`). One
+    compiled pass per token: no score or id matrix is ever stored, so 2,048 GPUs x 4,096 tokens
+    (8.4M tokens) need a few MB. The byte matrices then go through the link-load engine on
+    ``topology(n_gpus // gpus_per_node)`` (default :func:`uneven.topology.h800_cluster`).
+    ``threads`` (1-64) run the GPUs in parallel (the kernel releases the GIL); the result does
+    not depend on it. Identical to routing each GPU's tokens with
+    :func:`uneven.ep.routing.generated_route` (``first_token = gpu * tokens_per_gpu``)
+    and counting them with :func:`uneven.ep.traffic.ep_dispatch_traffic` (tests).
+
+    Size: ``n_gpus x tokens_per_gpu x n_experts`` steps within the work budget of
+    :mod:`uneven.limits` (the DeepSeek-V3 step, 2.1e9, needs ``UNEVEN_MAX_STEPS`` raised); the
+    per-group matrices (``16 ep^2 + 8 n_experts`` bytes per group per thread) within its memory
+    budget.
+
+    >>> st = ep_step(32, 64, ep=16)
+    >>> st.network.shape, round(st.nodes_per_token, 2), st.time > 0
+    ((2, 16, 16), 1.99, True)
+    """
+    n_gpus = check_int("n_gpus", n_gpus, lo=1)
+    tokens_per_gpu = check_int("tokens_per_gpu", tokens_per_gpu, lo=1)
+    g = check_int("gpus_per_node", gpus_per_node, lo=1)
+    ep = check_int("ep", ep, lo=g)
+    if ep % g:
+        raise ValueError(f"ep must be a multiple of gpus_per_node ({g}); got {ep}")
+    if n_gpus % ep:
+        raise ValueError(f"n_gpus must be a multiple of ep ({ep}); got {n_gpus}")
+    n_experts = check_int("n_experts", n_experts, lo=ep)
+    if n_experts % ep:
+        raise ValueError(f"n_experts must be a multiple of ep ({ep}); got {n_experts}")
+    nodes_ep = ep // g
+    max_nodes = min(check_int("max_nodes", max_nodes, lo=1), nodes_ep)
+    k = check_int("k", k, lo=1, hi=max_nodes * (n_experts // nodes_ep))
+    mode = check_path(mode)
+    threads = check_int("threads", threads, lo=1, hi=64)
+    check_callable("topology", topology, "n_nodes -> Topology")
+    bd = bytes_per_token(hidden, dispatch_dtype, "dispatch_dtype")
+    groups = n_gpus // ep
+    tokens = n_gpus * tokens_per_gpu
+    check_bytes("n_gpus", n_gpus, 8.0 * groups * (2 * ep * ep + n_experts) * (threads + 2)
+                + 48.0 * groups * ep * ep + 64.0 * n_experts,
+                f"per-group byte matrices of {groups:,} EP groups")
+    check_steps("tokens_per_gpu", tokens_per_gpu, float(tokens) * n_experts,
+                f"generating and routing {tokens:,} tokens over {n_experts} experts")
+    n_experts, key, _, w32, skew_on = _counter_args(n_experts, skew, seed, 0, None, tokens)
+    biast = _bias_transposed(bias, n_experts, nodes_ep)
+    w32t = _transposed(w32, nodes_ep, np.float32)
+    try:
+        topo = topology(n_gpus // g)
+    except Exception as err:  # the caller's callable: say which argument failed
+        raise ValueError(f"topology({n_gpus // g}) failed: {type(err).__name__}: {err}") from err
+    check_instance("topology(n_nodes)", topo, Topology, "the topology callable's result")
+    if topo.n_gpus != n_gpus or topo.gpus_per_node != g:
+        raise ValueError(f"topology({n_gpus // g}) must have {n_gpus} GPUs in nodes of {g}; got "
+                         f"{topo.n_gpus} in nodes of {topo.gpus_per_node}")
+
+    network = np.zeros((groups, ep, ep))
+    nvlink = np.zeros((groups, ep, ep))
+    load = np.zeros((groups, n_experts), dtype=np.int64)
+    stats = np.zeros(3, dtype=np.int64)
+    cuts = np.linspace(0, n_gpus, min(threads, n_gpus) + 1).round().astype(np.int64)
+    expert_gpu = contiguous_placement(n_experts, ep)
+    gpu_ids = np.arange(ep, dtype=np.int64)
+
+    def part(lo, hi, net, nvl, ld, st):
+        g_lo = lo // ep
+        _generated_step_kernel(
+            key, np.int64(lo), np.int64(hi), np.int64(g_lo), np.int64(tokens_per_gpu),
+            np.int64(ep), np.int64(g), np.int64(n_experts), np.int64(nodes_ep),
+            np.int64(max_nodes), np.int64(k), w32t, skew_on, bias is not None, biast,
+            mode == "relay", expert_gpu, gpu_ids // g, np.arange(0, ep, g, dtype=np.int64),
+            gpu_ids % g, net, nvl, ld, st)
+
+    if cuts.size == 2:
+        part(0, n_gpus, network, nvlink, load, stats)
+    else:
+        from concurrent.futures import ThreadPoolExecutor
+
+        jobs = []
+        for lo, hi in zip(cuts[:-1].tolist(), cuts[1:].tolist(), strict=True):
+            g_lo, g_hi = lo // ep, (hi - 1) // ep + 1
+            n_g = g_hi - g_lo
+            jobs.append((lo, hi, g_lo, np.zeros((n_g, ep, ep)), np.zeros((n_g, ep, ep)),
+                         np.zeros((n_g, n_experts), dtype=np.int64), np.zeros(3, np.int64)))
+        with ThreadPoolExecutor(len(jobs)) as pool:
+            list(pool.map(lambda j: part(j[0], j[1], j[3], j[4], j[5], j[6]), jobs))
+        for _, _, g_lo, net, nvl, ld, st in jobs:
+            n_g = net.shape[0]
+            network[g_lo:g_lo + n_g] += net
+            nvlink[g_lo:g_lo + n_g] += nvl
+            load[g_lo:g_lo + n_g] += ld
+            stats += st
+    network *= bd
+    nvlink *= bd
+    # flows: every nonzero entry of the group matrices, on the whole cluster
+    both = network + nvlink
+    grp, i, j = np.nonzero(both)
+    src = grp * ep + i
+    dst = grp * ep + j
+    loads = link_loads(topo, src, dst, both[grp, i, j])
+    return EpStep(n_gpus, ep, tokens_per_gpu, k, network, nvlink, load,
+                  stats[0] / tokens, stats[1] / tokens, stats[2] / tokens, loads, loads.time(), bd)
+
+
+@njit(inline="always")
+def _step_gpus(key, gpu_lo, gpu_hi, group_lo, tokens_per_gpu, ep, gpus_per_node, n_experts,
+               n_groups, max_groups, k, w32t, skew_on, has_bias, biast, relay, expert_gpu,
+               gpu_node, node_first_gpu, gpu_local, network, nvlink, load, stats, fast,
+               scratch):
+    """The body of :func:`_generated_step_kernel` on the scratch arrays it is given (a tuple:
+    fewer than 30 arguments, or CPython passes them as ``*args``, which numba cannot inline).
+    Each token is generated, routed and its copies counted (:func:`uneven.ep._kernels.
+    _mark_token`) in cache; each source GPU's counts go on the links once, after its tokens
+    (:func:`uneven.ep._kernels._add_copies`)."""
+    (buf, top, sec, hi_s, lo_s, gscore, kept, tops, cand, cval, order, rank, rank16,
+     gpu_stamp, node_stamp, gpu_cnt, node_cnt) = scratch
+    gsize = n_experts // n_groups
+    n_pairs = (n_experts + 1) // 2
+    n_nodes_sum = 0
+    remote_sum = 0
+    gpus_sum = 0
+    stamp = 0
+    for gpu in range(gpu_lo, gpu_hi):
+        grp = gpu // ep - group_lo
+        s = gpu % ep
+        gpu_cnt[:] = 0
+        node_cnt[:] = 0
+        t0 = gpu * tokens_per_gpu
+        for t in range(t0, t0 + tokens_per_gpu):
+            _gen_top2(key, t, n_pairs, gsize, n_groups, w32t, skew_on, has_bias, biast, buf, top,
+                      sec, hi_s, lo_s)
+            if fast:
+                _route_8x32(buf, top, sec, max_groups, k, gscore, rank, kept, tops, cand,
+                            cval, order, rank16)
+            else:
+                _route_generated(buf, top, sec, gsize, n_groups, max_groups, k, gscore, kept,
+                                 tops, cand, cval, order, False)
+            stamp += 1
+            n_n, n_r, n_g = _mark_token(stamp, s, order, k, expert_gpu, False, gpu_node,
+                                        gpu_stamp, node_stamp, gpu_cnt, node_cnt, load[grp])
+            n_nodes_sum += n_n
+            remote_sum += n_r
+            gpus_sum += n_g
+        _add_copies(s, gpu_cnt, node_cnt, relay, gpu_node, node_first_gpu, gpu_local,
+                    network[grp], nvlink[grp])
+    stats[0] += n_nodes_sum
+    stats[1] += remote_sum
+    stats[2] += gpus_sum
+
+
+@njit(nogil=True)
+def _step_kernel_8x32(key, gpu_lo, gpu_hi, group_lo, tokens_per_gpu, ep, gpus_per_node,
+                      max_groups, k, w32t, skew_on, has_bias, biast, relay, expert_gpu,
+                      gpu_node, node_first_gpu, gpu_local, network, nvlink, load, stats):
+    """:func:`_generated_step_kernel` for 256 experts in 8 groups, its scratch on the stack."""
+    dt = biast.dtype
+    buf = carray(_stack_ptr(256, dt), 256)
+    top = carray(_stack_ptr(8, dt), 8)
+    sec = carray(_stack_ptr(8, dt), 8)
+    hi_s = carray(_stack_ptr(128, dt), 128)
+    lo_s = carray(_stack_ptr(128, dt), 128)
+    gscore = carray(_stack_ptr(8, np.float64), 8)
+    kept = carray(_stack_ptr(8, np.int64), 8)
+    tops = carray(_stack_ptr(256, dt), 256)
+    cand = carray(_stack_ptr(256, np.int64), 256)
+    cval = carray(_stack_ptr(256, dt), 256)
+    order = carray(_stack_ptr(256, np.int64), 256)
+    rank = carray(_stack_ptr(8, np.int64), 8)
+    rank16 = carray(_stack_ptr(16, np.int32), 16)
+    gpu_stamp = np.zeros(ep, dtype=np.int64)
+    node_stamp = np.zeros(ep // gpus_per_node, dtype=np.int64)
+    gpu_cnt = np.empty(ep, dtype=np.int64)
+    node_cnt = np.empty(ep // gpus_per_node, dtype=np.int64)
+    _step_gpus(key, gpu_lo, gpu_hi, group_lo, tokens_per_gpu, ep, gpus_per_node, 256, 8,
+               max_groups, k, w32t, skew_on, has_bias, biast, relay, expert_gpu, gpu_node,
+               node_first_gpu, gpu_local, network, nvlink, load, stats, True,
+               (buf, top, sec, hi_s, lo_s, gscore, kept, tops, cand, cval, order, rank,
+                rank16, gpu_stamp, node_stamp, gpu_cnt, node_cnt))
+
+
+@njit(nogil=True)
+def _generated_step_kernel(key, gpu_lo, gpu_hi, group_lo, tokens_per_gpu, ep, gpus_per_node,
+                           n_experts, n_groups, max_groups, k, w32t, skew_on, has_bias, biast,
+                           relay, expert_gpu, gpu_node, node_first_gpu, gpu_local, network,
+                           nvlink, load, stats):
+    """Dispatch copy counts of the tokens of GPUs ``[gpu_lo, gpu_hi)``, each token's gate
+    scores generated (counter-based, as ``counter_gate_scores``) and node-limited-routed in cache,
+    its copies counted at once: no score matrix, no id matrix. ``network``/``nvlink``
+    ``[groups, ep, ep]`` and ``load`` ``[groups, n_experts]`` are indexed by EP group minus
+    ``group_lo``, GPUs by their index inside the group; experts sit contiguously on the group's
+    GPUs and the routing groups are the group's nodes. ``stats`` += (nodes, remote nodes, GPUs)
+    summed over tokens. The GPU of an expert, and node and local index of a GPU, come from
+    lookup tables (``expert_gpu``, ``gpu_node``, ``node_first_gpu``, ``gpu_local``): an integer
+    division per copy would cost more than the routing. 256 experts in 8 groups (DeepSeek-V3)
+    run :func:`_step_kernel_8x32`."""
+    if n_experts == 256 and n_groups == 8:
+        _step_kernel_8x32(key, gpu_lo, gpu_hi, group_lo, tokens_per_gpu, ep, gpus_per_node,
+                          max_groups, k, w32t, skew_on, has_bias, biast, relay, expert_gpu,
+                          gpu_node, node_first_gpu, gpu_local, network, nvlink, load, stats)
+        return
+    n_tops = 2 * max(max_groups, (k + 1) // 2)
+    dt = biast.dtype
+    n_nodes = ep // gpus_per_node
+    buf = np.empty(n_experts, dtype=dt)
+    top = np.empty(n_groups, dtype=dt)
+    sec = np.empty(n_groups, dtype=dt)
+    hi_s = np.empty(128, dtype=dt)
+    lo_s = np.empty(128, dtype=dt)
+    gscore = np.empty(n_groups)
+    kept = np.empty(n_groups, dtype=np.int64)
+    tops = np.empty(n_tops)
+    cand = np.empty(n_experts, dtype=np.int64)
+    cval = np.empty(n_experts, dtype=dt)
+    order = np.empty(n_experts, dtype=np.int64)
+    rank = np.empty(n_groups, dtype=np.int64)
+    rank16 = np.empty(16, dtype=np.int32)
+    gpu_stamp = np.zeros(ep, dtype=np.int64)
+    node_stamp = np.zeros(n_nodes, dtype=np.int64)
+    gpu_cnt = np.empty(ep, dtype=np.int64)
+    node_cnt = np.empty(n_nodes, dtype=np.int64)
+    _step_gpus(key, gpu_lo, gpu_hi, group_lo, tokens_per_gpu, ep, gpus_per_node, n_experts,
+               n_groups, max_groups, k, w32t, skew_on, has_bias, biast, relay, expert_gpu,
+               gpu_node, node_first_gpu, gpu_local, network, nvlink, load, stats, False,
+               (buf, top, sec, hi_s, lo_s, gscore, kept, tops, cand, cval, order, rank,
+                rank16, gpu_stamp, node_stamp, gpu_cnt, node_cnt))
+
