@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from uneven.explorers import start_state, start_explorer
+from uneven.explorers import start_explorer, start_state
 from uneven.widgets import explore, int_slider
 
 

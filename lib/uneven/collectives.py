@@ -21,10 +21,11 @@ reduce-scattered input, the all-reduced buffer, the all-to-all buffer of one ran
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
+from ._fields import Checked, choice, instance, integer, real
 from ._validate import (
     _show,
     as_float_array,
@@ -70,7 +71,7 @@ BUSBW_FACTOR = {
 
 
 @dataclass(frozen=True)
-class CollectiveResult:
+class CollectiveResult(Checked):
     """Outcome of one collective.
 
     ``time`` (s) is the whole collective; ``loads`` holds the bytes every link carried over all
@@ -78,23 +79,13 @@ class CollectiveResult:
     Every field is checked when the result is made.
     """
 
-    op: str
-    n_ranks: int
-    nbytes: float
-    time: float
-    steps: int
-    step_time: float
-    loads: LinkLoads = field(repr=False)
-
-    def __post_init__(self):
-        put = object.__setattr__
-        put(self, "op", check_choice("op", self.op, BUSBW_FACTOR))
-        put(self, "n_ranks", check_int("n_ranks", self.n_ranks, lo=1))
-        put(self, "nbytes", check_real("nbytes", self.nbytes, lo=0.0, unit="bytes"))
-        put(self, "time", check_real("time", self.time, lo=0.0, unit="s"))
-        put(self, "steps", check_int("steps", self.steps, lo=0))
-        put(self, "step_time", check_real("step_time", self.step_time, lo=0.0, unit="s"))
-        check_instance("loads", self.loads, LinkLoads, "from uneven.engines.linkload")
+    op: str = choice(lambda: tuple(BUSBW_FACTOR))
+    n_ranks: int = integer(lo=1)
+    nbytes: float = real(lo=0.0, unit="bytes")
+    time: float = real(lo=0.0, unit="s")
+    steps: int = integer(lo=0)
+    step_time: float = real(lo=0.0, unit="s")
+    loads: LinkLoads = instance(LinkLoads, "from uneven.engines.linkload", repr=False)
 
     @property
     def algbw(self) -> float:

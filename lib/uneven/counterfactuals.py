@@ -38,7 +38,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._validate import _raw_array, _show, as_float_array, check_int, check_real, check_str, trusted
+from ._fields import Checked, real, text
+from ._validate import _raw_array, _show, as_float_array, check_int, check_real, trusted
 from .limits import PY_STEP, check_steps
 
 __all__ = [
@@ -195,7 +196,7 @@ _MAX_CORE_BANDWIDTH = 1e15
 
 
 @dataclass(frozen=True)
-class TaxRow:
+class TaxRow(Checked):
     """One model with communication on, and off, the compute units (times in s).
 
     ``on``: step (or layer) time with communication taking compute resources; ``off``: the
@@ -205,16 +206,10 @@ class TaxRow:
     construction).
     """
 
-    system: str
-    setting: str
-    on: float
-    off: float
-
-    def __post_init__(self):
-        check_str("system", self.system)
-        check_str("setting", self.setting)
-        object.__setattr__(self, "on", check_real("on", self.on, lo=1e-15, hi=1e15, unit="s"))
-        object.__setattr__(self, "off", check_real("off", self.off, lo=0.0, hi=1e15, unit="s"))
+    system: str = text()
+    setting: str = text()
+    on: float = real(lo=1e-15, hi=1e15, unit="s")
+    off: float = real(lo=0.0, hi=1e15, unit="s")
 
     @property
     def share(self) -> float:

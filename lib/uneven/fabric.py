@@ -29,6 +29,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ._fields import Checked, any_value, check_fields, choice, integer
 from ._validate import _show, as_int_array, check_choice, check_int, check_real
 from .limits import PY_STEP, check_steps
 
@@ -73,7 +74,7 @@ SWITCH_PRICE_USD, LINK_PRICE_USD = table3_unit_prices()
 
 
 @dataclass(frozen=True)
-class FatTree:
+class FatTree(Checked):
     """Counts for one fabric.
 
     ``kind`` "FT2", "FT3" or "MPFT"; ``k`` switch radix (ports); ``planes`` (1 unless MPFT);
@@ -81,28 +82,20 @@ class FatTree:
     kind can take at radix ``k``; ``switches``; ``links`` switch-to-switch links.
     """
 
-    kind: str
-    k: int
-    planes: int
-    endpoints: int
-    capacity: int
-    switches: int
-    links: int
+    kind: str = choice(KINDS)
+    k: int = any_value()
+    planes: int = integer(lo=1, hi=MAX_PLANES)
+    endpoints: int = integer(lo=1, hi="capacity")
+    capacity: int = integer(lo=1)
+    switches: int = integer(lo=1)
+    links: int = integer(lo=0)
+    check_first = ("capacity",)
 
     def __post_init__(self):
-        kind = check_choice("kind", self.kind, KINDS)
-        object.__setattr__(self, "kind", kind)
         object.__setattr__(self, "k", _check_radix(self.k))
-        planes = check_int("planes", self.planes, lo=1, hi=MAX_PLANES)
-        if kind != "MPFT" and planes != 1:
-            raise ValueError(f"planes must be 1 for kind={kind!r}; got {planes}")
-        object.__setattr__(self, "planes", planes)
-        capacity = check_int("capacity", self.capacity, lo=1)
-        object.__setattr__(self, "capacity", capacity)
-        object.__setattr__(self, "endpoints", check_int("endpoints", self.endpoints, lo=1,
-                                                        hi=capacity))
-        object.__setattr__(self, "switches", check_int("switches", self.switches, lo=1))
-        object.__setattr__(self, "links", check_int("links", self.links, lo=0))
+        check_fields(self)
+        if self.kind != "MPFT" and self.planes != 1:
+            raise ValueError(f"planes must be 1 for kind={self.kind!r}; got {self.planes}")
 
 
 def _check_radix(k):

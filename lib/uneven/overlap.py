@@ -50,17 +50,17 @@ bytes, bytes/s, FLOP/s.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
+from ._fields import Checked, array, check_fields, choice, integer, real
 from ._tiles import ROWS_PER_TILE, _fused_block
 from ._validate import (
     check_bool,
     check_choice,
     check_int,
     check_real,
-    frozen_array,
     trusted,
 )
 from .engines.timeline import edges_to_csr, run_timeline
@@ -180,7 +180,7 @@ def fused_time_closed_form(compute_time: float, comm_time: float, n_tiles: int, 
 
 
 @dataclass(frozen=True)
-class TileOverlap:
+class TileOverlap(Checked):
     """A fused GEMM + all-to-all on the timeline engine.
 
     ``fused_time`` (s) and ``sequential_time`` = G + C (s, no SM tax, no per-tile latency);
@@ -190,44 +190,27 @@ class TileOverlap:
     ``n_tiles``). Every field is checked when made directly; arrays are read-only.
     """
 
-    fused_time: float
-    sequential_time: float
-    compute_time: float
-    comm_time: float
-    n_tiles: int
-    n_pieces: int
-    direction: str
-    order: str
-    start: np.ndarray = field(repr=False)
-    finish: np.ndarray = field(repr=False)
-    resource: np.ndarray = field(repr=False)
-    tile: np.ndarray = field(repr=False)
+    fused_time: float = real(lo=0.0, hi=_MAX_SECONDS, unit="s")
+    sequential_time: float = real(lo=0.0, hi=_MAX_SECONDS, unit="s")
+    compute_time: float = real(lo=0.0, hi=_MAX_SECONDS, unit="s")
+    comm_time: float = real(lo=0.0, hi=_MAX_SECONDS, unit="s")
+    n_tiles: int = integer(lo=1, hi=_MAX_TILES)
+    n_pieces: int = integer(lo=0, hi="n_tiles")
+    direction: str = choice(DIRECTIONS)
+    order: str = choice(ORDERS)
+    start: np.ndarray = array(shape=lambda r: (r.n_tiles + r.n_pieces,), lo=0.0, repr=False)
+    finish: np.ndarray = array(shape=lambda r: (r.n_tiles + r.n_pieces,), lo=0.0, repr=False)
+    resource: np.ndarray = array("int", shape=lambda r: (r.n_tiles + r.n_pieces,), lo=0, hi=1,
+                                 repr=False)
+    tile: np.ndarray = array("int", shape=lambda r: (r.n_tiles + r.n_pieces,), lo=0, repr=False)
 
     def __post_init__(self):
-        put = object.__setattr__
-        for name in ("fused_time", "sequential_time", "compute_time", "comm_time"):
-            put(self, name, check_real(name, getattr(self, name), lo=0.0, hi=_MAX_SECONDS,
-                                       unit="s"))
+        check_fields(self)
         if self.fused_time > 0 and not math.isfinite(self.sequential_time / self.fused_time):
             raise ValueError(f"fused_time must not be vanishingly small next to "
                              f"sequential_time={self.sequential_time}; got {self.fused_time}")
-        T = check_int("n_tiles", self.n_tiles, lo=1, hi=_MAX_TILES)
-        put(self, "n_tiles", T)
-        put(self, "n_pieces", check_int("n_pieces", self.n_pieces, lo=0, hi=T))
-        put(self, "direction", check_choice("direction", self.direction, DIRECTIONS))
-        put(self, "order", check_choice("order", self.order, ORDERS))
-        n_ops = (T + self.n_pieces,)
-        start = frozen_array("start", self.start, shape=n_ops, lo=0.0)
-        put(self, "start", start)
-        finish = frozen_array("finish", self.finish, shape=n_ops, lo=0.0)
-        if np.any(finish < start):
+        if np.any(self.finish < self.start):
             raise ValueError("finish must not be before start for any op")
-        put(self, "finish", finish)
-        res = frozen_array("resource", self.resource, dtype="int", shape=n_ops, lo=0)
-        if res.size and res.max() > 1:
-            raise ValueError(f"resource must hold 0 (SMs) or 1 (link); got {res.max()}")
-        put(self, "resource", res)
-        put(self, "tile", frozen_array("tile", self.tile, dtype="int", shape=n_ops, lo=0))
 
     @property
     def speedup(self) -> float:

@@ -24,7 +24,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ._validate import _show, check_bool, check_choice, check_int, check_str
+from ._fields import Checked, check_fields, choice, flag, text
+from ._validate import _show, check_int, check_str
 
 __all__ = ["Paper", "PAPERS", "paper", "Evidence", "EVIDENCE_KINDS", "LABELS", "MAX_GPUS",
            "evidence_rows"]
@@ -38,7 +39,7 @@ MAX_GPUS = 10**7
 
 
 @dataclass(frozen=True)
-class Evidence:
+class Evidence(Checked):
     """One headline number of a paper.
 
     ``claim``: the number and what it compares, in words; ``label``: where we read it
@@ -52,33 +53,29 @@ class Evidence:
     label and a kind from the lists, ``gpus`` two integers in [1, 10**7]).
     """
 
-    claim: str
-    label: str
-    kind: str
-    hardware: str
-    scale: str
+    claim: str = text()
+    label: str = choice(LABELS)
+    kind: str = choice(EVIDENCE_KINDS)
+    hardware: str = text()
+    scale: str = text()
     gpus: tuple | None = None
-    note: str = ""
-    section: str = ""
-    source: str = ""
+    note: str = text(default="")
+    section: str = text(default="")
+    source: str = text(default="")
 
     def __post_init__(self):
-        for name in ("claim", "hardware", "scale", "note", "section", "source"):
-            check_str(name, getattr(self, name))
-        check_choice("label", self.label, LABELS)
-        check_choice("kind", self.kind, EVIDENCE_KINDS)
+        check_fields(self)
         gpus = self.gpus
         if gpus is not None:
             if not isinstance(gpus, (tuple, list)) or len(gpus) != 2:
                 raise ValueError(f"gpus must be None or (fewest, most) positive ints; got "
                                  f"{_show(gpus)}")
             lo = check_int("gpus", gpus[0], lo=1, hi=MAX_GPUS)
-            hi = check_int("gpus", gpus[1], lo=lo, hi=MAX_GPUS)
-            object.__setattr__(self, "gpus", (lo, hi))
+            object.__setattr__(self, "gpus", (lo, check_int("gpus", gpus[1], lo=lo, hi=MAX_GPUS)))
 
 
 @dataclass(frozen=True)
-class Paper:
+class Paper(Checked):
     """One paper: identifiers, placement on the map, its headline with a label, its evidence.
 
     ``headline``: one line for tables such as the start page's; ``evidence``: every headline
@@ -92,27 +89,22 @@ class Paper:
     tuple of at most 64 :class:`Evidence`, ``public`` a bool).
     """
 
-    key: str
-    title: str
-    venue: str
-    parallelism: str  # "PP", "DP×CP" or "EP"
-    workload: str  # "training" or "serving"
-    slow_piece: str
-    notebook: str
-    headline: str
+    key: str = text()
+    title: str = text()
+    venue: str = text()
+    parallelism: str = choice(("PP", "DP×CP", "EP"))
+    workload: str = choice(("training", "serving"))
+    slow_piece: str = text()
+    notebook: str = text()
+    headline: str = text()
     evidence: tuple = ()
-    public: bool = True
-    artifact: str = ""
-    system: str = ""
-    short: str = ""
+    public: bool = flag(default=True)
+    artifact: str = text(default="")
+    system: str = text(default="")
+    short: str = text(default="")
 
     def __post_init__(self):
-        for name in ("key", "title", "venue", "slow_piece", "notebook", "headline", "artifact",
-                     "system", "short"):
-            check_str(name, getattr(self, name))
-        check_choice("parallelism", self.parallelism, ("PP", "DP×CP", "EP"))
-        check_choice("workload", self.workload, ("training", "serving"))
-        check_bool("public", self.public)
+        check_fields(self)
         ev = self.evidence
         if not isinstance(ev, (tuple, list)) or len(ev) > 64 or not all(
                 isinstance(e, Evidence) for e in ev):

@@ -51,13 +51,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ._fields import Checked, check_fields, choice, integer, real, text
 from ._validate import (
     check_callable,
     check_choice,
     check_instance,
     check_int,
     check_real,
-    check_str,
     trusted,
 )
 
@@ -95,7 +95,7 @@ _MAX_BYTES_PER_VALUE = 1024.0
 
 
 @dataclass(frozen=True)
-class MoeShape:
+class MoeShape(Checked):
     """The shapes of one MoE transformer layer and the micro-batch it processes.
 
     ``hidden`` h; ``heads`` query heads and ``kv_heads`` key/value heads (m = heads / kv_heads);
@@ -111,35 +111,23 @@ class MoeShape:
     (4.0, 4.0, 128, 49152.0)
     """
 
-    name: str
-    hidden: int
-    heads: int
-    kv_heads: int
-    ffn_hidden: int
-    n_experts: int
-    top_k: int
-    seq_len: int
-    micro_batch: int = 1
-    layers: int = 1
-    vocab: int = 0
-    sources: str = ""
+    name: str = text(max_len=200)
+    hidden: int = integer(lo=1, hi=_MAX_DIM)
+    heads: int = integer(lo=1, hi=_MAX_DIM)
+    kv_heads: int = integer(lo=1, hi="heads")
+    ffn_hidden: int = integer(lo=1, hi=_MAX_DIM)
+    n_experts: int = integer(lo=1, hi=_MAX_DIM)
+    top_k: int = integer(lo=1, hi="n_experts")
+    seq_len: int = integer(lo=1, hi=_MAX_SEQ)
+    micro_batch: int = integer(lo=1, hi=_MAX_DIM, default=1)
+    layers: int = integer(lo=1, hi=_MAX_DIM, default=1)
+    vocab: int = integer(lo=0, hi=_MAX_SEQ, default=0)
+    sources: str = text(default="")
 
     def __post_init__(self):
-        put = object.__setattr__
-        put(self, "name", check_str("name", self.name, max_len=200))
-        put(self, "sources", check_str("sources", self.sources))
-        put(self, "hidden", check_int("hidden", self.hidden, lo=1, hi=_MAX_DIM))
-        put(self, "heads", check_int("heads", self.heads, lo=1, hi=_MAX_DIM))
-        put(self, "kv_heads", check_int("kv_heads", self.kv_heads, lo=1, hi=self.heads))
+        check_fields(self)
         if self.heads % self.kv_heads:
             raise ValueError(f"kv_heads must divide heads={self.heads}; got {self.kv_heads}")
-        put(self, "ffn_hidden", check_int("ffn_hidden", self.ffn_hidden, lo=1, hi=_MAX_DIM))
-        put(self, "n_experts", check_int("n_experts", self.n_experts, lo=1, hi=_MAX_DIM))
-        put(self, "top_k", check_int("top_k", self.top_k, lo=1, hi=self.n_experts))
-        put(self, "seq_len", check_int("seq_len", self.seq_len, lo=1, hi=_MAX_SEQ))
-        put(self, "micro_batch", check_int("micro_batch", self.micro_batch, lo=1, hi=_MAX_DIM))
-        put(self, "layers", check_int("layers", self.layers, lo=1, hi=_MAX_DIM))
-        put(self, "vocab", check_int("vocab", self.vocab, lo=0, hi=_MAX_SEQ))
 
     @property
     def m(self) -> float:
@@ -277,35 +265,25 @@ def inter_node_fraction(n: int, gpus_per_node: int = 8, pattern: str = "all_to_a
 
 
 @dataclass(frozen=True)
-class LayerVolume:
+class LayerVolume(Checked):
     """Bytes one GPU sends in one layer's forward pass: ``attention``, ``ffn``, ``total``, and
     the ``intra`` (NVLink) and ``inter`` (NIC) shares of the total, averaged over the group."""
 
-    attention: float
-    ffn: float
-    total: float
-    intra: float
-    inter: float
-    attention_strategy: str
-    ffn_strategy: str
-    n: int
+    attention: float = real(lo=0.0, unit="bytes")
+    ffn: float = real(lo=0.0, unit="bytes")
+    total: float = real(lo=0.0, unit="bytes")
+    intra: float = real(lo=0.0, unit="bytes")
+    inter: float = real(lo=0.0, unit="bytes")
+    attention_strategy: str = choice(ATTENTION_STRATEGIES)
+    ffn_strategy: str = choice(FFN_STRATEGIES)
+    n: int = integer(lo=1, hi=_MAX_N)
 
     def __post_init__(self):
-        put = object.__setattr__
-        for name in ("attention", "ffn", "total", "intra", "inter"):
-            put(self, name, check_real(name, getattr(self, name), lo=0.0, unit="bytes"))
-        if abs(self.attention + self.ffn - self.total) > 1e-9 * max(self.total, 1.0):
-            raise ValueError(f"total must be attention + ffn = {self.attention + self.ffn}; "
-                             f"got {self.total}")
-        if abs(self.intra + self.inter - self.total) > 1e-9 * max(self.total, 1.0):
-            raise ValueError(f"intra + inter must be total = {self.total}; got "
-                             f"{self.intra} + {self.inter}")
-        put(self, "attention_strategy", check_choice("attention_strategy",
-                                                     self.attention_strategy,
-                                                     ATTENTION_STRATEGIES))
-        put(self, "ffn_strategy", check_choice("ffn_strategy", self.ffn_strategy,
-                                               FFN_STRATEGIES))
-        put(self, "n", check_int("n", self.n, lo=1, hi=_MAX_N))
+        check_fields(self)
+        for parts, what in (((self.attention, self.ffn), "attention + ffn"),
+                            ((self.intra, self.inter), "intra + inter")):
+            if abs(sum(parts) - self.total) > 1e-9 * max(self.total, 1.0):
+                raise ValueError(f"total must be {what} = {sum(parts)}; got {self.total}")
 
 
 def layer_volume(shape: MoeShape, n: int, *, attention: str = "sp", ffn: str = "ep",

@@ -39,6 +39,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ._fields import Checked, integer, real
 from ._validate import (
     _show,
     as_int_array,
@@ -159,7 +160,7 @@ def ring_volume(tokens: float, n_ranks: int, kv_bytes: float, *, backward: bool 
 
 
 @dataclass(frozen=True)
-class RingLayerTime:
+class RingLayerTime(Checked):
     """One rank's time in one layer of ring attention (s), forward (or backward if asked).
 
     ``time`` = ``linear`` + the ring; ``compute`` = attention compute of the rank; ``comm`` = the
@@ -168,21 +169,14 @@ class RingLayerTime:
     ``step_compute >= step_comm``).
     """
 
-    time: float
-    linear: float
-    compute: float
-    comm: float
-    exposed: float
-    step_compute: float
-    step_comm: float
-    n_ranks: int
-
-    def __post_init__(self):
-        put = object.__setattr__
-        for name in ("time", "linear", "compute", "comm", "exposed", "step_compute",
-                     "step_comm"):
-            put(self, name, check_real(name, getattr(self, name), lo=0.0, unit="s"))
-        put(self, "n_ranks", check_int("n_ranks", self.n_ranks, lo=1, hi=_MAX_RANKS))
+    time: float = real(lo=0.0, unit="s")
+    linear: float = real(lo=0.0, unit="s")
+    compute: float = real(lo=0.0, unit="s")
+    comm: float = real(lo=0.0, unit="s")
+    exposed: float = real(lo=0.0, unit="s")
+    step_compute: float = real(lo=0.0, unit="s")
+    step_comm: float = real(lo=0.0, unit="s")
+    n_ranks: int = integer(lo=1, hi=_MAX_RANKS)
 
     @property
     def hidden(self) -> bool:

@@ -51,18 +51,17 @@ are cached per ``(paper, s)``. Times in seconds.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import cache, lru_cache
 
 import numpy as np
 
+from ._fields import Checked, array, choice, real, text
 from ._validate import (
     _show,
     as_float_array,
     check_choice,
     check_real,
-    check_str,
-    frozen_array,
     trusted,
 )
 from .limits import check_steps
@@ -84,7 +83,7 @@ PIECE_STEPS = {"pipemorph": 2_000_000, "bytescale": 4_000_000, "deepseek": 30_00
 
 
 @dataclass(frozen=True)
-class Knob:
+class Knob(Checked):
     """One paper's unevenness knob: its value is ``lo + s (hi - lo)`` in ``unit``.
 
     ``piece``: the slow piece in words; ``name``: what the knob moves; ``reference``: the setting
@@ -94,27 +93,19 @@ class Knob:
     are finite numbers of magnitude at most 1e300 (checked on construction).
     """
 
-    key: str
-    piece: str
-    name: str
-    unit: str
-    lo: float
-    hi: float
-    reference: str
-    baseline: str
-    system: str
-    rank: str
-    rank_unit: str
-    ideal: str
-    quantity: str = ""
-
-    def __post_init__(self):
-        for name in ("key", "piece", "name", "unit", "reference", "baseline", "system", "rank",
-                     "rank_unit", "ideal", "quantity"):
-            check_str(name, getattr(self, name))
-        for name in ("lo", "hi"):
-            object.__setattr__(self, name, check_real(name, getattr(self, name), lo=-_MAX_KNOB,
-                                                      hi=_MAX_KNOB))
+    key: str = text()
+    piece: str = text()
+    name: str = text()
+    unit: str = text()
+    lo: float = real(lo=-_MAX_KNOB, hi=_MAX_KNOB)
+    hi: float = real(lo=-_MAX_KNOB, hi=_MAX_KNOB)
+    reference: str = text()
+    baseline: str = text()
+    system: str = text()
+    rank: str = text()
+    rank_unit: str = text()
+    ideal: str = text()
+    quantity: str = text(default="")
 
     def value(self, s: float) -> float:
         """The knob's value at shared-scale ``s`` (0 … 1)."""
@@ -153,7 +144,7 @@ KNOBS = {
 
 
 @dataclass(frozen=True, eq=False)
-class SlowPiece:
+class SlowPiece(Checked):
     """One paper's slow piece at shared-scale ``s`` (knob ``value`` in the knob's unit).
 
     ``per_rank``: the uneven quantity per rank under the baseline (see :data:`KNOBS`; a
@@ -162,31 +153,14 @@ class SlowPiece:
     balanced ideal (s, in (0, 1e15]). Checked on construction.
     """
 
-    key: str
-    s: float
-    value: float
-    per_rank: np.ndarray = field(repr=False)
-    baseline_step: float
-    baseline_ideal: float
-    system_step: float
-    system_ideal: float
-
-    def __post_init__(self):
-        put = object.__setattr__
-        put(self, "key", check_choice("key", self.key, PAPER_KEYS))
-        put(self, "s", check_real("s", self.s, lo=0.0, hi=1.0))
-        put(self, "value", check_real("value", self.value, lo=-_MAX_KNOB, hi=_MAX_KNOB))
-        per_rank = frozen_array("per_rank", self.per_rank, ndim=1, lo=0.0)
-        if per_rank.size == 0 or per_rank.max() > _MAX_QUANTITY:
-            raise ValueError(f"per_rank must have at least one entry, each at most "
-                             f"{_MAX_QUANTITY:g}; got {_show(self.per_rank)}")
-        put(self, "per_rank", per_rank)
-        for name in ("baseline_step", "system_step"):
-            put(self, name, check_real(name, getattr(self, name), lo=0.0, hi=_MAX_QUANTITY,
-                                       unit="s"))
-        for name in ("baseline_ideal", "system_ideal"):
-            put(self, name, check_real(name, getattr(self, name), lo=1e-15, hi=_MAX_QUANTITY,
-                                       unit="s"))
+    key: str = choice(PAPER_KEYS)
+    s: float = real(lo=0.0, hi=1.0)
+    value: float = real(lo=-_MAX_KNOB, hi=_MAX_KNOB)
+    per_rank: np.ndarray = array(ndim=1, nonempty=True, lo=0.0, hi=_MAX_QUANTITY, repr=False)
+    baseline_step: float = real(lo=0.0, hi=_MAX_QUANTITY, unit="s")
+    baseline_ideal: float = real(lo=1e-15, hi=_MAX_QUANTITY, unit="s")
+    system_step: float = real(lo=0.0, hi=_MAX_QUANTITY, unit="s")
+    system_ideal: float = real(lo=1e-15, hi=_MAX_QUANTITY, unit="s")
 
     @property
     def baseline_ratio(self) -> float:

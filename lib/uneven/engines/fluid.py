@@ -100,18 +100,17 @@ would count every active flow at every event (that is what the reference does).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
+from .._fields import Checked, array, check_fields, flag, instance, integer, real
 from .._jit import njit
 from .._validate import (
     as_float_array,
     as_int_array,
     check_bool,
-    check_instance,
     check_real,
-    frozen_array,
     trusted,
 )
 from ..limits import MIN_BYTES, check_bytes
@@ -143,7 +142,7 @@ _TIME_CEILING = 1e250
 
 
 @dataclass(frozen=True, eq=False)
-class FluidResult:
+class FluidResult(Checked):
     """Outcome of :func:`simulate_fluid`. Arrays are per flow unless noted; read-only.
 
     * ``finish`` (s): completion time of each flow (every member of an aggregate), + latency.
@@ -165,35 +164,17 @@ class FluidResult:
     capped benchmark run did not finish).
     """
 
-    finish: np.ndarray = field(repr=False)
-    start: np.ndarray = field(repr=False)
-    makespan: float
-    n_events: int
-    n_rate_updates: int
-    link_bytes: np.ndarray = field(repr=False)
-    delivered: np.ndarray = field(repr=False)
-    peak_utilization: np.ndarray = field(repr=False)
-    quantum: float
-    window: float
-    backdate: bool = False
-
-    def __post_init__(self):
-        put = object.__setattr__
-        finish = _checked_result_array("finish", self.finish, allow_nan=True)
-        n = finish.shape
-        put(self, "finish", finish)
-        put(self, "start", _checked_result_array("start", self.start, shape=n))
-        put(self, "delivered", _checked_result_array("delivered", self.delivered, shape=n))
-        link_bytes = _checked_result_array("link_bytes", self.link_bytes)
-        put(self, "link_bytes", link_bytes)
-        put(self, "peak_utilization", _checked_result_array(
-            "peak_utilization", self.peak_utilization, shape=link_bytes.shape))
-        put(self, "makespan", check_real("makespan", self.makespan, lo=0.0, unit="s"))
-        for name in ("n_events", "n_rate_updates"):
-            put(self, name, _check_count(name, getattr(self, name)))
-        put(self, "quantum", check_real("quantum", self.quantum, lo=0.0))
-        put(self, "window", check_real("window", self.window, lo=0.0, unit="s"))
-        put(self, "backdate", check_bool("backdate", self.backdate))
+    finish: np.ndarray = array(shape=("flows",), allow_nan=True, repr=False)
+    start: np.ndarray = array(shape=("flows",), repr=False)
+    makespan: float = real(lo=0.0, unit="s")
+    n_events: int = integer(lo=0)
+    n_rate_updates: int = integer(lo=0)
+    link_bytes: np.ndarray = array(shape=("links",), repr=False)
+    delivered: np.ndarray = array(shape=("flows",), repr=False)
+    peak_utilization: np.ndarray = array(shape=("links",), repr=False)
+    quantum: float = real(lo=0.0)
+    window: float = real(lo=0.0, unit="s")
+    backdate: bool = flag(default=False)
 
     @property
     def fct(self) -> np.ndarray:
@@ -204,7 +185,7 @@ class FluidResult:
 
 
 @dataclass(frozen=True, eq=False)
-class BatchedError:
+class BatchedError(Checked):
     """How far a batched run is from the exact one, from :func:`batched_error`.
 
     * ``max_fct_rel_error``: max over flows of ``|finish_b - finish_e| / (finish_e - start)``,
@@ -214,46 +195,19 @@ class BatchedError:
     * ``exact``, ``batched``: the two :class:`FluidResult` objects.
     """
 
-    quantum: float
-    window: float
-    max_fct_rel_error: float
-    max_finish_rel_error: float
-    makespan_rel_error: float
-    exact: FluidResult = field(repr=False)
-    batched: FluidResult = field(repr=False)
+    quantum: float = real(lo=0.0)
+    window: float = real(lo=0.0, unit="s")
+    max_fct_rel_error: float = real(lo=0.0)
+    max_finish_rel_error: float = real(lo=0.0)
+    makespan_rel_error: float = real(lo=0.0)
+    exact: FluidResult = instance(FluidResult, repr=False)
+    batched: FluidResult = instance(FluidResult, repr=False)
 
     def __post_init__(self):
-        for name in ("quantum", "window", "max_fct_rel_error", "max_finish_rel_error",
-                     "makespan_rel_error"):
-            object.__setattr__(self, name, check_real(name, getattr(self, name), lo=0.0))
-        check_instance("exact", self.exact, FluidResult)
-        check_instance("batched", self.batched, FluidResult)
+        check_fields(self)
         if self.exact.finish.shape != self.batched.finish.shape:
             raise ValueError("exact and batched must describe the same flows; got "
                              f"{self.exact.finish.size} and {self.batched.finish.size} flows")
-
-
-def _check_count(name, value) -> int:
-    from .._validate import check_int
-
-    return check_int(name, value, lo=0)
-
-
-def _checked_result_array(name, value, *, shape=None, allow_nan=False) -> np.ndarray:
-    """A read-only float64 1-d array of finite numbers (or nan where allowed)."""
-    arr = frozen_array(name, value, ndim=1, allow_nan=allow_nan)
-    if arr.ndim != 1:
-        raise ValueError(f"{name} must be a 1-d array; got shape {arr.shape}")
-    if shape is not None and arr.shape != shape:
-        raise ValueError(f"{name} must have shape {shape} (one entry per flow or link); "
-                         f"got {arr.shape}")
-    bad = ~np.isfinite(arr)
-    if allow_nan:
-        bad &= ~np.isnan(arr)
-    if bad.any():
-        raise ValueError(f"{name} must contain only finite numbers")
-    arr.flags.writeable = False
-    return arr
 
 
 # --------------------------------------------------------------------------- validation

@@ -21,10 +21,11 @@ Units: bytes, seconds, bytes/s.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
+from .._fields import Checked, array, instance, real
 from .._jit import njit
 from .._routes import (
     KIND_SUPERPOD,
@@ -44,7 +45,7 @@ from .._routes import (
     P_PXN,
     _route,
 )
-from .._validate import _show, as_float_array, as_int_array, check_instance, check_real, trusted
+from .._validate import _show, as_float_array, as_int_array, trusted
 from ..limits import check_bytes, check_steps
 from ..topology import LINK_KINDS, Topology
 
@@ -52,7 +53,7 @@ __all__ = ["LinkLoads", "link_loads", "link_loads_matrix", "link_loads_kron"]
 
 
 @dataclass(frozen=True)
-class LinkLoads:
+class LinkLoads(Checked):
     """Bytes per directed link for one phase, and the phase time they imply.
 
     ``bytes`` (per link, bytes) and ``max_latency`` (s, the longest path used) are the raw result;
@@ -61,22 +62,9 @@ class LinkLoads:
     finite and >= 0.
     """
 
-    topo: Topology = field(repr=False)
-    bytes: np.ndarray = field(repr=False)
-    max_latency: float
-
-    def __post_init__(self):
-        topo = check_instance("topo", self.topo, Topology, "from uneven.topology")
-        b = self.bytes
-        if not (isinstance(b, np.ndarray) and b.dtype == np.float64 and b.base is None
-                and b.flags.c_contiguous and b.shape == (topo.n_links,)):
-            b = as_float_array("bytes", b, shape=(topo.n_links,), lo=0.0, unit="bytes")
-        elif b.size and not (np.isfinite(b).all() and b.min() >= 0.0):
-            raise ValueError("bytes must contain only finite numbers >= 0 (bytes per link)")
-        b.flags.writeable = False
-        object.__setattr__(self, "bytes", b)
-        object.__setattr__(self, "max_latency",
-                           check_real("max_latency", self.max_latency, lo=0.0, unit="s"))
+    topo: Topology = instance(Topology, "from uneven.topology", repr=False)
+    bytes: np.ndarray = array(shape=lambda ll: (ll.topo.n_links,), lo=0.0, repr=False)
+    max_latency: float = real(lo=0.0, unit="s")
 
     def seconds_per_link(self, efficiency: dict | float | None = None) -> np.ndarray:
         """Drain time of each link (s): bytes / (capacity x efficiency of its kind)."""

@@ -30,11 +30,12 @@ The kernel walks the ops once in topological order (Kahn's algorithm); cost O(op
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
-from .._validate import _show, as_float_array, as_int_array, check_int, frozen_array, trusted
+from .._fields import Checked, array, real
+from .._validate import _show, as_float_array, as_int_array, check_int, trusted
 from ..limits import check_bytes
 from ._timeline_kernel import _deadlock_message, _resource_orders, _timeline_kernel
 
@@ -42,28 +43,17 @@ __all__ = ["Timeline", "run_timeline", "edges_to_csr"]
 
 
 @dataclass(frozen=True)
-class Timeline:
+class Timeline(Checked):
     """Result of :func:`run_timeline`.
 
     ``start``, ``finish``: per op, seconds. ``resource``: per op (as given). ``makespan``: the
     latest finish (s; 0 for no ops). Arrays are read-only; every field is checked when made.
     """
 
-    start: np.ndarray = field(repr=False)
-    finish: np.ndarray = field(repr=False)
-    resource: np.ndarray = field(repr=False)
-    makespan: float
-
-    def __post_init__(self):
-        from .._validate import check_real
-
-        start = frozen_array("start", self.start, ndim=1, lo=0.0)
-        object.__setattr__(self, "start", start)
-        object.__setattr__(self, "finish", frozen_array("finish", self.finish, shape=start.shape))
-        object.__setattr__(self, "resource", frozen_array("resource", self.resource, dtype="int",
-                                                          shape=start.shape, lo=0))
-        object.__setattr__(self, "makespan", check_real("makespan", self.makespan, lo=0.0,
-                                                        unit="s"))
+    start: np.ndarray = array(shape=("ops",), lo=0.0, repr=False)
+    finish: np.ndarray = array(shape=("ops",), repr=False)
+    resource: np.ndarray = array("int", shape=("ops",), lo=0, repr=False)
+    makespan: float = real(lo=0.0, unit="s")
 
 
 def edges_to_csr(n_ops, src, dst, delay=None):

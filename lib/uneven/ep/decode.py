@@ -62,21 +62,19 @@ One H20 host, 8 experts in 16 slots, top-2, 4 tokens per GPU:
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
+from .._fields import Checked, array, check_fields, instance, integer, real, text
 from .._jit import njit
 from .._validate import (
-    _show,
     as_float_array,
     check_bool,
     check_choice,
     check_instance,
     check_int,
     check_real,
-    check_str,
-    frozen_array,
     trusted,
 )
 from ..engines.timeline import run_timeline
@@ -132,7 +130,7 @@ def expert_bytes(hidden: int = 7168, intermediate: int = 2048, bytes_per_value: 
 
 
 @dataclass(frozen=True)
-class DecodeHardware:
+class DecodeHardware(Checked):
     """One host type. Bandwidths in bytes/s per direction, latencies in s.
 
     ``nic_bw`` per NIC; ``gpus_per_nic`` GPUs share one NIC; ``nvlink_bw`` per GPU port;
@@ -143,36 +141,26 @@ class DecodeHardware:
     byte counts up to 1e15; times up to 1000 s.
     """
 
-    name: str = "H20"
-    gpus_per_node: int = 8
-    gpus_per_nic: int = 2
-    nic_bw: float = gbit_per_s(400)
-    nvlink_bw: float = gbyte_per_s(450)
-    hbm_bw: float = 4.0e12
-    expert_bytes: float = 3.0 * 7168 * 2048
-    token_time: float = 6.0 * 7168 * 2048 / 296e12
-    dispatch_bytes: float = dispatch_bytes_per_token(7168, "fp8")
-    combine_bytes: float = combine_bytes_per_token(7168, "bf16")
-    nic_latency: float = us(2.8)
-    nvlink_latency: float = us(1.0)
+    name: str = text(max_len=200, default="H20")
+    gpus_per_node: int = integer(lo=1, hi=1024, default=8)
+    gpus_per_nic: int = integer(lo=1, hi="gpus_per_node", default=2)
+    nic_bw: float = real(lo=1.0, hi=1e18, unit="bytes/s", default=gbit_per_s(400))
+    nvlink_bw: float = real(lo=1.0, hi=1e18, unit="bytes/s", default=gbyte_per_s(450))
+    hbm_bw: float = real(lo=1.0, hi=1e18, unit="bytes/s", default=4.0e12)
+    expert_bytes: float = real(lo=0.0, hi=1e15, unit="bytes", default=3.0 * 7168 * 2048)
+    token_time: float = real(lo=0.0, hi=1e3, unit="s", default=6.0 * 7168 * 2048 / 296e12)
+    dispatch_bytes: float = real(lo=0.0, hi=1e15, unit="bytes",
+                                 default=dispatch_bytes_per_token(7168, "fp8"))
+    combine_bytes: float = real(lo=0.0, hi=1e15, unit="bytes",
+                                default=combine_bytes_per_token(7168, "bf16"))
+    nic_latency: float = real(lo=0.0, hi=1e3, unit="s", default=us(2.8))
+    nvlink_latency: float = real(lo=0.0, hi=1e3, unit="s", default=us(1.0))
 
     def __post_init__(self):
-        put = object.__setattr__
-        put(self, "name", check_str("name", self.name, max_len=200))
-        gpn = check_int("gpus_per_node", self.gpus_per_node, lo=1, hi=1024)
-        gpnic = check_int("gpus_per_nic", self.gpus_per_nic, lo=1, hi=gpn)
-        if gpn % gpnic:
-            raise ValueError(f"gpus_per_nic must divide gpus_per_node ({gpn}); got {gpnic}")
-        put(self, "gpus_per_node", gpn)
-        put(self, "gpus_per_nic", gpnic)
-        for name in ("nic_bw", "nvlink_bw", "hbm_bw"):
-            put(self, name, check_real(name, getattr(self, name), lo=1.0, hi=1e18,
-                                       unit="bytes/s"))
-        for name in ("expert_bytes", "dispatch_bytes", "combine_bytes"):
-            put(self, name, check_real(name, getattr(self, name), lo=0.0, hi=1e15,
-                                       unit="bytes"))
-        for name in ("token_time", "nic_latency", "nvlink_latency"):
-            put(self, name, check_real(name, getattr(self, name), lo=0.0, hi=1e3, unit="s"))
+        check_fields(self)
+        if self.gpus_per_node % self.gpus_per_nic:
+            raise ValueError(f"gpus_per_nic must divide gpus_per_node ({self.gpus_per_node}); "
+                             f"got {self.gpus_per_nic}")
 
 
 #: An H20 host: 8 GPUs sharing 4 × 400 Gb/s NICs in pairs, NVLink 900 GB/s bidirectional (450 per
@@ -187,49 +175,36 @@ H800_DECODE = DecodeHardware(name="H800", gpus_per_nic=1, nvlink_bw=gbyte_per_s(
 
 
 @dataclass(frozen=True)
-class DecodeSetup:
+class DecodeSetup(Checked):
     """One EP group at decode: ``n_hosts`` hosts of ``hw``, ``n_experts`` routed experts in
     ``n_slots`` slots (``n_slots - n_experts`` spare slots for replicas), top-``k`` routing,
     ``tokens_per_gpu`` tokens per GPU per step, popularity with a fixed ``busiest_over_median``
     ratio whose hot experts drift by ``drift`` per step (0 = static)."""
 
-    n_hosts: int = 4
-    n_experts: int = 256
-    n_slots: int = 256
-    k: int = 8
-    tokens_per_gpu: int = 64
-    busiest_over_median: float = 8.0
-    drift: float = 0.005
-    hw: DecodeHardware = H20_DECODE
+    n_hosts: int = integer(lo=1, hi=128, default=4)
+    n_experts: int = integer(lo=lambda s: s.n_gpus, hi=lambda s: max(s.n_gpus, 4096),
+                             default=256)
+    n_slots: int = integer(lo="n_experts", hi=lambda s: 4 * s.n_experts, default=256)
+    k: int = integer(lo=1, hi=lambda s: min(32, s.n_experts), default=8)
+    tokens_per_gpu: int = integer(lo=1, hi=4096, default=64)
+    busiest_over_median: float = real(lo=1.0, hi=1000.0, default=8.0)
+    drift: float = real(lo=0.0, hi=1.0, default=0.005)
+    hw: DecodeHardware = instance(DecodeHardware, default=H20_DECODE)
+    check_first = ("hw", "n_hosts")
 
     def __post_init__(self):
-        put = object.__setattr__
-        hw = check_instance("hw", self.hw, DecodeHardware)
-        n_hosts = check_int("n_hosts", self.n_hosts, lo=1, hi=128)
-        n_gpus = n_hosts * hw.gpus_per_node
-        n_exp = check_int("n_experts", self.n_experts, lo=n_gpus, hi=max(n_gpus, 4096))
-        if n_exp > 4096:
+        check_fields(self)
+        n_gpus = self.n_gpus
+        if self.n_experts > 4096:
             raise ValueError(f"n_hosts x hw.gpus_per_node must be at most 4096 GPUs (one expert "
                              f"each at least); got {n_gpus}")
-        if n_exp % n_gpus:
-            raise ValueError(f"n_experts must be a multiple of the GPU count {n_gpus}; got "
-                             f"{n_exp}")
-        n_slots = check_int("n_slots", self.n_slots, lo=n_exp, hi=4 * n_exp)
-        if n_slots % n_gpus:
-            raise ValueError(f"n_slots must be a multiple of the GPU count {n_gpus}; got "
-                             f"{n_slots}")
-        k = check_int("k", self.k, lo=1, hi=min(32, n_exp))
-        tpg = check_int("tokens_per_gpu", self.tokens_per_gpu, lo=1, hi=4096)
-        if n_gpus * tpg * k > 10_000_000:
+        for name in ("n_experts", "n_slots"):
+            if getattr(self, name) % n_gpus:
+                raise ValueError(f"{name} must be a multiple of the GPU count {n_gpus}; got "
+                                 f"{getattr(self, name)}")
+        if n_gpus * self.tokens_per_gpu * self.k > 10_000_000:
             raise ValueError(f"tokens_per_gpu x GPUs x k must be at most 10,000,000 routed "
-                             f"copies per step; got {tpg} x {n_gpus} x {k}")
-        for name, value in (("n_hosts", n_hosts), ("n_experts", n_exp), ("n_slots", n_slots),
-                            ("k", k), ("tokens_per_gpu", tpg),
-                            ("busiest_over_median", check_real(
-                                "busiest_over_median", self.busiest_over_median, lo=1.0,
-                                hi=1000.0)),
-                            ("drift", check_real("drift", self.drift, lo=0.0, hi=1.0))):
-            put(self, name, value)
+                             f"copies per step; got {self.tokens_per_gpu} x {n_gpus} x {self.k}")
 
     @property
     def n_gpus(self) -> int:
@@ -238,7 +213,7 @@ class DecodeSetup:
 
 
 @dataclass(frozen=True, eq=False)
-class LayerResult:
+class LayerResult(Checked):
     """One MoE layer of one decode step (all times in s from the layer's start).
 
     ``completion`` ``[n_gpus]``: when each GPU has all its tokens' results back;
@@ -251,46 +226,33 @@ class LayerResult:
     read-only.
     """
 
-    layer_time: float
-    exposed_comm: float
-    dispatch_end: float
-    completion: np.ndarray = field(repr=False)
-    arrival: np.ndarray = field(repr=False)
-    compute_start: np.ndarray = field(repr=False)
-    compute_end: np.ndarray = field(repr=False)
-    compute_time: np.ndarray = field(repr=False)
-    nic_in: np.ndarray = field(repr=False)
-    nic_out: np.ndarray = field(repr=False)
-    traffic: DecodeTraffic = field(repr=False)
+    layer_time: float = real(lo=0.0, hi=_MAX_TIME, unit="s")
+    exposed_comm: float = real(lo=-_MAX_TIME, hi=_MAX_TIME, unit="s")
+    dispatch_end: float = real(lo=0.0, hi=_MAX_TIME, unit="s")
+    completion: np.ndarray = array(ndim=1, nonempty=True, lo=0.0, hi=_MAX_TIME, repr=False)
+    arrival: np.ndarray = array(shape=lambda r: r.traffic.nvl_in.shape, lo=0.0, hi=_MAX_TIME,
+                                repr=False)
+    compute_start: np.ndarray = array(shape=lambda r: r.traffic.nvl_in.shape, lo=0.0,
+                                      hi=_MAX_TIME, repr=False)
+    compute_end: np.ndarray = array(shape=lambda r: r.traffic.nvl_in.shape, lo=0.0,
+                                    hi=_MAX_TIME, repr=False)
+    compute_time: np.ndarray = array(shape=lambda r: r.completion.shape, lo=0.0, hi=_MAX_TIME,
+                                     repr=False)
+    nic_in: np.ndarray = array(shape=lambda r: r.traffic.rdma_sent.shape, lo=0.0, hi=_MAX_TIME,
+                               repr=False)
+    nic_out: np.ndarray = array(shape=lambda r: r.traffic.rdma_sent.shape, lo=0.0,
+                                hi=_MAX_TIME, repr=False)
+    traffic: DecodeTraffic = instance(DecodeTraffic, repr=False)
+    check_first = ("traffic",)
 
     def __post_init__(self):
-        put = object.__setattr__
-        tr = check_instance("traffic", self.traffic, DecodeTraffic)
-        n_slots, n_nics = tr.nvl_in.size, tr.rdma_in.shape[0]
-        for name in ("layer_time", "dispatch_end"):
-            put(self, name, check_real(name, getattr(self, name), lo=0.0, hi=_MAX_TIME,
-                                       unit="s"))
-        put(self, "exposed_comm", check_real("exposed_comm", self.exposed_comm, lo=-_MAX_TIME,
-                                             hi=_MAX_TIME, unit="s"))
-        done = frozen_array("completion", self.completion, ndim=1, lo=0.0)
-        if done.size == 0 or done.size > n_slots:
-            raise ValueError(f"completion must have one entry per GPU (1 .. {n_slots}); got "
-                             f"{done.size}")
-        put(self, "completion", done)
-        for name in ("arrival", "compute_start", "compute_end"):
-            put(self, name, frozen_array(name, getattr(self, name), shape=(n_slots,), lo=0.0))
-        put(self, "compute_time", frozen_array("compute_time", self.compute_time,
-                                               shape=done.shape, lo=0.0))
-        for name in ("nic_in", "nic_out"):
-            put(self, name, frozen_array(name, getattr(self, name), shape=(n_nics,), lo=0.0))
-        for name in ("completion", "arrival", "compute_start", "compute_end", "compute_time",
-                     "nic_in", "nic_out"):
-            if getattr(self, name).max() > _MAX_TIME:
-                raise ValueError(f"{name} must hold times of at most {_MAX_TIME:g} s")
-
+        check_fields(self)
+        if self.completion.size > self.traffic.nvl_in.size:
+            raise ValueError(f"completion must have one entry per GPU (1 .. "
+                             f"{self.traffic.nvl_in.size}); got {self.completion.size}")
 
 @dataclass(frozen=True, eq=False)
-class DecodeRun:
+class DecodeRun(Checked):
     """Many decode steps of one layer; only the timed ones (``start`` in
     :func:`simulate_decode`). Per step (``[n_steps]``): ``layer_time``, ``exposed_comm`` (s),
     ``nic_ratio`` (busiest / mean NIC receive copies in dispatch), ``swaps`` (swaps made before
@@ -298,36 +260,16 @@ class DecodeRun:
     swaps over the timed steps (bytes). ``placement``: the last step's placement. Arrays are
     read-only."""
 
-    layer_time: np.ndarray = field(repr=False)
-    exposed_comm: np.ndarray = field(repr=False)
-    nic_ratio: np.ndarray = field(repr=False)
-    swaps: np.ndarray = field(repr=False)
-    completion: np.ndarray = field(repr=False)
-    copy_bytes: float
-    placement: Placement = field(repr=False)
-
-    def __post_init__(self):
-        put = object.__setattr__
-        p = check_instance("placement", self.placement, Placement)
-        t = frozen_array("layer_time", self.layer_time, ndim=1, lo=0.0)
-        if t.size == 0 or t.max() > _MAX_TIME:
-            raise ValueError(f"layer_time must have one time per step (at least one step), each "
-                             f"at most {_MAX_TIME:g} s; got {_show(self.layer_time)}")
-        put(self, "layer_time", t)
-        e = frozen_array("exposed_comm", self.exposed_comm, shape=t.shape, lo=-_MAX_TIME)
-        if e.max() > _MAX_TIME:
-            raise ValueError(f"exposed_comm must hold times of at most {_MAX_TIME:g} s")
-        put(self, "exposed_comm", e)
-        r = frozen_array("nic_ratio", self.nic_ratio, shape=t.shape, lo=0.0)
-        if r.max() > 1e6:
-            raise ValueError(f"nic_ratio must hold ratios of at most 1e6; got {r.max()}")
-        put(self, "nic_ratio", r)
-        put(self, "swaps", frozen_array("swaps", self.swaps, dtype="int", shape=t.shape, lo=0))
-        c = frozen_array("completion", self.completion, shape=(t.size, p.n_gpus), lo=0.0)
-        if c.max() > _MAX_TIME:
-            raise ValueError(f"completion must hold times of at most {_MAX_TIME:g} s")
-        put(self, "completion", c)
-        put(self, "copy_bytes", check_real("copy_bytes", self.copy_bytes, lo=0.0, unit="bytes"))
+    layer_time: np.ndarray = array(shape=("steps",), nonempty=True, lo=0.0, hi=_MAX_TIME,
+                                   repr=False)
+    exposed_comm: np.ndarray = array(shape=("steps",), lo=-_MAX_TIME, hi=_MAX_TIME, repr=False)
+    nic_ratio: np.ndarray = array(shape=("steps",), lo=0.0, hi=1e6, repr=False)
+    swaps: np.ndarray = array("int", shape=("steps",), lo=0, repr=False)
+    completion: np.ndarray = array(shape=lambda r: (r.layer_time.size, r.placement.n_gpus),
+                                   lo=0.0, hi=_MAX_TIME, repr=False)
+    copy_bytes: float = real(lo=0.0, unit="bytes")
+    placement: Placement = instance(Placement, repr=False)
+    check_first = ("placement",)
 
     def p99(self, what: str = "layer_time") -> float:
         """99th percentile over steps of ``layer_time`` or ``exposed_comm`` (s)."""

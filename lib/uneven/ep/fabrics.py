@@ -24,17 +24,15 @@ Units: seconds, bytes.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
+from .._fields import Checked, check_fields, choice, mapping, real, text
 from .._validate import (
     _show,
-    check_choice,
     check_int,
-    check_mapping,
     check_real,
-    check_str,
     trusted,
 )
 
@@ -52,7 +50,7 @@ BOUND_NAMES = {"nvl_out": "NVLink", "nvl_in": "NVLink", "nic_up": "NIC", "nic_do
 
 
 @dataclass(frozen=True)
-class FabricDispatch:
+class FabricDispatch(Checked):
     """One dispatch on one topology family (times in s, bytes per GPU or die).
 
     ``family``: ``"scale-out"`` or ``"scale-up"``; ``name``: the setting; ``notebook``: where
@@ -65,36 +63,25 @@ class FabricDispatch:
     [0, 1e18], ``core_model`` a dict of at most 16 names -> times.
     """
 
-    family: str
-    name: str
-    notebook: str
-    time: float
-    drain: float
-    latency: float
-    bound: str
-    offered: float
-    network: float
-    core_model: dict = field(default_factory=dict)
+    family: str = choice(FAMILIES)
+    name: str = text()
+    notebook: str = text()
+    time: float = real(lo=0.0, hi=_MAX_S, unit="s")
+    drain: float = real(lo=0.0, hi=_MAX_S, unit="s")
+    latency: float = real(lo=0.0, hi=_MAX_S, unit="s")
+    bound: str = text()
+    offered: float = real(lo=0.0, hi=_MAX_BYTES, unit="bytes")
+    network: float = real(lo=0.0, hi=_MAX_BYTES, unit="bytes")
+    core_model: dict = mapping(default_factory=dict)
 
     def __post_init__(self):
-        put = object.__setattr__
-        put(self, "family", check_choice("family", self.family, FAMILIES))
-        for name in ("name", "notebook", "bound"):
-            check_str(name, getattr(self, name))
-        for name in ("time", "drain", "latency"):
-            put(self, name, check_real(name, getattr(self, name), lo=0.0, hi=_MAX_S, unit="s"))
-        for name in ("offered", "network"):
-            put(self, name, check_real(name, getattr(self, name), lo=0.0, hi=_MAX_BYTES,
-                                       unit="bytes"))
-        core = check_mapping("core_model", self.core_model)
-        if len(core) > 16:
-            raise ValueError(f"core_model must have at most 16 entries; got {len(core)}")
-        out = {}
-        for k, v in core.items():
+        check_fields(self)
+        if len(self.core_model) > 16:
+            raise ValueError(f"core_model must have at most 16 entries; got {len(self.core_model)}")
+        for k, v in self.core_model.items():
             if not isinstance(k, str):
                 raise ValueError(f"core_model keys must be strings; got {_show(k)}")
-            out[k] = check_real(f"core_model[{k!r}]", v, lo=0.0, hi=_MAX_S, unit="s")
-        put(self, "core_model", out)
+            self.core_model[k] = check_real(f"core_model[{k!r}]", v, lo=0.0, hi=_MAX_S, unit="s")
 
 
 def _route(n_ranks, tokens, k, n_experts, seed):

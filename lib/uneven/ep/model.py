@@ -12,11 +12,12 @@ Units: bytes, seconds, bytes/s.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 from numba import carray
 
+from .._fields import Checked, array, check_fields, choice, instance, integer, real
 from .._jit import njit
 from .._validate import (
     _show,
@@ -24,11 +25,9 @@ from .._validate import (
     as_int_array,
     check_bool,
     check_callable,
-    check_choice,
     check_instance,
     check_int,
     check_real,
-    frozen_array,
 )
 from ..engines.linkload import LinkLoads, link_loads, link_loads_matrix
 from ..limits import check_bytes, check_steps
@@ -69,61 +68,43 @@ _NVL_KINDS = [LINK_KINDS.index(k) for k in ("nvl_out", "nvl_in")]
 
 
 @dataclass(frozen=True)
-class EpPhase:
+class EpPhase(Checked):
     """One dispatch or combine phase: total ``time`` (s), the busiest network-side (NIC, leaf)
     and NVLink-side drain times (s), the busiest forwarder's write time (s; 0 unless local
     buffer writes are counted), which binds (``bound``: 'NIC', 'NVLink' or 'forwarding'), and
     the per-link ``loads``."""
 
-    time: float
-    nic_time: float
-    nvlink_time: float
-    bound: str
-    loads: LinkLoads = field(repr=False)
-    forward_time: float = 0.0
-
-    def __post_init__(self):
-        for name in ("time", "nic_time", "nvlink_time", "forward_time"):
-            object.__setattr__(self, name, check_real(name, getattr(self, name), lo=0.0,
-                                                      unit="s"))
-        check_choice("bound", self.bound, ("NIC", "NVLink", "forwarding"))
-        check_instance("loads", self.loads, LinkLoads)
+    time: float = real(lo=0.0, unit="s")
+    nic_time: float = real(lo=0.0, unit="s")
+    nvlink_time: float = real(lo=0.0, unit="s")
+    bound: str = choice(("NIC", "NVLink", "forwarding"))
+    loads: LinkLoads = instance(LinkLoads, repr=False)
+    forward_time: float = real(lo=0.0, unit="s", default=0.0)
 
 
 @dataclass(frozen=True)
-class EpRouting:
+class EpRouting(Checked):
     """Tokens routed in one EP group: chosen experts ``[T, k]``, each token's GPU ``[T]``, and
     the expert → GPU placement ``[n_experts]``."""
 
-    expert_ids: np.ndarray = field(repr=False)
-    src_gpu: np.ndarray = field(repr=False)
-    expert_gpu: np.ndarray = field(repr=False)
-    n_nodes: int
-    gpus_per_node: int
+    expert_ids: np.ndarray = array("int", ndim=2, lo=0, repr=False)
+    src_gpu: np.ndarray = array("int", shape=lambda r: (r.expert_ids.shape[0],), lo=0,
+                                hi=lambda r: r.n_nodes * r.gpus_per_node - 1, repr=False)
+    expert_gpu: np.ndarray = array("int", ndim=1, nonempty=True, lo=0,
+                                   hi=lambda r: r.n_nodes * r.gpus_per_node - 1, repr=False)
+    n_nodes: int = integer(lo=1)
+    gpus_per_node: int = integer(lo=1)
+    check_first = ("n_nodes", "gpus_per_node")
 
     def __post_init__(self):
-        put = object.__setattr__
-        n_nodes = check_int("n_nodes", self.n_nodes, lo=1)
-        g = check_int("gpus_per_node", self.gpus_per_node, lo=1)
-        n_gpus = n_nodes * g
-        egpu = frozen_array("expert_gpu", self.expert_gpu, dtype="int", ndim=1, lo=0)
-        if egpu.size == 0 or egpu.max() >= n_gpus:
-            raise ValueError(f"expert_gpu must place every expert on a GPU in [0, {n_gpus - 1}] "
-                             f"(n_nodes x gpus_per_node); got {_show(self.expert_gpu)}")
-        ids = frozen_array("expert_ids", self.expert_ids, dtype="int", ndim=2, lo=0)
-        if ids.size and ids.max() >= egpu.size:
-            raise ValueError(f"expert_ids must be expert ids < {egpu.size}; got up to "
-                             f"{ids.max()}")
-        src = frozen_array("src_gpu", self.src_gpu, dtype="int", shape=(ids.shape[0],), lo=0)
-        if src.size and src.max() >= n_gpus:
-            raise ValueError(f"src_gpu must be GPU ids < {n_gpus}; got up to {src.max()}")
-        for name, value in (("n_nodes", n_nodes), ("gpus_per_node", g), ("expert_gpu", egpu),
-                            ("expert_ids", ids), ("src_gpu", src)):
-            put(self, name, value)
+        check_fields(self)
+        if self.expert_ids.size and self.expert_ids.max() >= self.expert_gpu.size:
+            raise ValueError(f"expert_ids must be expert ids < {self.expert_gpu.size}; got up to "
+                             f"{self.expert_ids.max()}")
 
 
 @dataclass(frozen=True)
-class EpRound:
+class EpRound(Checked):
     """Dispatch and combine of one routed batch, with DeepEP-style bandwidths per GPU.
 
     ``logical_bytes_per_gpu`` / ``network_bytes_per_gpu`` (bytes, dispatch): DeepEP's "RDMA" bytes
@@ -134,23 +115,15 @@ class EpRound:
     busiest rank would report for itself.
     """
 
-    dispatch: EpPhase
-    combine: EpPhase
-    dispatch_traffic: EpTraffic = field(repr=False)
-    logical_bytes_per_gpu: float
-    network_bytes_per_gpu: float
-    logical_bw: float
-    true_bw: float
-    combine_logical_bw: float
-    combine_true_bw: float
-
-    def __post_init__(self):
-        check_instance("dispatch", self.dispatch, EpPhase)
-        check_instance("combine", self.combine, EpPhase)
-        check_instance("dispatch_traffic", self.dispatch_traffic, EpTraffic)
-        for name in ("logical_bytes_per_gpu", "network_bytes_per_gpu", "logical_bw", "true_bw",
-                     "combine_logical_bw", "combine_true_bw"):
-            object.__setattr__(self, name, check_real(name, getattr(self, name), lo=0.0))
+    dispatch: EpPhase = instance(EpPhase)
+    combine: EpPhase = instance(EpPhase)
+    dispatch_traffic: EpTraffic = instance(EpTraffic, repr=False)
+    logical_bytes_per_gpu: float = real(lo=0.0, unit="bytes")
+    network_bytes_per_gpu: float = real(lo=0.0, unit="bytes")
+    logical_bw: float = real(lo=0.0, unit="bytes/s")
+    true_bw: float = real(lo=0.0, unit="bytes/s")
+    combine_logical_bw: float = real(lo=0.0, unit="bytes/s")
+    combine_true_bw: float = real(lo=0.0, unit="bytes/s")
 
 
 def ep_phase(topo: Topology, traffic: EpTraffic, efficiency=None,
@@ -514,7 +487,7 @@ def min_node_cap(k: int, fanout_limit: float) -> int:
 
 
 @dataclass(frozen=True, eq=False)
-class EpStep:
+class EpStep(Checked):
     """The dispatch of one MoE layer over a whole cluster, from :func:`ep_step`.
 
     ``network`` / ``nvlink``: float64 ``[n_groups, ep, ep]``, dispatch bytes inside each EP group
@@ -526,42 +499,30 @@ class EpStep:
     Arrays are read-only; everything is checked when made.
     """
 
-    n_gpus: int
-    ep: int
-    tokens_per_gpu: int
-    k: int
-    network: np.ndarray = field(repr=False)
-    nvlink: np.ndarray = field(repr=False)
-    expert_load: np.ndarray = field(repr=False)
-    nodes_per_token: float
-    remote_nodes_per_token: float
-    gpus_per_token: float
-    loads: LinkLoads = field(repr=False)
-    time: float
-    bytes_per_copy: float
+    n_gpus: int = integer(lo=1)
+    ep: int = integer(lo=1)
+    tokens_per_gpu: int = integer(lo=1)
+    k: int = integer(lo=1)
+    network: np.ndarray = array(shape=lambda s: (s.n_gpus // s.ep, s.ep, s.ep), lo=0.0,
+                                repr=False)
+    nvlink: np.ndarray = array(shape=lambda s: (s.n_gpus // s.ep, s.ep, s.ep), lo=0.0,
+                               repr=False)
+    expert_load: np.ndarray = array("int", shape=lambda s: (s.n_gpus // s.ep, None), lo=0,
+                                    repr=False)
+    nodes_per_token: float = real(lo=0.0)
+    remote_nodes_per_token: float = real(lo=0.0)
+    gpus_per_token: float = real(lo=0.0)
+    loads: LinkLoads = instance(LinkLoads, repr=False)
+    time: float = real(lo=0.0, unit="s")
+    bytes_per_copy: float = real(lo=0.0, unit="bytes")
 
     def __post_init__(self):
-        put = object.__setattr__
-        for name in ("n_gpus", "ep", "tokens_per_gpu", "k"):
-            put(self, name, check_int(name, getattr(self, name), lo=1))
-        if self.n_gpus % self.ep:
+        if check_int("n_gpus", self.n_gpus, lo=1) % check_int("ep", self.ep, lo=1):
             raise ValueError(f"ep must divide n_gpus ({self.n_gpus}); got {self.ep}")
-        groups = self.n_gpus // self.ep
-        shape = (groups, self.ep, self.ep)
-        put(self, "network", frozen_array("network", self.network, shape=shape, lo=0.0))
-        put(self, "nvlink", frozen_array("nvlink", self.nvlink, shape=shape, lo=0.0))
-        load = frozen_array("expert_load", self.expert_load, dtype="int", ndim=2, lo=0)
-        if load.shape[0] != groups:
-            raise ValueError(f"expert_load must have one row per EP group ({groups}); got "
-                             f"shape {load.shape}")
-        put(self, "expert_load", load)
-        for name in ("nodes_per_token", "remote_nodes_per_token", "gpus_per_token", "time",
-                     "bytes_per_copy"):
-            put(self, name, check_real(name, getattr(self, name), lo=0.0))
+        check_fields(self)
         if 0.0 < self.bytes_per_copy < 2.0**-10:  # copies = bytes / bytes_per_copy stays finite
             raise ValueError("bytes_per_copy must be 0 or at least 2**-10 bytes; got "
                              f"{self.bytes_per_copy!r}")
-        check_instance("loads", self.loads, LinkLoads)
 
     @property
     def network_copies_per_token(self) -> float:

@@ -67,10 +67,11 @@ Placement(n_gpus=2, gpus_per_node=2, gpus_per_nic=1, name='mine')
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
+from .._fields import Checked, array, check_fields, instance, integer, real, text
 from .._jit import njit
 from .._validate import (
     as_int_array,
@@ -114,7 +115,7 @@ _MAX_CELLS = 50_000_000  # layers x slots
 
 
 @dataclass(frozen=True, eq=False)
-class Placement:
+class Placement(Checked):
     """One layer's expert placement on ``n_gpus`` GPUs.
 
     ``phy2log``: int64 ``[n_slots]``, the logical expert in each physical slot (slot ``s`` on GPU
@@ -124,45 +125,40 @@ class Placement:
     host ``g // gpus_per_node`` behind NIC ``g // gpus_per_nic``). ``name`` labels figures.
     """
 
-    phy2log: np.ndarray = field(repr=False)
-    logcnt: np.ndarray = field(repr=False)
-    log2phy: np.ndarray = field(repr=False)
-    n_gpus: int
-    gpus_per_node: int
-    gpus_per_nic: int
-    name: str = "placement"
+    phy2log: np.ndarray = array("int", ndim=1, lo=0, repr=False)
+    logcnt: np.ndarray = array("int", ndim=1, nonempty=True, lo=1, repr=False)
+    log2phy: np.ndarray = array("int", shape=lambda p: (p.logcnt.size, None),
+                                lo=-1, repr=False)
+    n_gpus: int = integer(lo=1, hi=MAX_SLOTS)
+    gpus_per_node: int = integer(lo=1, hi="n_gpus")
+    gpus_per_nic: int = integer(lo=1, hi="gpus_per_node")
+    name: str = text(max_len=200, default="placement")
+    check_first = ("n_gpus", "gpus_per_node", "gpus_per_nic")
 
     def __post_init__(self):
         # Direct construction and dataclasses.replace: the three maps must describe one
         # placement (the library's own placements are made by placement_from_phy2log, unchecked
         # here a second time).
-        put = object.__setattr__
-        n_gpus, gpn, gpnic = _check_hosts(self.n_gpus, self.gpus_per_node, self.gpus_per_nic)
-        p2l = frozen_array("phy2log", self.phy2log, dtype="int", ndim=1, lo=0)
-        if p2l.size == 0 or p2l.size > MAX_SLOTS or p2l.size % n_gpus:
-            raise ValueError(f"phy2log must have a positive multiple of n_gpus ({n_gpus}) slots "
-                             f"(at most {MAX_SLOTS:,}); got {p2l.size}")
-        cnt = frozen_array("logcnt", self.logcnt, dtype="int", ndim=1, lo=1)
-        if cnt.size == 0 or cnt.size > MAX_EXPERTS or p2l.max() >= cnt.size:
+        check_fields(self)
+        _check_hosts(self.n_gpus, self.gpus_per_node, self.gpus_per_nic)
+        p2l, cnt, l2p = self.phy2log, self.logcnt, self.log2phy
+        if p2l.size == 0 or p2l.size > MAX_SLOTS or p2l.size % self.n_gpus:
+            raise ValueError(f"phy2log must have a positive multiple of n_gpus ({self.n_gpus}) "
+                             f"slots (at most {MAX_SLOTS:,}); got {p2l.size}")
+        if cnt.size > MAX_EXPERTS or p2l.max() >= cnt.size:
             raise ValueError(f"logcnt must have one entry per expert (1 .. {MAX_EXPERTS:,}), "
                              f"more than the largest expert id in phy2log ({p2l.max()}); got "
                              f"{cnt.size} entries")
         if not np.array_equal(np.bincount(p2l, minlength=cnt.size), cnt):
             raise ValueError("logcnt must count the slots of each expert in phy2log (each "
                              "expert at least once)")
-        width = int(cnt.max())
-        l2p = frozen_array("log2phy", self.log2phy, dtype="int", shape=(cnt.size, width), lo=-1)
-        used = np.arange(width)[None, :] < cnt[:, None]
+        used = np.arange(l2p.shape[1])[None, :] < cnt[:, None]
         slots = l2p[used]  # expert by expert, in replica order
         if (l2p[~used] != -1).any() or slots.min() < 0 or not np.array_equal(
             p2l[np.minimum(slots, p2l.size - 1)], np.repeat(np.arange(cnt.size), cnt)
         ) or slots.max() >= p2l.size or np.bincount(slots, minlength=p2l.size).max() > 1:
             raise ValueError("log2phy must list each expert's slots of phy2log once each, in "
                              "its first logcnt entries, padded with -1")
-        for name, value in (("phy2log", p2l), ("logcnt", cnt), ("log2phy", l2p),
-                            ("n_gpus", n_gpus), ("gpus_per_node", gpn), ("gpus_per_nic", gpnic),
-                            ("name", check_str("name", self.name, max_len=200))):
-            put(self, name, value)
 
     @property
     def n_slots(self) -> int:
@@ -196,29 +192,18 @@ class Placement:
 
 
 @dataclass(frozen=True, eq=False)
-class SwapResult:
+class SwapResult(Checked):
     """What :func:`nvlink_swaps` did: the new ``placement``, the swapped slot pairs ``pairs``
     (int64 ``[n, 2]``, one row per swap), the bytes of expert weights copied over NVLink
     (``copy_bytes``, two experts per swap) and the largest NIC load before and after
     (``nic_max_before``, ``nic_max_after``, in the units of the load)."""
 
-    placement: Placement
-    pairs: np.ndarray = field(repr=False)
-    copy_bytes: float
-    nic_max_before: float
-    nic_max_after: float
-
-    def __post_init__(self):
-        put = object.__setattr__
-        p = check_instance("placement", self.placement, Placement)
-        pairs = frozen_array("pairs", self.pairs, dtype="int", ndim=2, lo=0)
-        if pairs.shape[1] != 2 or (pairs.size and pairs.max() >= p.n_slots):
-            raise ValueError(f"pairs must be rows of two slot ids < {p.n_slots}; got shape "
-                             f"{pairs.shape}")
-        put(self, "pairs", pairs)
-        put(self, "copy_bytes", check_real("copy_bytes", self.copy_bytes, lo=0.0, unit="bytes"))
-        for name in ("nic_max_before", "nic_max_after"):
-            put(self, name, check_real(name, getattr(self, name), lo=0.0))
+    placement: Placement = instance(Placement)
+    pairs: np.ndarray = array("int", shape=(None, 2), lo=0, hi=lambda r: r.placement.n_slots - 1,
+                              repr=False)
+    copy_bytes: float = real(lo=0.0, unit="bytes")
+    nic_max_before: float = real(lo=0.0)
+    nic_max_after: float = real(lo=0.0)
 
 
 # --------------------------------------------------------------------------------------------

@@ -36,7 +36,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._validate import as_float_array, check_real, check_str
+from .._fields import Checked, real, text
+from .._validate import as_float_array
 
 _MAX_BYTES = 1e15  # bytes: the largest expert or token copy
 _MAX_BW = 1e18  # bytes/s
@@ -48,7 +49,7 @@ __all__ = ["ExpertCost", "EXPERT_COSTS", "expert_time", "crossover_tokens",
 
 
 @dataclass(frozen=True)
-class ExpertCost:
+class ExpertCost(Checked):
     """What one expert and one token copy cost on one machine (SI units).
 
     ``weight_bytes``: the expert's weights, read once per step it has tokens; ``hbm_bw``:
@@ -60,30 +61,14 @@ class ExpertCost:
     [1e-12, 1].
     """
 
-    name: str
-    weight_bytes: float
-    hbm_bw: float
-    token_time: float
-    copy_bytes: float
-    link_bw: float
-    remote_fraction: float = 1.0
-    source: str = ""
-
-    def __post_init__(self):
-        put = object.__setattr__
-        check_str("name", self.name)
-        check_str("source", self.source)
-        put(self, "weight_bytes", check_real("weight_bytes", self.weight_bytes, lo=0.0,
-                                             hi=_MAX_BYTES, unit="bytes"))
-        for name in ("hbm_bw", "link_bw"):
-            put(self, name, check_real(name, getattr(self, name), lo=1.0, hi=_MAX_BW,
-                                       unit="bytes/s"))
-        put(self, "token_time", check_real("token_time", self.token_time, lo=1e-15, hi=1e3,
-                                           unit="s"))
-        put(self, "copy_bytes", check_real("copy_bytes", self.copy_bytes, lo=1.0,
-                                           hi=_MAX_BYTES, unit="bytes"))
-        put(self, "remote_fraction", check_real("remote_fraction", self.remote_fraction,
-                                                lo=1e-12, hi=1.0))
+    name: str = text()
+    weight_bytes: float = real(lo=0.0, hi=_MAX_BYTES, unit="bytes")
+    hbm_bw: float = real(lo=1.0, hi=_MAX_BW, unit="bytes/s")
+    token_time: float = real(lo=1e-15, hi=1e3, unit="s")
+    copy_bytes: float = real(lo=1.0, hi=_MAX_BYTES, unit="bytes")
+    link_bw: float = real(lo=1.0, hi=_MAX_BW, unit="bytes/s")
+    remote_fraction: float = real(lo=1e-12, hi=1.0, default=1.0)
+    source: str = text(default="")
 
 
 def _costs():

@@ -67,6 +67,17 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
+from .._fields import (
+    Checked,
+    array,
+    check_fields,
+    choice,
+    flag,
+    instance,
+    integer,
+    real,
+    text,
+)
 from .._jit import njit
 from .._routes import _hop_class
 from .._validate import (
@@ -74,13 +85,11 @@ from .._validate import (
     as_float_array,
     check_bool,
     check_choice,
-    check_instance,
+    check_int,
     check_real,
-    check_str,
     frozen_array,
     trusted,
 )
-from .._validate import check_int as _check_int
 from ..limits import PY_STEP, check_bytes, check_steps
 from ..topology import Topology, cloudmatrix384, superpod
 
@@ -134,18 +143,11 @@ _CM = cloudmatrix384(1)
 _L0 = float(_CM.hop_latency[0])
 
 
-def check_int(name, value, *, lo=None, hi=None):
-    """:func:`uneven._validate.check_int`, refusing bools (which it lets through as 0.0/1.0)."""
-    if isinstance(value, (bool, np.bool_)):
-        raise ValueError(f"{name} must be an integer, not a bool; got {value!r}")
-    return _check_int(name, value, lo=lo, hi=hi)
-
-
 # --------------------------------------------------------------------------- costs and schemes
 
 
 @dataclass(frozen=True)
-class CoreCosts:
+class CoreCosts(Checked):
     """What one die's cores pay (SI units). Every field is checked when the object is built.
 
     ``cores``: vector cores per die (48 AIV cores on an Ascend 910C die [paper]).
@@ -168,34 +170,15 @@ class CoreCosts:
     470
     """
 
-    cores: int = 48
-    local_latency: float = _L0
-    one_hop_factor: float = 5.0
-    two_hop_factor: float = 11.5
-    writes_in_flight: int = 4
-    core_bandwidth: float = 392e9 / 2 / 48
-    barrier_cost: float = 20e-6
-    count_cost: float = 20e-9
-    poll_cost: float = 1e-6
-
-    def __post_init__(self):
-        put = object.__setattr__
-        put(self, "cores", check_int("cores", self.cores, lo=1, hi=_MAX_CORES))
-        put(self, "local_latency", check_real("local_latency", self.local_latency, lo=0.0,
-                                              lo_open=True, hi=_MAX_LATENCY, unit="s"))
-        f1 = check_real("one_hop_factor", self.one_hop_factor, lo=1.0, hi=_MAX_FACTOR)
-        f2 = check_real("two_hop_factor", self.two_hop_factor, lo=1.0, hi=_MAX_FACTOR)
-        if f2 < f1:
-            raise ValueError(f"two_hop_factor must be >= one_hop_factor = {f1}; got {f2}")
-        put(self, "one_hop_factor", f1)
-        put(self, "two_hop_factor", f2)
-        put(self, "writes_in_flight", check_int("writes_in_flight", self.writes_in_flight, lo=1,
-                                                hi=4096))
-        put(self, "core_bandwidth", check_real("core_bandwidth", self.core_bandwidth, lo=1.0,
-                                               hi=1e15, unit="bytes/s"))
-        for name in ("barrier_cost", "count_cost", "poll_cost"):
-            put(self, name, check_real(name, getattr(self, name), lo=0.0, hi=_MAX_COST,
-                                       unit="s"))
+    cores: int = integer(lo=1, hi=_MAX_CORES, default=48)
+    local_latency: float = real(lo=0.0, lo_open=True, hi=_MAX_LATENCY, unit="s", default=_L0)
+    one_hop_factor: float = real(lo=1.0, hi=_MAX_FACTOR, default=5.0)
+    two_hop_factor: float = real(lo="one_hop_factor", hi=_MAX_FACTOR, default=11.5)
+    writes_in_flight: int = integer(lo=1, hi=4096, default=4)
+    core_bandwidth: float = real(lo=1.0, hi=1e15, unit="bytes/s", default=392e9 / 2 / 48)
+    barrier_cost: float = real(lo=0.0, hi=_MAX_COST, unit="s", default=20e-6)
+    count_cost: float = real(lo=0.0, hi=_MAX_COST, unit="s", default=20e-9)
+    poll_cost: float = real(lo=0.0, hi=_MAX_COST, unit="s", default=1e-6)
 
     @property
     def hop_latency(self) -> tuple:
@@ -216,7 +199,7 @@ class CoreCosts:
 
 
 @dataclass(frozen=True)
-class Scheme:
+class Scheme(Checked):
     """How a rank's cores run one dispatch or combine (see the module docstring).
 
     ``concurrent``: count and send on separate core groups at once (else every core counts,
@@ -227,25 +210,13 @@ class Scheme:
     next generation [3rd]). ``flag_bytes``: size of one flag or count word (8 [model]).
     """
 
-    name: str = "custom"
-    concurrent: bool = False
-    count_cores: int = 2
-    sync: str = "barrier"
-    assignment: str = "contiguous"
-    block_bytes: int = 512
-    flag_bytes: int = 8
-
-    def __post_init__(self):
-        put = object.__setattr__
-        put(self, "name", check_str("name", self.name, max_len=200))
-        put(self, "concurrent", check_bool("concurrent", self.concurrent))
-        put(self, "count_cores", check_int("count_cores", self.count_cores, lo=1,
-                                           hi=_MAX_CORES - 1))
-        put(self, "sync", check_choice("sync", self.sync, SYNC_MODES))
-        put(self, "assignment", check_choice("assignment", self.assignment, ASSIGNMENTS))
-        block = check_int("block_bytes", self.block_bytes, lo=16, hi=1 << 20)
-        put(self, "block_bytes", block)
-        put(self, "flag_bytes", check_int("flag_bytes", self.flag_bytes, lo=1, hi=block - 1))
+    name: str = text(max_len=200, default="custom")
+    concurrent: bool = flag(default=False)
+    count_cores: int = integer(lo=1, hi=_MAX_CORES - 1, default=2)
+    sync: str = choice(SYNC_MODES, default="barrier")
+    assignment: str = choice(ASSIGNMENTS, default="contiguous")
+    block_bytes: int = integer(lo=16, hi=1 << 20, default=512)
+    flag_bytes: int = integer(lo=1, hi=lambda s: s.block_bytes - 1, default=8)
 
     def with_(self, **changes) -> Scheme:
         """A copy with some fields changed (checked again); the name becomes ``'custom'``
@@ -314,7 +285,7 @@ def die_superpod(n_nodes: int = 24) -> Topology:
 
 
 @dataclass(frozen=True)
-class SuperpodTraffic:
+class SuperpodTraffic(Checked):
     """Token copies of one EP dispatch on ``n_ranks`` ranks (ranks ``0 .. n_ranks-1`` of
     ``topo``).
 
@@ -331,40 +302,31 @@ class SuperpodTraffic:
     """
 
     topo: Topology = field(repr=False)
-    n_ranks: int
-    tokens_per_rank: int
-    k: int
-    n_experts: int
-    dispatch_bytes: int
-    combine_bytes: int
-    copies: np.ndarray = field(repr=False)
+    n_ranks: int = integer(lo=1, hi=MAX_RANKS)
+    tokens_per_rank: int = integer(lo=0, hi=_MAX_ROW_COPIES)
+    k: int = integer(lo=1, hi=65536)
+    n_experts: int = integer(lo=1, hi=65536)
+    dispatch_bytes: int = integer(lo=1, hi=_MAX_COPY_BYTES)
+    combine_bytes: int = integer(lo=1, hi=_MAX_COPY_BYTES)
+    copies: np.ndarray = array("int", shape=("n_ranks", "n_ranks"), lo=0, hi=_MAX_ROW_COPIES,
+                               repr=False)
     hops: np.ndarray = field(default=None, repr=False, compare=False)
 
     def __post_init__(self):
-        put = object.__setattr__
         topo = _check_topo(self.topo)
-        n = check_int("n_ranks", self.n_ranks, lo=1, hi=MAX_RANKS)
+        check_fields(self)
+        n = self.n_ranks
         if topo.n_gpus < n:
             raise ValueError(f"topo must have at least n_ranks = {n} devices; got {topo.n_gpus}")
-        put(self, "n_ranks", n)
-        put(self, "tokens_per_rank", check_int("tokens_per_rank", self.tokens_per_rank, lo=0,
-                                               hi=_MAX_ROW_COPIES))
-        put(self, "k", check_int("k", self.k, lo=1, hi=65536))
-        put(self, "n_experts", check_int("n_experts", self.n_experts, lo=1, hi=65536))
-        for name in ("dispatch_bytes", "combine_bytes"):
-            put(self, name, check_int(name, getattr(self, name), lo=1, hi=_MAX_COPY_BYTES))
-        copies = frozen_array("copies", self.copies, dtype="int", shape=(n, n), lo=0)
-        if copies.max() > _MAX_ROW_COPIES or copies.sum(axis=1).max() > _MAX_ROW_COPIES:
+        if self.copies.sum(axis=1, dtype=np.float64).max() > _MAX_ROW_COPIES:
             raise ValueError(f"copies must send at most 2**32 copies per rank; got a row of "
-                             f"{int(copies.sum(axis=1, dtype=np.float64).max()):,}")
-        put(self, "copies", copies)
+                             f"{int(self.copies.sum(axis=1, dtype=np.float64).max()):,}")
         hops = _hops_of(topo, n)
-        if self.hops is not None:
-            given = frozen_array("hops", self.hops, dtype="int", shape=(n, n), lo=0)
-            if not np.array_equal(given, hops):
-                raise ValueError("hops must be the hop classes of topo's first n_ranks devices "
-                                 "(or None, to compute them)")
-        put(self, "hops", hops)
+        if self.hops is not None and not np.array_equal(
+                frozen_array("hops", self.hops, dtype="int", shape=(n, n), lo=0), hops):
+            raise ValueError("hops must be the hop classes of topo's first n_ranks devices "
+                             "(or None, to compute them)")
+        object.__setattr__(self, "hops", hops)
 
     @property
     def ranks_per_node(self) -> int:
@@ -636,7 +598,7 @@ def _check_traffic(traffic):
 
 
 @dataclass(frozen=True)
-class PhasePlan:
+class PhasePlan(Checked):
     """Deterministic per-core work of one dispatch or combine on every rank (times in s).
 
     ``count_time`` ``[n_ranks, n_count]``: the counting cores (core ids ``0 .. n_count-1``; with a
@@ -651,48 +613,38 @@ class PhasePlan:
     have the shapes above and hold finite values >= 0 (times at most 1e30 s).
     """
 
-    phase: str
-    scheme: Scheme
-    costs: CoreCosts
+    phase: str = choice(("dispatch", "combine"))
+    scheme: Scheme = instance(Scheme, "see scheme()")
+    costs: CoreCosts = instance(CoreCosts)
     traffic: SuperpodTraffic = field(repr=False)
-    n_count: int
-    send_offset: int
-    n_send: int
-    blocks: int
-    count_time: np.ndarray = field(repr=False)
-    send_time: np.ndarray = field(repr=False)
-    flag_time: np.ndarray = field(repr=False)
-    writes: np.ndarray = field(repr=False)
-    bytes_sent: np.ndarray = field(repr=False)
-    hop_copies: np.ndarray = field(repr=False)
-    poll_time: float = 0.0
+    n_count: int = integer(lo=lambda p: p.split[0], hi=lambda p: p.split[0])
+    send_offset: int = integer(lo=lambda p: p.split[1], hi=lambda p: p.split[1])
+    n_send: int = integer(lo=lambda p: p.split[2], hi=lambda p: p.split[2])
+    blocks: int = integer(lo=1, hi=_MAX_COPY_BYTES)
+    count_time: np.ndarray = array(shape=lambda p: (p.traffic.n_ranks, p.n_count), lo=0.0,
+                                   hi=_MAX_TIME, repr=False)
+    send_time: np.ndarray = array(shape=lambda p: (p.traffic.n_ranks, p.n_send), lo=0.0,
+                                  hi=_MAX_TIME, repr=False)
+    flag_time: np.ndarray = array(shape=lambda p: (p.traffic.n_ranks, p.n_send), lo=0.0,
+                                  hi=_MAX_TIME, repr=False)
+    writes: np.ndarray = array("int", shape=lambda p: (p.traffic.n_ranks, p.n_send), lo=0,
+                               repr=False)
+    bytes_sent: np.ndarray = array(shape=lambda p: (p.traffic.n_ranks, p.n_send), lo=0.0,
+                                   hi=_MAX_TIME, repr=False)
+    hop_copies: np.ndarray = array("int", shape=lambda p: (p.traffic.n_ranks, p.n_send, 3), lo=0,
+                                   repr=False)
+    poll_time: float = real(lo=0.0, hi=_MAX_TIME, unit="s", default=0.0)
+    check_first = ("phase", "scheme", "costs")
+
+    @property
+    def split(self) -> tuple:
+        """``(n_count, send_offset, n_send)``: the cores this phase's scheme gives to counting
+        and to sending."""
+        return _split(self.phase, self.scheme, self.costs.cores)
 
     def __post_init__(self):
-        put = object.__setattr__
-        phase = check_choice("phase", self.phase, ("dispatch", "combine"))
-        put(self, "phase", phase)
-        sch = check_instance("scheme", self.scheme, Scheme, "see scheme()")
-        costs = check_instance("costs", self.costs, CoreCosts)
-        traffic = _check_traffic(self.traffic)
-        n, C = traffic.n_ranks, costs.cores
-        want = _split(phase, sch, C)
-        for name, value in zip(("n_count", "send_offset", "n_send"), want, strict=True):
-            got = check_int(name, getattr(self, name), lo=0, hi=C)
-            if got != value:
-                raise ValueError(f"{name} must be {value} for a {phase} of this scheme on "
-                                 f"{C} cores; got {got}")
-            put(self, name, got)
-        n_count, _, n_send = want
-        put(self, "blocks", check_int("blocks", self.blocks, lo=1, hi=_MAX_COPY_BYTES))
-        for name, shape in (("count_time", (n, n_count)), ("send_time", (n, n_send)),
-                            ("flag_time", (n, n_send)), ("bytes_sent", (n, n_send))):
-            put(self, name, _times(name, getattr(self, name), shape))
-        put(self, "writes", frozen_array("writes", self.writes, dtype="int", shape=(n, n_send),
-                                         lo=0))
-        put(self, "hop_copies", frozen_array("hop_copies", self.hop_copies, dtype="int",
-                                             shape=(n, n_send, 3), lo=0))
-        put(self, "poll_time", check_real("poll_time", self.poll_time, lo=0.0, hi=_MAX_TIME,
-                                          unit="s"))
+        _check_traffic(self.traffic)
+        check_fields(self)
 
     @property
     def n_ranks(self) -> int:
@@ -1232,7 +1184,7 @@ def phase_latency(plan: PhasePlan) -> float:
 
 
 @dataclass(frozen=True)
-class CoreTimeline:
+class CoreTimeline(Checked):
     """One phase as operations on cores, from :func:`uneven.engines.timeline.run_timeline`.
 
     Per op: ``rank``, ``core`` (-1 for the zero-length join nodes of barriers and arrivals),
@@ -1252,43 +1204,27 @@ class CoreTimeline:
     """
 
     plan: PhasePlan = field(repr=False)
-    rank: np.ndarray = field(repr=False)
-    core: np.ndarray = field(repr=False)
-    kind: np.ndarray = field(repr=False)
-    start: np.ndarray = field(repr=False)
-    finish: np.ndarray = field(repr=False)
-    end: np.ndarray = field(repr=False)
-    jitter: np.ndarray = field(repr=False)
-    latency: float
-    cores: int
+    rank: np.ndarray = array("int", shape=("m",), lo=-1, hi=lambda t: t.plan.n_ranks - 1,
+                             repr=False)
+    core: np.ndarray = array("int", shape=("m",), lo=-1, hi=lambda t: t.cores - 1, repr=False)
+    kind: np.ndarray = array("int", shape=("m",), lo=-1, hi=len(CORE_OP_KINDS) - 1, repr=False)
+    start: np.ndarray = array(shape=("m",), lo=0.0, hi=_MAX_TIME, repr=False)
+    finish: np.ndarray = array(shape=("m",), lo=0.0, hi=_MAX_TIME, repr=False)
+    end: np.ndarray = array(shape=lambda t: (t.plan.n_ranks,), lo=0.0, hi=_MAX_TIME, repr=False)
+    jitter: np.ndarray = array(shape=lambda t: (3, t.plan.n_ranks), lo=0.0, hi=_MAX_TIME,
+                               repr=False)
+    latency: float = real(lo=0.0, hi=_MAX_TIME, unit="s")
+    cores: int = integer(lo=1, hi=_MAX_CORES)
+    check_first = ("cores",)
 
     def __post_init__(self):
-        put = object.__setattr__
         plan = _check_plan(self.plan)
-        n = plan.n_ranks
-        cores = check_int("cores", self.cores, lo=1, hi=_MAX_CORES)
-        if cores != plan.costs.cores:
-            raise ValueError(f"cores must be plan.costs.cores = {plan.costs.cores}; got {cores}")
-        put(self, "cores", cores)
-        rank = frozen_array("rank", self.rank, dtype="int", ndim=1, lo=-1)
-        m = rank.shape
-        for name, arr, hi in (("rank", rank, n - 1),
-                              ("core", frozen_array("core", self.core, dtype="int", shape=m,
-                                                    lo=-1), cores - 1),
-                              ("kind", frozen_array("kind", self.kind, dtype="int", shape=m,
-                                                    lo=-1), len(CORE_OP_KINDS) - 1)):
-            if arr.size and arr.max() > hi:
-                raise ValueError(f"{name} entries must be <= {hi}; largest entry is {arr.max()}")
-            put(self, name, arr)
-        start = _times("start", self.start, m)
-        finish = _times("finish", self.finish, m)
-        if (finish < start).any():
+        check_fields(self)
+        if self.cores != plan.costs.cores:
+            raise ValueError(f"cores must be plan.costs.cores = {plan.costs.cores}; got "
+                             f"{self.cores}")
+        if (self.finish < self.start).any():
             raise ValueError("finish must be >= start for every op")
-        put(self, "start", start)
-        put(self, "finish", finish)
-        put(self, "end", _times("end", self.end, (n,)))
-        put(self, "jitter", _times("jitter", self.jitter, (3, n)))
-        put(self, "latency", check_real("latency", self.latency, lo=0.0, hi=_MAX_TIME, unit="s"))
 
     def of_rank(self, rank: int) -> dict:
         """The core ops of one rank: arrays ``core``, ``kind``, ``start``, ``finish``."""
@@ -1476,7 +1412,7 @@ class _OpList:
 
 
 @dataclass(frozen=True)
-class DecodeSteps:
+class DecodeSteps(Checked):
     """Step times of many decode steps (s): ``tpot[s]`` is the time per output token of step
     ``s`` (every rank's tokens are done). ``p50``, ``p99``: percentiles (s). Built directly,
     ``tpot`` must hold at least one finite time >= 0, ``n_layers`` be 1..1,000 and ``jitter``
@@ -1488,18 +1424,9 @@ class DecodeSteps:
     (20, 2, True)
     """
 
-    tpot: np.ndarray = field(repr=False)
-    n_layers: int
-    jitter: float
-
-    def __post_init__(self):
-        put = object.__setattr__
-        tpot = _times("tpot", self.tpot, ndim=1)
-        if tpot.size == 0:
-            raise ValueError("tpot must hold at least one step time; got an empty array")
-        put(self, "tpot", tpot)
-        put(self, "n_layers", check_int("n_layers", self.n_layers, lo=1, hi=1000))
-        put(self, "jitter", check_real("jitter", self.jitter, lo=0.0, hi=_MAX_COST, unit="s"))
+    tpot: np.ndarray = array(ndim=1, nonempty=True, lo=0.0, hi=_MAX_TIME, repr=False)
+    n_layers: int = integer(lo=1, hi=1000)
+    jitter: float = real(lo=0.0, hi=_MAX_COST, unit="s")
 
     @property
     def p50(self) -> float:

@@ -46,8 +46,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .._fields import Checked, array, check_fields, choice, integer, real
 from .._jit import njit
-from .._validate import as_int_array, check_choice, check_int, check_real, frozen_array
+from .._validate import as_int_array, check_int, check_real
 from ..limits import check_bytes
 from ._checks import PATHS, UNITS, bytes_per_token, check_path, check_unit
 from ._kernels import _add_copies, _mark_token, _reference_copies
@@ -68,7 +69,7 @@ MODES = PATHS
 
 
 @dataclass(frozen=True, eq=False)
-class EpTraffic:
+class EpTraffic(Checked):
     """Bytes moved by one EP dispatch or combine.
 
     ``network``: float64 ``[n_gpus, n_gpus]``, bytes sent over the scale-out network, src→dst GPU.
@@ -82,40 +83,22 @@ class EpTraffic:
     per token); arrays are read-only.
     """
 
-    network: np.ndarray
-    nvlink: np.ndarray
-    nodes_per_token: np.ndarray
-    remote_nodes_per_token: np.ndarray
-    gpus_per_token: np.ndarray
-    mode: str
-    direction: str
-    gpus_per_node: int
-    bytes_per_copy: float
-    unit: str = "gpu"
+    network: np.ndarray = array(shape=("n", "n"), lo=0.0)
+    nvlink: np.ndarray = array(shape=("n", "n"), lo=0.0)
+    nodes_per_token: np.ndarray = array("int", shape=("T",), lo=0)
+    remote_nodes_per_token: np.ndarray = array("int", shape=("T",), lo=0)
+    gpus_per_token: np.ndarray = array("int", shape=("T",), lo=0)
+    mode: str = choice(MODES)
+    direction: str = choice(("dispatch", "combine"))
+    gpus_per_node: int = integer(lo=1)
+    bytes_per_copy: float = real(lo=0.0, unit="bytes")
+    unit: str = choice(UNITS, default="gpu")
 
     def __post_init__(self):
-        put = object.__setattr__
-        net = frozen_array("network", self.network, ndim=2, lo=0.0)
-        n = net.shape[0]
-        if net.shape != (n, n):
-            raise ValueError(f"network must be a square n_gpus x n_gpus matrix; got {net.shape}")
-        put(self, "network", net)
-        put(self, "nvlink", frozen_array("nvlink", self.nvlink, shape=(n, n), lo=0.0))
-        nodes = frozen_array("nodes_per_token", self.nodes_per_token, dtype="int", ndim=1, lo=0)
-        put(self, "nodes_per_token", nodes)
-        for name in ("remote_nodes_per_token", "gpus_per_token"):
-            put(self, name, frozen_array(name, getattr(self, name), dtype="int",
-                                         shape=nodes.shape, lo=0))
-        put(self, "mode", check_choice("mode", self.mode, MODES))
-        put(self, "unit", check_choice("unit", self.unit, UNITS))
-        put(self, "direction", check_choice("direction", self.direction,
-                                            ("dispatch", "combine")))
-        g = check_int("gpus_per_node", self.gpus_per_node, lo=1)
-        if n % g:
-            raise ValueError(f"gpus_per_node must divide the GPU count {n}; got {g}")
-        put(self, "gpus_per_node", g)
-        put(self, "bytes_per_copy", check_real("bytes_per_copy", self.bytes_per_copy, lo=0.0,
-                                               unit="bytes"))
+        check_fields(self)
+        if self.n_gpus % self.gpus_per_node:
+            raise ValueError(f"gpus_per_node must divide the GPU count {self.n_gpus}; got "
+                             f"{self.gpus_per_node}")
 
     @property
     def n_gpus(self) -> int:
@@ -134,7 +117,7 @@ class EpTraffic:
 
 
 @dataclass(frozen=True, eq=False)
-class DeepEpBytes:
+class DeepEpBytes(Checked):
     """DeepEP's "logical" RDMA bytes beside the bytes that really cross the network.
 
     ``logical``: float64 ``[n_gpus]`` per source GPU, Σ over its tokens of (distinct destination
@@ -143,14 +126,8 @@ class DeepEpBytes:
     the own node: bytes that leave through the NIC. Both in bytes.
     """
 
-    logical: np.ndarray
-    network: np.ndarray
-
-    def __post_init__(self):
-        logical = frozen_array("logical", self.logical, ndim=1, lo=0.0)
-        object.__setattr__(self, "logical", logical)
-        object.__setattr__(self, "network", frozen_array("network", self.network,
-                                                         shape=logical.shape, lo=0.0))
+    logical: np.ndarray = array(shape=("n",), lo=0.0)
+    network: np.ndarray = array(shape=("n",), lo=0.0)
 
     @property
     def logical_total(self) -> float:

@@ -54,19 +54,17 @@ Transport(name='mine', fixed=2e-05, per_message=5e-09, sm_tax=0.1)
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
+from .._fields import Checked, array, check_fields, choice, real, text
 from .._jit import njit
 from .._validate import (
     as_int_array,
     check_choice,
     check_instance,
     check_int,
-    check_real,
-    check_str,
-    frozen_array,
     trusted,
 )
 from ..limits import check_bytes, check_steps
@@ -86,10 +84,12 @@ __all__ = [
 ]
 
 TRANSPORT_MODES = ("direct", "relay")
+#: Largest step accepted: tokens × k (copies) per call.
+MAX_COPIES = 50_000_000
 
 
 @dataclass(frozen=True)
-class Transport:
+class Transport(Checked):
     """The costs of an EP communication library, besides bytes.
 
     ``fixed`` (s): once per dispatch and once per combine kernel (launch, synchronisation).
@@ -100,18 +100,10 @@ class Transport:
     ``fixed`` and ``per_message`` are at most 1000 s, ``sm_tax`` at most 0.95.
     """
 
-    name: str
-    fixed: float
-    per_message: float
-    sm_tax: float
-
-    def __post_init__(self):
-        put = object.__setattr__
-        put(self, "name", check_str("name", self.name, max_len=200))
-        put(self, "fixed", check_real("fixed", self.fixed, lo=0.0, hi=1e3, unit="s"))
-        put(self, "per_message", check_real("per_message", self.per_message, lo=0.0, hi=1e3,
-                                            unit="s"))
-        put(self, "sm_tax", check_real("sm_tax", self.sm_tax, lo=0.0, hi=0.95))
+    name: str = text(max_len=200)
+    fixed: float = real(lo=0.0, hi=1e3, unit="s")
+    per_message: float = real(lo=0.0, hi=1e3, unit="s")
+    sm_tax: float = real(lo=0.0, hi=0.95)
 
 
 #: A transport like DeepEP's low-latency (LL) kernels. ``fixed`` and ``per_message`` are model
@@ -126,7 +118,7 @@ SM_FREE = Transport("SM-free", fixed=us(10.0), per_message=us(0.003), sm_tax=0.0
 
 
 @dataclass(frozen=True, eq=False)
-class DecodeTraffic:
+class DecodeTraffic(Checked):
     """Copies of one decode step's dispatch (and, reversed, combine) on a placement.
 
     Per NIC stream slot (``[n_nics, slots_per_host]``, column ``j`` = the host's ``j``-th slot in
@@ -144,20 +136,22 @@ class DecodeTraffic:
     token. Every count is at most :data:`MAX_COPIES`; arrays are read-only.
     """
 
-    mode: str
-    rdma_in: np.ndarray = field(repr=False)
-    rdma_back: np.ndarray = field(repr=False)
-    nvl_in: np.ndarray = field(repr=False)
-    nvl_back: np.ndarray = field(repr=False)
-    tokens: np.ndarray = field(repr=False)
-    remote_tokens: np.ndarray = field(repr=False)
-    rdma_sent: np.ndarray = field(repr=False)
-    rdma_returned: np.ndarray = field(repr=False)
-    ret_src: np.ndarray = field(repr=False)
-    ret_op: np.ndarray = field(repr=False)
-    ret_kind: np.ndarray = field(repr=False)
-    remote_hosts: np.ndarray = field(repr=False)
-    remote_slots: np.ndarray = field(repr=False)
+    mode: str = choice(TRANSPORT_MODES)
+    rdma_in: np.ndarray = array("int", shape=("nics", "sph"), nonempty=True, lo=0,
+                                hi=MAX_COPIES, repr=False)
+    rdma_back: np.ndarray = array("int", shape=("nics", "sph"), lo=0, hi=MAX_COPIES, repr=False)
+    nvl_in: np.ndarray = array("int", shape=("slots",), nonempty=True, lo=0, hi=MAX_COPIES,
+                               repr=False)
+    nvl_back: np.ndarray = array("int", shape=("slots",), lo=0, hi=MAX_COPIES, repr=False)
+    tokens: np.ndarray = array("int", shape=("slots",), lo=0, hi=MAX_COPIES, repr=False)
+    remote_tokens: np.ndarray = array("int", shape=("slots",), lo=0, hi=MAX_COPIES, repr=False)
+    rdma_sent: np.ndarray = array("int", shape=("nics",), lo=0, hi=MAX_COPIES, repr=False)
+    rdma_returned: np.ndarray = array("int", shape=("nics",), lo=0, hi=MAX_COPIES, repr=False)
+    ret_src: np.ndarray = array("int", shape=("items",), lo=0, hi=MAX_COPIES, repr=False)
+    ret_op: np.ndarray = array("int", shape=("items",), lo=0, hi=MAX_COPIES, repr=False)
+    ret_kind: np.ndarray = array("int", shape=("items",), lo=0, hi=2, repr=False)
+    remote_hosts: np.ndarray = array("int", shape=("T",), lo=0, hi=MAX_COPIES, repr=False)
+    remote_slots: np.ndarray = array("int", shape=("T",), lo=0, hi=MAX_COPIES, repr=False)
 
     @property
     def rdma_copies(self) -> int:
@@ -165,42 +159,14 @@ class DecodeTraffic:
         return int(self.rdma_sent.sum())
 
     def __post_init__(self):
-        put = object.__setattr__
-        put(self, "mode", check_choice("mode", self.mode, TRANSPORT_MODES))
-
-        def counts(name, **kw):
-            arr = frozen_array(name, getattr(self, name), dtype="int", lo=0, **kw)
-            if arr.size and arr.max() > MAX_COPIES:
-                raise ValueError(f"{name} must hold counts of at most {MAX_COPIES:,} copies; got "
-                                 f"{arr.max()}")
-            put(self, name, arr)
-            return arr
-
-        rin = counts("rdma_in", ndim=2)
-        if rin.size == 0:
-            raise ValueError(f"rdma_in must have a row per NIC and a column per host slot; got "
-                             f"shape {rin.shape}")
-        counts("rdma_back", shape=rin.shape)
-        nvl = counts("nvl_in", ndim=1)
-        if nvl.size == 0 or nvl.size % rin.shape[1]:
+        check_fields(self)
+        if self.nvl_in.size % self.rdma_in.shape[1]:
             raise ValueError(f"nvl_in must have one entry per slot, a multiple of the slots per "
-                             f"host ({rin.shape[1]}); got {nvl.size}")
-        for name in ("nvl_back", "tokens", "remote_tokens"):
-            counts(name, shape=nvl.shape)
-        for name in ("rdma_sent", "rdma_returned"):
-            counts(name, shape=(rin.shape[0],))
-        kind = counts("ret_kind", ndim=1)
-        if kind.size and kind.max() > 2:
-            raise ValueError(f"ret_kind must be 0 (RDMA), 1 (NVLink) or 2 (own GPU); got "
-                             f"{kind.max()}")
-        counts("ret_src", shape=kind.shape)
-        op = counts("ret_op", shape=kind.shape)
-        top = np.where(kind == 0, rin.size, nvl.size)
-        if op.size and (op >= top).any():
-            raise ValueError(f"ret_op must name an RDMA stream slot (< {rin.size}) for ret_kind "
-                             f"0 and a slot (< {nvl.size}) otherwise")
-        rh = counts("remote_hosts", ndim=1)
-        counts("remote_slots", shape=rh.shape)
+                             f"host ({self.rdma_in.shape[1]}); got {self.nvl_in.size}")
+        top = np.where(self.ret_kind == 0, self.rdma_in.size, self.nvl_in.size)
+        if (self.ret_op >= top).any():
+            raise ValueError(f"ret_op must name an RDMA stream slot (< {self.rdma_in.size}) for "
+                             f"ret_kind 0 and a slot (< {self.nvl_in.size}) otherwise")
 
     def nic_in(self) -> np.ndarray:
         """RDMA copies received per NIC in dispatch (int64 ``[n_nics]``)."""
@@ -363,8 +329,6 @@ def _reference_traffic(slots, src, spg, gpn, gpnic, n_gpus, relay):
 # --------------------------------------------------------------------------------------------
 # public API
 
-#: Largest step accepted: tokens × k (copies) per call.
-MAX_COPIES = 50_000_000
 
 
 def decode_traffic(placement: Placement, slots, src_gpu, mode: str = "direct") -> DecodeTraffic:

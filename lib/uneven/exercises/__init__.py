@@ -35,6 +35,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from numbers import Integral, Real
 
+from .._fields import Checked, flag, text
+
 __all__ = ["Feedback", "Exercise", "register", "check", "registered", "exercise", "KINDS"]
 
 KINDS = ("number", "exact", "choice")
@@ -42,16 +44,11 @@ _WRONG = "❌ Not right yet."
 
 
 @dataclass(frozen=True)
-class Feedback:
+class Feedback(Checked):
     """Result of a check: ``ok`` and a message for the student."""
 
-    ok: bool
-    message: str
-
-    def __post_init__(self):
-        if not isinstance(self.ok, bool) or not isinstance(self.message, str):
-            raise ValueError(f"ok must be a bool and message a string; got ok={self.ok!r:.40}, "
-                             f"message={self.message!r:.40}")
+    ok: bool = flag()
+    message: str = text()
 
     def __repr__(self) -> str:
         return self.message
@@ -97,9 +94,9 @@ def _check_fields(key, expected, kind, rtol, atol, unit, options, mistakes, hint
 
     for name, tol in (("rtol", rtol), ("atol", atol)):
         check_real(name, tol, lo=0.0)
-    for name, text in (("unit", unit), ("hint", hint)):
-        if not isinstance(text, str):
-            raise ValueError(f"{name} must be a string; got {_show(text)}")
+    for name, value in (("unit", unit), ("hint", hint)):
+        if not isinstance(value, str):
+            raise ValueError(f"{name} must be a string; got {_show(value)}")
     if isinstance(options, str) or not isinstance(options, (list, tuple)) or not all(
         isinstance(o, str) and o for o in options
     ):

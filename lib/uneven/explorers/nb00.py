@@ -7,8 +7,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import plots
+from .._fields import Checked, array, integer, real, text
 from .._moved import renamed_names
-from .._validate import check_choice, check_instance, check_int, check_real, check_str, frozen_array
+from .._validate import check_choice, check_instance, check_int, check_real
 from ..collectives import all_to_all
 from ..topology import h800_cluster
 from ..units import MB, gbit_per_s, to_us
@@ -22,28 +23,15 @@ BENCH_CONTROL = ("mb_per_pair", (0.5, 1.0, 2.0, 4.0, 8.0))
 
 
 @dataclass(frozen=True)
-class StartState:
+class StartState(Checked):
     """An all-to-all on an H800-like cluster: its time (s), bottleneck, and NIC loads (bytes)."""
 
-    time: float
-    bottleneck: str
-    nic_up: np.ndarray
-    nic_down: np.ndarray
-    n_gpus: int
-    ideal: float
-
-    def __post_init__(self):
-        for name in ("time", "ideal"):
-            object.__setattr__(self, name, check_real(name, getattr(self, name), lo=0.0,
-                                                      unit="s"))
-        check_str("bottleneck", self.bottleneck, max_len=200)
-        up = frozen_array("nic_up", self.nic_up, ndim=2, lo=0.0)
-        if up.size == 0:
-            raise ValueError("nic_up must hold one entry per NIC; got an empty array")
-        object.__setattr__(self, "nic_up", up)
-        object.__setattr__(self, "nic_down", frozen_array("nic_down", self.nic_down,
-                                                          shape=up.shape, lo=0.0))
-        object.__setattr__(self, "n_gpus", check_int("n_gpus", self.n_gpus, lo=1))
+    time: float = real(lo=0.0, unit="s")
+    bottleneck: str = text(max_len=200)
+    nic_up: np.ndarray = array(ndim=2, nonempty=True, lo=0.0)
+    nic_down: np.ndarray = array(shape=lambda s: s.nic_up.shape, lo=0.0)
+    n_gpus: int = integer(lo=1)
+    ideal: float = real(lo=0.0, unit="s")
 
 
 def start_state(n_nodes: int = 4, mb_per_pair: float = 1.0, nic_gbps: float = 400.0,

@@ -13,6 +13,7 @@ from functools import lru_cache
 import numpy as np
 
 from .. import plots
+from .._fields import Checked, any_value, check_fields, instance, integer, real, strings
 from .._moved import renamed_names
 from .._validate import (
     _show,
@@ -45,29 +46,20 @@ PIPELINE_CHOICES = ("1f1b", "zb-h1", "zb-h2", "pipemorph", "manual")
 
 
 @dataclass(frozen=True)
-class PipeMorphState:
+class PipeMorphState(Checked):
     """One iteration under a delay, next to the same schedule on a healthy network (times in s)."""
 
-    result: object
-    healthy_time: float
-    delay: float
-    link: int
-    warmups: tuple
-    notes: tuple = ()
+    result: object = instance("uneven.schedulers.pipeline:PipelineResult", "from simulate_pipeline")
+    healthy_time: float = real(lo=0.0, unit="s")
+    delay: float = real(lo=0.0, unit="s")
+    link: int = integer(lo=0, hi=lambda s: max(s.result.schedule.p - 2, 0))
+    warmups: tuple = any_value()
+    notes: tuple = strings(default=())
 
     def __post_init__(self):
-        from ..schedulers.pipeline import PipelineResult
-
-        check_instance("result", self.result, PipelineResult, "from simulate_pipeline")
-        for name in ("healthy_time", "delay"):
-            object.__setattr__(self, name, check_real(name, getattr(self, name), lo=0.0,
-                                                      unit="s"))
-        object.__setattr__(self, "link", check_int("link", self.link, lo=0,
-                                                   hi=max(self.result.schedule.p - 2, 0)))
+        check_fields(self)
         if not isinstance(self.warmups, tuple) or not all(is_int(x) for x in self.warmups):
             raise ValueError(f"warmups must be a tuple of integers; got {_show(self.warmups)}")
-        if not isinstance(self.notes, tuple) or not all(isinstance(x, str) for x in self.notes):
-            raise ValueError(f"notes must be a tuple of strings; got {_show(self.notes)}")
 
 
 def pipemorph_state(delay_ms: float = 10.0, link: int = 0, schedule: str = "zb-h2",

@@ -13,6 +13,7 @@ from functools import lru_cache
 import numpy as np
 
 from .. import plots
+from .._fields import Checked, any_value, array, check_fields, flag, integer, per_key, real
 from .._moved import renamed_names
 from .._validate import (
     _show,
@@ -23,7 +24,6 @@ from .._validate import (
     check_instance,
     check_int,
     check_real,
-    frozen_array,
     trusted,
 )
 from ..units import gbit_per_s
@@ -46,7 +46,7 @@ _N_GPUS = 1024
 
 
 @dataclass(frozen=True)
-class ByteScaleState:
+class ByteScaleState(Checked):
     """The three schemes on one setting (times in s).
 
     ``steps``: step time per scheme; ``busy``: per scheme, every rank's busy time sorted from the
@@ -61,50 +61,25 @@ class ByteScaleState:
     and ``comm_share`` (in [0, 1]); ``microbatches`` a (fewest, most) pair; counts >= 0.
     """
 
-    steps: dict
-    busy: dict
-    comm_share: dict
-    microbatches: tuple
-    d_cp: int
-    d_hdp: int
-    capacity: int
-    pp: int
-    fallback: bool
-    offloaded: int
-    widened: int = 0
+    steps: dict = per_key(lambda: SCHEME_NAMES, real(lo=1e-12, hi=1e40, unit="s"))
+    busy: dict = per_key(lambda: SCHEME_NAMES, array(ndim=1, nonempty=True, lo=0.0, hi=1e40))
+    comm_share: dict = per_key(lambda: SCHEME_NAMES, real(lo=0.0, hi=1.0))
+    microbatches: tuple = any_value()
+    d_cp: int = integer(lo=1, hi=1 << 40)
+    d_hdp: int = integer(lo=1, hi=1 << 40)
+    capacity: int = integer(lo=1, hi=1 << 40)
+    pp: int = integer(lo=1, hi=1 << 40)
+    fallback: bool = flag()
+    offloaded: int = integer(lo=0)
+    widened: int = integer(lo=0, default=0)
 
     def __post_init__(self):
-        put = object.__setattr__
-
-        def per_scheme(name, value, check):
-            if not isinstance(value, dict) or set(value) != set(SCHEME_NAMES):
-                raise ValueError(f"{name} must be a dict with the keys {SCHEME_NAMES}; got "
-                                 f"{_show(value)}")
-            return {k: check(f"{name}[{k!r}]", value[k]) for k in SCHEME_NAMES}
-
-        put(self, "steps", per_scheme("steps", self.steps, lambda n, v: check_real(
-            n, v, lo=1e-12, hi=1e40, unit="s")))
-
-        def busy(n, v):
-            arr = frozen_array(n, v, ndim=1, lo=0.0)
-            if arr.size == 0 or arr.max() > 1e40:
-                raise ValueError(f"{n} must hold one busy time (<= 1e40 s) per rank; got "
-                                 f"{_show(v)}")
-            return arr
-
-        put(self, "busy", per_scheme("busy", self.busy, busy))
-        put(self, "comm_share", per_scheme("comm_share", self.comm_share, lambda n, v: check_real(
-            n, v, lo=0.0, hi=1.0)))
+        check_fields(self)
         mb = self.microbatches
         if not isinstance(mb, (tuple, list)) or len(mb) != 2:
             raise ValueError(f"microbatches must be a (fewest, most) pair; got {_show(mb)}")
         lo = check_int("microbatches", mb[0], lo=0)
-        put(self, "microbatches", (lo, check_int("microbatches", mb[1], lo=lo)))
-        for name in ("d_cp", "d_hdp", "capacity", "pp"):
-            put(self, name, check_int(name, getattr(self, name), lo=1, hi=1 << 40))
-        for name in ("offloaded", "widened"):
-            put(self, name, check_int(name, getattr(self, name), lo=0))
-        put(self, "fallback", check_bool("fallback", self.fallback))
+        object.__setattr__(self, "microbatches", (lo, check_int("microbatches", mb[1], lo=lo)))
 
     @property
     def speedups(self) -> dict:

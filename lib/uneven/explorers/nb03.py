@@ -12,6 +12,7 @@ from functools import lru_cache
 import numpy as np
 
 from .. import plots
+from .._fields import Checked, array, integer, real
 from .._moved import renamed_names
 from .._validate import (
     _show,
@@ -21,7 +22,6 @@ from .._validate import (
     check_instance,
     check_int,
     check_real,
-    frozen_array,
 )
 from ..topology import h800_cluster
 from ..units import gbit_per_s, to_us
@@ -38,7 +38,7 @@ BENCH_CONTROL = ("ib_gbps", (200.0, 300.0, 400.0, 500.0, 600.0))
 
 
 @dataclass(frozen=True)
-class DeepSeekState:
+class DeepSeekState(Checked):
     """One EP dispatch + combine on an H800-like group, for the notebook 03 explorer.
 
     Times in s: busiest network-side and NVLink-side link of each phase, and each phase. Per-GPU
@@ -47,32 +47,19 @@ class DeepSeekState:
     a share of the phase. ``max_nodes``: the node cap actually used (at most the node count).
     """
 
-    dispatch_nic: float
-    dispatch_nvl: float
-    combine_nic: float
-    combine_nvl: float
-    dispatch_time: float
-    combine_time: float
-    logical_bw: float
-    true_bw: float
-    ib_copies: float
-    nvl_copies: float
-    recv: np.ndarray
-    ratio: float
-    max_nodes: int
-
-    def __post_init__(self):
-        for name in ("dispatch_nic", "dispatch_nvl", "combine_nic", "combine_nvl", "logical_bw",
-                     "true_bw", "ib_copies", "nvl_copies"):
-            object.__setattr__(self, name, check_real(name, getattr(self, name), lo=0.0))
-        for name in ("dispatch_time", "combine_time", "ratio"):
-            object.__setattr__(self, name, check_real(name, getattr(self, name), lo=0.0,
-                                                      lo_open=True))
-        recv = frozen_array("recv", self.recv, ndim=2, lo=0.0)
-        if recv.size == 0:
-            raise ValueError("recv must have one entry per GPU; got an empty array")
-        object.__setattr__(self, "recv", recv)
-        object.__setattr__(self, "max_nodes", check_int("max_nodes", self.max_nodes, lo=1))
+    dispatch_nic: float = real(lo=0.0, unit="s")
+    dispatch_nvl: float = real(lo=0.0, unit="s")
+    combine_nic: float = real(lo=0.0, unit="s")
+    combine_nvl: float = real(lo=0.0, unit="s")
+    dispatch_time: float = real(lo=0.0, lo_open=True, unit="s")
+    combine_time: float = real(lo=0.0, lo_open=True, unit="s")
+    logical_bw: float = real(lo=0.0, unit="bytes/s")
+    true_bw: float = real(lo=0.0, unit="bytes/s")
+    ib_copies: float = real(lo=0.0)
+    nvl_copies: float = real(lo=0.0)
+    recv: np.ndarray = array(ndim=2, nonempty=True, lo=0.0)
+    ratio: float = real(lo=0.0, lo_open=True)
+    max_nodes: int = integer(lo=1)
 
 
 @lru_cache(maxsize=4)

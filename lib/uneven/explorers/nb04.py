@@ -12,6 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import plots
+from .._fields import Checked, any_value, check_fields, choice, instance, integer, real
 from .._validate import (
     _show,
     as_float_array,
@@ -55,7 +56,7 @@ def _notes(name, value) -> tuple:
 
 
 @dataclass(frozen=True)
-class MegaScaleState:
+class MegaScaleState(Checked):
     """One layer (forward + backward, one micro-batch) for the notebook 04 explorer.
 
     ``timeline``: the chosen setting (:class:`uneven.schedulers.moe_layer.LayerTimeline`);
@@ -65,32 +66,22 @@ class MegaScaleState:
     ``strategy``, ``n``, ``notes``. Every field is checked when made directly.
     """
 
-    timeline: object
-    baseline: float
-    r_nvlink: float
-    r_nic: float
-    volume: float
-    strategy: str
-    n: int
-    notes: tuple = ()
+    timeline: object = instance("uneven.schedulers.moe_layer:LayerTimeline",
+                                "from layer_timeline(...)")
+    baseline: float = real(lo=0.0, lo_open=True, hi=_MAX_SECONDS, unit="s")
+    r_nvlink: float = real(lo=0.0, hi=1e12)
+    r_nic: float = real(lo=0.0, hi=1e12)
+    volume: float = real(lo=0.0, hi=1e30, unit="bytes")
+    strategy: str = choice(tuple(STRATEGY_LABELS))
+    n: int = integer(lo=1, hi=8)
+    notes: tuple = any_value(default=())
 
     def __post_init__(self):
-        from ..schedulers.moe_layer import LayerTimeline
-
-        put = object.__setattr__
-        t = check_instance("timeline", self.timeline, LayerTimeline, "from layer_timeline(...)")
-        base = check_real("baseline", self.baseline, lo=0.0, lo_open=True, hi=_MAX_SECONDS,
-                          unit="s")
-        if not t.layer_time <= 1000.0 * base:
+        check_fields(self)
+        if not self.timeline.layer_time <= 1000.0 * self.baseline:
             raise ValueError(f"baseline must be at least 1/1000 of the timeline's layer time "
-                             f"{t.layer_time} s; got {base}")
-        put(self, "baseline", base)
-        for name in ("r_nvlink", "r_nic"):
-            put(self, name, check_real(name, getattr(self, name), lo=0.0, hi=1e12))
-        put(self, "volume", check_real("volume", self.volume, lo=0.0, hi=1e30, unit="bytes"))
-        put(self, "strategy", check_choice("strategy", self.strategy, tuple(STRATEGY_LABELS)))
-        put(self, "n", check_int("n", self.n, lo=1, hi=8))
-        put(self, "notes", _notes("notes", self.notes))
+                             f"{self.timeline.layer_time} s; got {self.baseline}")
+        _notes("notes", self.notes)
 
 
 def megascale_state(strategy: str = "sp_ep", inter_op: bool = True, intra_op: bool = True,

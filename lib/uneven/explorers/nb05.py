@@ -42,6 +42,7 @@ import numpy as np
 from matplotlib.ticker import MaxNLocator
 
 from .. import plots
+from .._fields import Checked, array, check_fields, integer, real, text
 from .._moved import renamed_names
 from .._validate import (
     _show,
@@ -51,8 +52,6 @@ from .._validate import (
     check_instance,
     check_int,
     check_real,
-    check_str,
-    frozen_array,
     trusted,
 )
 from ..ep._checks import check_loads, check_swap_budget
@@ -95,7 +94,7 @@ _MAX_SECONDS = 1e6  # times a figure draws (s)
 
 
 @dataclass(frozen=True)
-class BalancingState:
+class BalancingState(Checked):
     """One decode step of one MoE layer for the notebook 05 explorer.
 
     Times in s. ``nic_in`` ``[n_nics]``: how long each NIC's dispatch receive stream is busy;
@@ -106,39 +105,23 @@ class BalancingState:
     At most 4096 NICs and GPUs; times up to 1e6 s; arrays are read-only.
     """
 
-    nic_in: np.ndarray
-    gpu_ready: np.ndarray
-    gpu_compute_end: np.ndarray
-    gpu_done: np.ndarray
-    layer_time: float
-    exposed_comm: float
-    nic_ratio: float
-    gpus_per_nic: int
-    swaps: int
-    label: str
+    nic_in: np.ndarray = array(ndim=1, nonempty=True, lo=0.0, hi=_MAX_SECONDS)
+    gpu_ready: np.ndarray = array(shape=("gpus",), nonempty=True, lo=0.0, hi=_MAX_SECONDS)
+    gpu_compute_end: np.ndarray = array(shape=("gpus",), lo=0.0, hi=_MAX_SECONDS)
+    gpu_done: np.ndarray = array(shape=("gpus",), lo=0.0, hi=_MAX_SECONDS)
+    layer_time: float = real(lo=0.0, hi=_MAX_SECONDS, unit="s")
+    exposed_comm: float = real(lo=-_MAX_SECONDS, hi=_MAX_SECONDS, unit="s")
+    nic_ratio: float = real(lo=0.0, hi=1e6)
+    gpus_per_nic: int = integer(lo=1, hi=1024)
+    swaps: int = integer(lo=0)
+    label: str = text(max_len=500)
 
     def __post_init__(self):
-        put = object.__setattr__
-        nic = frozen_array("nic_in", self.nic_in, ndim=1, lo=0.0)
-        ready = frozen_array("gpu_ready", self.gpu_ready, ndim=1, lo=0.0)
-        for name, arr in (("nic_in", nic), ("gpu_ready", ready)):
-            if not 1 <= arr.size <= _MAX_BARS:
-                raise ValueError(f"{name} must have 1 .. {_MAX_BARS} entries; got {arr.size}")
-        put(self, "nic_in", nic)
-        put(self, "gpu_ready", ready)
-        for name in ("gpu_compute_end", "gpu_done"):
-            put(self, name, frozen_array(name, getattr(self, name), shape=ready.shape, lo=0.0))
-        for name in ("nic_in", "gpu_ready", "gpu_compute_end", "gpu_done"):
-            if getattr(self, name).max() > _MAX_SECONDS:
-                raise ValueError(f"{name} must hold times of at most {_MAX_SECONDS:g} s")
-        put(self, "layer_time", check_real("layer_time", self.layer_time, lo=0.0,
-                                           hi=_MAX_SECONDS, unit="s"))
-        put(self, "exposed_comm", check_real("exposed_comm", self.exposed_comm,
-                                             lo=-_MAX_SECONDS, hi=_MAX_SECONDS, unit="s"))
-        put(self, "nic_ratio", check_real("nic_ratio", self.nic_ratio, lo=0.0, hi=1e6))
-        put(self, "gpus_per_nic", check_int("gpus_per_nic", self.gpus_per_nic, lo=1, hi=1024))
-        put(self, "swaps", check_int("swaps", self.swaps, lo=0))
-        put(self, "label", check_str("label", self.label, max_len=500))
+        check_fields(self)
+        for name in ("nic_in", "gpu_ready"):
+            if getattr(self, name).size > _MAX_BARS:
+                raise ValueError(f"{name} must have 1 .. {_MAX_BARS} entries; got "
+                                 f"{getattr(self, name).size}")
 
 
 @lru_cache(maxsize=8)

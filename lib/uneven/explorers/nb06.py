@@ -13,6 +13,7 @@ from functools import lru_cache
 import numpy as np
 
 from .. import plots
+from .._fields import Checked, array, check_fields, choice, instance, integer, strings
 from .._validate import (
     _show,
     as_int_array,
@@ -20,7 +21,6 @@ from .._validate import (
     check_instance,
     check_int,
     check_real,
-    frozen_array,
     trusted,
 )
 from ..widgets import Explorer, dropdown, explore, int_slider, reuse, slider
@@ -127,7 +127,7 @@ def _update_gantt(live, tl, rank, xmax=None):
 
 
 @dataclass(frozen=True)
-class UbepState:
+class UbepState(Checked):
     """One EP dispatch under the serialised baseline and under UBEP (model; times in s).
 
     ``base``, ``ubep``: :class:`uneven.ep.superpod.CoreTimeline` of one jittered run.
@@ -141,37 +141,22 @@ class UbepState:
     (True, 300)
     """
 
-    ep: int
-    cores: int
-    count_cores: int
-    base: object
-    ubep: object
-    base_samples: np.ndarray
-    ubep_samples: np.ndarray
-    notes: tuple = ()
+    ep: int = choice(EP_SIZES)
+    cores: int = integer(lo=2, hi=128)
+    count_cores: int = integer(lo=1, hi=lambda s: s.cores - 1)
+    base: object = instance("uneven.ep.superpod:CoreTimeline", "from core_timeline()")
+    ubep: object = instance("uneven.ep.superpod:CoreTimeline", "from core_timeline()")
+    base_samples: np.ndarray = array(ndim=1, nonempty=True, lo=0.0, hi=1e30)
+    ubep_samples: np.ndarray = array(ndim=1, nonempty=True, lo=0.0, hi=1e30)
+    notes: tuple = strings(default=())
 
     def __post_init__(self):
-        from ..ep.superpod import CoreTimeline
-
-        put = object.__setattr__
-        ep = check_choice("ep", self.ep, EP_SIZES)
-        cores = check_int("cores", self.cores, lo=2, hi=128)
-        put(self, "ep", ep)
-        put(self, "cores", cores)
-        put(self, "count_cores", check_int("count_cores", self.count_cores, lo=1, hi=cores - 1))
+        check_fields(self)
         for name in ("base", "ubep"):
-            tl = check_instance(name, getattr(self, name), CoreTimeline, "from core_timeline()")
-            if tl.plan.n_ranks != ep or tl.cores != cores:
-                raise ValueError(f"{name} must be a timeline of ep = {ep} ranks of cores = "
-                                 f"{cores} cores; got {tl.plan.n_ranks} ranks of {tl.cores}")
-        for name in ("base_samples", "ubep_samples"):
-            arr = frozen_array(name, getattr(self, name), ndim=1, lo=0.0)
-            if arr.size == 0 or arr.max() > 1e30:
-                raise ValueError(f"{name} must hold 1 or more latencies of at most 1e30 s; got "
-                                 f"{_show(arr)}")
-            put(self, name, arr)
-        if not isinstance(self.notes, tuple) or not all(isinstance(x, str) for x in self.notes):
-            raise ValueError(f"notes must be a tuple of strings; got {_show(self.notes)}")
+            tl = getattr(self, name)
+            if tl.plan.n_ranks != self.ep or tl.cores != self.cores:
+                raise ValueError(f"{name} must be a timeline of ep = {self.ep} ranks of cores = "
+                                 f"{self.cores} cores; got {tl.plan.n_ranks} ranks of {tl.cores}")
 
 
 @lru_cache(maxsize=16)

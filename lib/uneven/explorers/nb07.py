@@ -47,6 +47,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import plots
+from .._fields import Checked, array, check_fields, mapping, per_key
 from .._moved import renamed_names
 from .._validate import (
     _raw_array,
@@ -58,10 +59,10 @@ from .._validate import (
     check_pair,
     check_real,
     check_str,
-    frozen_array,
     trusted,
 )
 from ..papers import PAPERS
+from ..unevenness import PAPER_KEYS, SlowPiece
 from ..widgets import Explorer, explore, reuse, slider
 from ._common import check_dict, instances
 
@@ -133,48 +134,27 @@ def _label(name, value, max_len=300) -> str:
 
 
 @dataclass(frozen=True)
-class UnevennessState:
+class UnevennessState(Checked):
     """The six slow pieces at the explorer's settings (``pieces``: key →
     :class:`uneven.unevenness.SlowPiece`, keys among the paper keys) and the curves over the
     shared scale (``curves``, as :func:`uneven.unevenness.unevenness_curves`, one per paper:
     ``"s"`` in [0, 1] and the ``"baseline"`` and ``"system"`` ratios in [0, 1e30], read-only
     arrays of equal length). Checked on construction."""
 
-    pieces: dict
-    curves: dict
+    pieces: dict = mapping()
+    curves: dict = per_key(lambda: PAPER_KEYS, per_key(("s", "baseline", "system"), array(
+        shape=("n",), nonempty=True, lo=0.0, hi=1e30)))
 
     def __post_init__(self):
-        from ..unevenness import PAPER_KEYS, SlowPiece
-
-        pieces = check_mapping("pieces", self.pieces)
-        for k, v in pieces.items():
+        check_fields(self)
+        for k, v in self.pieces.items():
             if k not in PAPER_KEYS or not isinstance(v, SlowPiece) or v.key != k:
                 raise ValueError(f"pieces must map paper keys ({', '.join(PAPER_KEYS)}) to their "
                                  f"SlowPiece; got {_show(k)}: {_show(v)}")
-        curves = check_mapping("curves", self.curves)
-        if set(curves) != set(PAPER_KEYS):
-            raise ValueError(f"curves must have one entry per paper ({', '.join(PAPER_KEYS)}); "
-                             f"got keys {_show(list(curves))}")
-        checked = {}
-        for key in PAPER_KEYS:
-            c = curves[key]
-            if not isinstance(c, dict) or set(c) != {"s", "baseline", "system"}:
-                raise ValueError(f"curves[{key!r}] must be a dict with 's', 'baseline' and "
-                                 f"'system'; got {_show(c)}")
-            s_ = frozen_array(f"curves[{key!r}]['s']", c["s"], ndim=1, lo=0.0)
-            if s_.size == 0 or s_.size > 1001 or s_.max() > 1.0:
+        for key, c in self.curves.items():
+            if c["s"].size > 1001 or c["s"].max() > 1.0:
                 raise ValueError(f"curves[{key!r}]['s'] must hold 1 to 1,001 values in [0, 1]; "
                                  f"got {_show(c['s'])}")
-            out = {"s": s_}
-            for name in ("baseline", "system"):
-                arr = frozen_array(f"curves[{key!r}][{name!r}]", c[name], shape=s_.shape, lo=0.0)
-                if arr.max() > 1e30:
-                    raise ValueError(f"curves[{key!r}][{name!r}] must be ratios of at most 1e30; "
-                                     f"got {arr.max()}")
-                out[name] = arr
-            checked[key] = out
-        object.__setattr__(self, "pieces", dict(pieces))
-        object.__setattr__(self, "curves", checked)
 
 
 def unevenness_state(pipemorph: float = 0.5, bytescale: float = 0.5, deepseek: float = 0.5,

@@ -60,11 +60,12 @@ Units: seconds, bytes, FLOP/s, bytes/s.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import lru_cache
 
 import numpy as np
 
+from .._fields import Checked, array, check_fields, choice, flag, integer, mapping, real, strings
 from .._tiles import _fused_block
 from .._validate import (
     _show,
@@ -73,10 +74,8 @@ from .._validate import (
     check_choice,
     check_instance,
     check_int,
-    check_mapping,
     check_real,
     check_str,
-    frozen_array,
     trusted,
 )
 from ..engines.timeline import edges_to_csr, run_timeline
@@ -109,7 +108,7 @@ RESOURCES = ("SMs", "NVLink", "NIC")
 
 
 @dataclass(frozen=True)
-class NodeModel:
+class NodeModel(Checked):
     """Hardware and efficiency assumptions of the layer model.
 
     ``peak_flops`` dense BF16 FLOP/s; ``gemm_efficiency`` and ``attention_efficiency``: share of
@@ -124,38 +123,24 @@ class NodeModel:
     (0, 132)
     """
 
-    peak_flops: float = 989e12
-    gemm_efficiency: float = 0.75
-    attention_efficiency: float = 0.55
-    nvlink_bw: float = 160e9
-    nic_bw: float = 50e9
-    a2a_efficiency: float = 0.75
-    alpha: float = 3.33e-6
-    total_sms: int = 132
-    comm_sms: int = 8
-    tile_latency: float = 0.0
-    sources: dict = field(default_factory=dict, repr=False, compare=False)
+    peak_flops: float = real(lo=0.0, lo_open=True, unit="FLOP/s", default=989e12)
+    gemm_efficiency: float = real(lo=0.0, hi=1.0, lo_open=True, default=0.75)
+    attention_efficiency: float = real(lo=0.0, hi=1.0, lo_open=True, default=0.55)
+    nvlink_bw: float = real(lo=0.0, lo_open=True, unit="bytes/s", default=160e9)
+    nic_bw: float = real(lo=0.0, lo_open=True, unit="bytes/s", default=50e9)
+    a2a_efficiency: float = real(lo=0.0, hi=1.0, lo_open=True, default=0.75)
+    alpha: float = real(lo=0.0, unit="s", default=3.33e-6)
+    total_sms: int = integer(lo=1, hi=100_000, default=132)
+    comm_sms: int = integer(lo=0, hi=lambda m: m.total_sms - 1, default=8)
+    tile_latency: float = real(lo=0.0, unit="s", default=0.0)
+    sources: dict = mapping(default_factory=dict, repr=False, compare=False)
 
     def __post_init__(self):
-        put = object.__setattr__
-        put(self, "peak_flops", check_real("peak_flops", self.peak_flops, lo=0.0, lo_open=True,
-                                           unit="FLOP/s"))
-        for name in ("gemm_efficiency", "attention_efficiency", "a2a_efficiency"):
-            put(self, name, check_real(name, getattr(self, name), lo=0.0, hi=1.0, lo_open=True))
-        for name in ("nvlink_bw", "nic_bw"):
-            put(self, name, check_real(name, getattr(self, name), lo=0.0, lo_open=True,
-                                       unit="bytes/s"))
-        for name in ("alpha", "tile_latency"):
-            put(self, name, check_real(name, getattr(self, name), lo=0.0, unit="s"))
-        total = check_int("total_sms", self.total_sms, lo=1, hi=100_000)
-        put(self, "total_sms", total)
-        put(self, "comm_sms", check_int("comm_sms", self.comm_sms, lo=0, hi=total - 1))
-        sources = check_mapping("sources", self.sources)
-        if len(sources) > 64 or not all(isinstance(k, str) and isinstance(v, str)
-                                        and len(v) <= 10_000 for k, v in sources.items()):
+        check_fields(self)
+        if len(self.sources) > 64 or not all(isinstance(k, str) and isinstance(v, str)
+                                             and len(v) <= 10_000 for k, v in self.sources.items()):
             raise ValueError(f"sources must be a dict of at most 64 entries, field name -> "
-                             f"text; got {_show(sources)}")
-        put(self, "sources", dict(sources))
+                             f"text; got {_show(self.sources)}")
 
     def with_(self, **changes) -> NodeModel:
         """A copy with some fields changed (validated again)."""
@@ -179,7 +164,7 @@ H800_NODE = NodeModel(sources={
 
 
 @dataclass(frozen=True)
-class LayerTimeline:
+class LayerTimeline(Checked):
     """Forward + backward of one layer for one micro-batch on one GPU (or a node, see
     :func:`cluster_layer_timeline`).
 
@@ -196,48 +181,29 @@ class LayerTimeline:
     (('ag_attn', 'qkv', 'attn'), 0.0)
     """
 
-    strategy: str
-    inter_op: bool
-    intra_op: bool
-    layer_time: float
-    forward_time: float
-    compute_time: float
-    comm_time: float
-    start: np.ndarray = field(repr=False)
-    finish: np.ndarray = field(repr=False)
-    resource: np.ndarray = field(repr=False)
-    kind: np.ndarray = field(repr=False)
-    item: np.ndarray = field(repr=False)
-    names: tuple = field(repr=False)
+    strategy: str = choice(STRATEGIES)
+    inter_op: bool = flag()
+    intra_op: bool = flag()
+    layer_time: float = real(lo=0.0, unit="s")
+    forward_time: float = real(lo=0.0, hi="layer_time", unit="s")
+    compute_time: float = real(lo=0.0, unit="s")
+    comm_time: float = real(lo=0.0, unit="s")
+    start: np.ndarray = array(shape=("ops",), lo=0.0, repr=False)
+    finish: np.ndarray = array(shape=("ops",), lo=0.0, repr=False)
+    resource: np.ndarray = array("int", shape=("ops",), lo=0, hi=len(RESOURCES) - 1, repr=False)
+    kind: np.ndarray = array("int", shape=("ops",), lo=0, hi=len(LAYER_KINDS) - 1, repr=False)
+    item: np.ndarray = array("int", shape=("ops",), lo=0, hi=lambda t: len(t.names) - 1,
+                             repr=False)
+    names: tuple = strings(repr=False)
+    check_first = ("names",)
 
     def __post_init__(self):
-        put = object.__setattr__
-        put(self, "strategy", check_choice("strategy", self.strategy, STRATEGIES))
-        put(self, "inter_op", check_bool("inter_op", self.inter_op))
-        put(self, "intra_op", check_bool("intra_op", self.intra_op))
-        for name in ("layer_time", "forward_time", "compute_time", "comm_time"):
-            put(self, name, check_real(name, getattr(self, name), lo=0.0, unit="s"))
-        if self.forward_time > self.layer_time:
-            raise ValueError(f"forward_time must be at most layer_time={self.layer_time}; got "
-                             f"{self.forward_time}")
-        names = self.names
-        if not isinstance(names, tuple) or not 1 <= len(names) <= 100_000 or not all(
-                isinstance(x, str) for x in names):
+        check_fields(self)
+        if not 1 <= len(self.names) <= 100_000:
             raise ValueError(f"names must be a non-empty tuple of operator names (strings); got "
-                             f"{_show(names)}")
-        start = frozen_array("start", self.start, ndim=1, lo=0.0)
-        put(self, "start", start)
-        finish = frozen_array("finish", self.finish, shape=start.shape, lo=0.0)
-        if np.any(finish < start):
+                             f"{_show(self.names)}")
+        if np.any(self.finish < self.start):
             raise ValueError("finish must not be before start for any op")
-        put(self, "finish", finish)
-        for name, top in (("resource", len(RESOURCES)), ("kind", len(LAYER_KINDS)),
-                          ("item", len(names))):
-            arr = frozen_array(name, getattr(self, name), dtype="int", shape=start.shape, lo=0)
-            if arr.size and arr.max() >= top:
-                raise ValueError(f"{name} entries must be < {top}; largest entry is "
-                                 f"{arr.max()}")
-            put(self, name, arr)
 
     @property
     def backward_time(self) -> float:
@@ -641,7 +607,7 @@ def ablation(shape: MoeShape = INTERNAL_352B, **kw) -> list[dict]:
 
 
 @dataclass(frozen=True)
-class ClusterLayerTimeline:
+class ClusterLayerTimeline(Checked):
     """One layer (forward + backward, one micro-batch) on every GPU of a cluster of nodes.
 
     ``gpu_time`` (s, per GPU): when its SMs and NVLink port are done; ``node_time`` (s, per
@@ -650,37 +616,26 @@ class ClusterLayerTimeline:
     field is checked when made directly; arrays are read-only.
     """
 
-    gpu_time: np.ndarray = field(repr=False)
-    node_time: np.ndarray = field(repr=False)
-    loads: np.ndarray = field(repr=False)
-    makespan: float
-    n_ops: int
-    n_edges: int
+    gpu_time: np.ndarray = array(ndim=1, lo=0.0, repr=False)
+    node_time: np.ndarray = array(ndim=1, nonempty=True, lo=0.0, repr=False)
+    loads: np.ndarray = array(ndim=1, lo=0.0, hi=64.0, repr=False)
+    makespan: float = real(lo=0.0, unit="s")
+    n_ops: int = integer(lo=0)
+    n_edges: int = integer(lo=0)
 
     def __post_init__(self):
-        put = object.__setattr__
-        gpu = frozen_array("gpu_time", self.gpu_time, ndim=1, lo=0.0)
-        node = frozen_array("node_time", self.node_time, ndim=1, lo=0.0)
-        if not node.size or gpu.size % node.size:
-            raise ValueError(f"gpu_time must hold a whole number of GPUs per node "
-                             f"({node.size} nodes); got {gpu.size} entries")
-        if gpu.size // node.size > 8:
-            raise ValueError(f"gpu_time must hold at most 8 GPUs per node ({node.size} nodes); "
-                             f"got {gpu.size} entries")
-        put(self, "gpu_time", gpu)
-        put(self, "node_time", node)
-        loads = frozen_array("loads", self.loads, shape=gpu.shape, lo=0.0)
-        if loads.size and (loads.min() <= 0 or loads.max() > 64):
-            raise ValueError(f"loads must be in (0, 64]; got entries from {loads.min()} to "
-                             f"{loads.max()}")
-        put(self, "loads", loads)
-        makespan = check_real("makespan", self.makespan, lo=0.0, unit="s")
-        if makespan != float(node.max()):
-            raise ValueError(f"makespan must be the slowest node's time {float(node.max())}; "
-                             f"got {makespan}")
-        put(self, "makespan", makespan)
-        put(self, "n_ops", check_int("n_ops", self.n_ops, lo=0))
-        put(self, "n_edges", check_int("n_edges", self.n_edges, lo=0))
+        check_fields(self)
+        gpu, node = self.gpu_time.size, self.node_time.size
+        if gpu % node or gpu // node > 8:
+            raise ValueError(f"gpu_time must hold a whole number of GPUs per node, at most 8 "
+                             f"({node} nodes); got {gpu} entries")
+        if self.loads.shape != self.gpu_time.shape:
+            raise ValueError(f"loads must have one entry per GPU ({gpu}); got {self.loads.size}")
+        if self.loads.size and self.loads.min() <= 0:
+            raise ValueError(f"loads must be in (0, 64]; got entries from {self.loads.min()}")
+        if self.makespan != float(self.node_time.max()):
+            raise ValueError(f"makespan must be the slowest node's time "
+                             f"{float(self.node_time.max())}; got {self.makespan}")
 
 
 def cluster_layer_timeline(n_nodes: int, shape: MoeShape = INTERNAL_352B,

@@ -84,10 +84,11 @@ from __future__ import annotations
 
 import functools
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
+from .._fields import Checked, any_value, array, check_fields, choice, flag, instance, real, strings
 from .._jit import njit
 from .._validate import (
     _show,
@@ -98,7 +99,6 @@ from .._validate import (
     check_instance,
     check_int,
     check_real,
-    frozen_array,
     trusted,
 )
 from ..engines._timeline_kernel import _deadlock_message, _resource_orders, _timeline_kernel
@@ -523,7 +523,7 @@ def _clip_m(w, m):
 
 
 @dataclass(frozen=True)
-class PipelineResult:
+class PipelineResult(Checked):
     """One simulated iteration.
 
     Scalars: ``iteration_time`` (s, the makespan). Per stage (length ``p``): ``bubble_fraction``
@@ -539,51 +539,33 @@ class PipelineResult:
     :data:`OP_KINDS`), ``microbatch``, ``chunk``, ``stage`` (the sending stage for sends).
     """
 
-    iteration_time: float
-    bubble_fraction: np.ndarray = field(repr=False)
-    busy: np.ndarray = field(repr=False)
-    peak_memory: np.ndarray = field(repr=False)
-    warmups: tuple
-    schedule: PipelineSchedule = field(repr=False)
-    mode: str
-    hol: bool
-    resource: np.ndarray = field(repr=False)
-    start: np.ndarray = field(repr=False)
-    finish: np.ndarray = field(repr=False)
-    kind: np.ndarray = field(repr=False)
-    microbatch: np.ndarray = field(repr=False)
-    chunk: np.ndarray = field(repr=False)
-    stage: np.ndarray = field(repr=False)
-    resource_names: tuple = field(repr=False)
-    kind_names: tuple = field(default=OP_KINDS, repr=False)
+    iteration_time: float = real(lo=0.0, unit="s")
+    bubble_fraction: np.ndarray = array(shape=lambda r: (r.schedule.p,), repr=False)
+    busy: np.ndarray = array(shape=lambda r: (r.schedule.p,), repr=False)
+    peak_memory: np.ndarray = array(shape=lambda r: (r.schedule.p,), repr=False)
+    warmups: tuple = any_value()
+    schedule: PipelineSchedule = instance(PipelineSchedule, "from pipeline_schedule(...)",
+                                          repr=False)
+    mode: str = choice(MODES)
+    hol: bool = flag()
+    resource: np.ndarray = array("int", shape=("ops",), lo=0, hi=lambda r: 3 * r.schedule.p - 1,
+                                 repr=False)
+    start: np.ndarray = array(shape=("ops",), repr=False)
+    finish: np.ndarray = array(shape=("ops",), repr=False)
+    kind: np.ndarray = array("int", shape=("ops",), lo=0, hi=len(OP_KINDS) - 1, repr=False)
+    microbatch: np.ndarray = array("int", shape=("ops",), lo=0, repr=False)
+    chunk: np.ndarray = array("int", shape=("ops",), lo=0, repr=False)
+    stage: np.ndarray = array("int", shape=("ops",), lo=0, hi=lambda r: r.schedule.p - 1,
+                              repr=False)
+    resource_names: tuple = strings(repr=False)
+    kind_names: tuple = strings(default=OP_KINDS, repr=False)
+    check_first = ("schedule",)
 
     def __post_init__(self):
-        put = object.__setattr__
-        sched = check_instance("schedule", self.schedule, PipelineSchedule,
-                               "from pipeline_schedule(...)")
-        p = sched.p
-        put(self, "iteration_time", check_real("iteration_time", self.iteration_time, lo=0.0,
-                                               unit="s"))
-        for name in ("bubble_fraction", "busy", "peak_memory"):
-            put(self, name, frozen_array(name, getattr(self, name), shape=(p,)))
-        put(self, "warmups", _int_tuple("warmups", self.warmups, p))
-        put(self, "mode", check_choice("mode", self.mode, MODES))
-        put(self, "hol", check_bool("hol", self.hol))
-        res = frozen_array("resource", self.resource, dtype="int", ndim=1, lo=0)
-        n = res.shape
-        put(self, "resource", res)
-        for name in ("start", "finish"):
-            put(self, name, frozen_array(name, getattr(self, name), shape=n))
-        for name in ("kind", "microbatch", "chunk", "stage"):
-            put(self, name, frozen_array(name, getattr(self, name), dtype="int", shape=n, lo=0))
-        if n[0] and (self.kind.max() >= len(OP_KINDS) or self.stage.max() >= p
-                     or res.max() >= 3 * p):
-            raise ValueError(f"kind, stage and resource must be op codes < {len(OP_KINDS)}, "
-                             f"stages < p = {p} and resources < 3p")
-        for name in ("resource_names", "kind_names"):
-            names = getattr(self, name)
-            if not isinstance(names, tuple) or not all(isinstance(x, str) for x in names):
-                raise ValueError(f"{name} must be a tuple of strings; got {_show(names)}")
+        object.__setattr__(self, "warmups", _int_tuple("warmups", self.warmups,
+                                                       check_instance("schedule", self.schedule,
+                                                                      PipelineSchedule).p))
+        check_fields(self)
 
     def order(self, stage: int) -> list:
         """The ops of one stage's GPU stream in run order, e.g. ``['F0', 'F1', 'B0', ...]``.
@@ -604,7 +586,7 @@ class PipelineResult:
 
 
 @dataclass(frozen=True)
-class TraceResult:
+class TraceResult(Checked):
     """Several iterations over a delay trace (:func:`simulate_trace`).
 
     ``iteration_times`` (s, one per iteration); ``warmups`` (int, ``[iterations, p]``, the plan
@@ -613,24 +595,10 @@ class TraceResult:
     previous one).
     """
 
-    iteration_times: np.ndarray = field(repr=False)
-    warmups: np.ndarray = field(repr=False)
-    switched: np.ndarray = field(repr=False)
-    peak_memory: np.ndarray = field(repr=False)
-
-    def __post_init__(self):
-        put = object.__setattr__
-        times = frozen_array("iteration_times", self.iteration_times, ndim=1, lo=0.0)
-        put(self, "iteration_times", times)
-        warm = frozen_array("warmups", self.warmups, dtype="int", ndim=2, lo=0)
-        if warm.shape[0] != times.size:
-            raise ValueError(f"warmups must have one row per iteration ({times.size}); got "
-                             f"shape {warm.shape}")
-        put(self, "warmups", warm)
-        put(self, "switched", frozen_array("switched", self.switched, dtype="bool",
-                                           shape=times.shape))
-        put(self, "peak_memory", frozen_array("peak_memory", self.peak_memory,
-                                              shape=warm.shape, lo=0.0))
+    iteration_times: np.ndarray = array(shape=("it",), lo=0.0, repr=False)
+    warmups: np.ndarray = array("int", shape=("it", None), lo=0, repr=False)
+    switched: np.ndarray = array("bool", shape=("it",), repr=False)
+    peak_memory: np.ndarray = array(shape=lambda r: r.warmups.shape, lo=0.0, repr=False)
 
     @property
     def total_time(self) -> float:
@@ -773,7 +741,7 @@ def simulate_trace(
 
 
 @dataclass(frozen=True)
-class DelaySweep:
+class DelaySweep(Checked):
     """One schedule under a growing delay on one link (:func:`delay_sweep`).
 
     ``delays`` (s), and per delay: ``iteration_times`` (s), ``extra`` (s over the same schedule
@@ -781,26 +749,12 @@ class DelaySweep:
     (``[delays, p]``, the plan run).
     """
 
-    delays: np.ndarray = field(repr=False)
-    iteration_times: np.ndarray = field(repr=False)
-    extra: np.ndarray = field(repr=False)
-    peak_memory: np.ndarray = field(repr=False)
-    warmups: np.ndarray = field(repr=False)
-
-    def __post_init__(self):
-        put = object.__setattr__
-        cs = frozen_array("delays", self.delays, ndim=1, lo=0.0)
-        put(self, "delays", cs)
-        put(self, "iteration_times", frozen_array("iteration_times", self.iteration_times,
-                                                  shape=cs.shape, lo=0.0))
-        put(self, "extra", frozen_array("extra", self.extra, shape=cs.shape))
-        warm = frozen_array("warmups", self.warmups, dtype="int", ndim=2, lo=0)
-        if warm.shape[0] != cs.size:
-            raise ValueError(f"warmups must have one row per delay ({cs.size}); got shape "
-                             f"{warm.shape}")
-        put(self, "warmups", warm)
-        put(self, "peak_memory", frozen_array("peak_memory", self.peak_memory,
-                                              shape=warm.shape, lo=0.0))
+    delays: np.ndarray = array(shape=("d",), lo=0.0, repr=False)
+    iteration_times: np.ndarray = array(shape=("d",), lo=0.0, repr=False)
+    extra: np.ndarray = array(shape=("d",), repr=False)
+    peak_memory: np.ndarray = array(shape=lambda r: r.warmups.shape, lo=0.0, repr=False)
+    warmups: np.ndarray = array("int", shape=("d", None), lo=0, repr=False)
+    check_first = ("delays", "warmups")
 
 
 def delay_sweep(schedule: PipelineSchedule, t_f, t_b, t_w=0.0, *, link: int = 0, delays,

@@ -63,12 +63,13 @@ micro-batch does not (:func:`assignment_gradient`).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import lru_cache
 from numbers import Real
 
 import numpy as np
 
+from .._fields import Checked, array, check_fields, choice, flag, instance, integer, real, text
 from .._jit import njit
 from .._validate import (
     _show,
@@ -79,8 +80,6 @@ from .._validate import (
     check_instance,
     check_int,
     check_real,
-    check_str,
-    frozen_array,
     trusted,
 )
 from ..limits import check_bytes, check_steps, max_steps
@@ -138,25 +137,23 @@ _BW = (1e3, 1e18)  # bandwidths accepted (bytes/s)
 
 
 @dataclass(frozen=True)
-class ModelShape:
+class ModelShape(Checked):
     """A dense transformer's shape: ``layers``, ``hidden``, MLP width ``ffn``, attention heads,
     KV heads (``kv_heads < heads`` is grouped-query attention, GQA), ``head_dim``, and the bytes
     of one activation value (``dtype_bytes``, 2 for BF16). Each size an integer in [1, 2**20];
     ``kv_heads`` divides ``heads``; ``name`` a string of at most 200 characters."""
 
-    name: str
-    layers: int
-    hidden: int
-    ffn: int
-    heads: int
-    kv_heads: int
-    head_dim: int
-    dtype_bytes: int = 2
+    name: str = text(max_len=200)
+    layers: int = integer(lo=1, hi=1 << 20)
+    hidden: int = integer(lo=1, hi=1 << 20)
+    ffn: int = integer(lo=1, hi=1 << 20)
+    heads: int = integer(lo=1, hi=1 << 20)
+    kv_heads: int = integer(lo=1, hi=1 << 20)
+    head_dim: int = integer(lo=1, hi=1 << 20)
+    dtype_bytes: int = integer(lo=1, hi=1 << 20, default=2)
 
     def __post_init__(self):
-        check_str("name", self.name, max_len=200)
-        for key in ("layers", "hidden", "ffn", "heads", "kv_heads", "head_dim", "dtype_bytes"):
-            object.__setattr__(self, key, check_int(key, getattr(self, key), lo=1, hi=1 << 20))
+        check_fields(self)
         if self.heads % self.kv_heads:
             raise ValueError(f"kv_heads must divide heads={self.heads}; got {self.kv_heads}")
 
@@ -192,7 +189,7 @@ LLAMA_7B_GQA = ModelShape("LLaMA-7B-like, GQA (8 KV heads)", layers=32, hidden=4
 
 
 @dataclass(frozen=True)
-class CostModel:
+class CostModel(Checked):
     """Per-layer forward time of one rank (s): ``alpha s**2 + beta_attn s`` of attention per
     sequence of ``s`` tokens, ``beta_linear`` per token outside attention, ``gamma`` per pack.
     Each coefficient a finite number in [0, 1e6]; token counts up to 2**50.
@@ -202,16 +199,10 @@ class CostModel:
     0.543
     """
 
-    alpha: float
-    beta_attn: float
-    beta_linear: float
-    gamma: float = 0.0
-
-    def __post_init__(self):
-        for name, unit in (("alpha", "s/token^2"), ("beta_attn", "s/token"),
-                           ("beta_linear", "s/token"), ("gamma", "s")):
-            object.__setattr__(self, name, check_real(name, getattr(self, name), lo=0.0,
-                                                      hi=_MAX_COEF, unit=unit))
+    alpha: float = real(lo=0.0, hi=_MAX_COEF, unit="s/token^2")
+    beta_attn: float = real(lo=0.0, hi=_MAX_COEF, unit="s/token")
+    beta_linear: float = real(lo=0.0, hi=_MAX_COEF, unit="s/token")
+    gamma: float = real(lo=0.0, hi=_MAX_COEF, unit="s", default=0.0)
 
     def attention(self, s):
         """Attention time (s) of sequences of ``s`` tokens (an array, or a number: a float
@@ -466,7 +457,7 @@ def _reference_best_fit(lengths, capacity):
 
 
 @dataclass(frozen=True)
-class HdpSetup:
+class HdpSetup(Checked):
     """A training job: GPUs, parallel degrees, the rank capacity ``C``, the model, the network.
 
     ``n_gpus`` GPUs on 8-GPU H800-like nodes (model: each GPU its own 400 Gb/s NIC, NVLink
@@ -483,46 +474,33 @@ class HdpSetup:
     (512, 256, 2)
     """
 
-    n_gpus: int = 1024
-    tp: int = 2
-    pp: int = 1
-    capacity: int = 8192
-    context: int = 2**21
-    model: ModelShape = LLAMA_7B_GQA
+    n_gpus: int = integer(lo=8, hi=_MAX_GPUS, default=1024)
+    tp: int = integer(lo=1, hi=8, default=2)
+    pp: int = integer(lo=1, hi=256, default=1)
+    capacity: int = integer(lo=16, hi=1 << 24, default=8192)
+    context: int = integer(lo=128, hi=1 << 30, default=2**21)
+    model: ModelShape = instance(ModelShape, "e.g. LLAMA_7B_GQA", default=LLAMA_7B_GQA)
     cost: CostModel | None = None
-    nic_bw: float = gbit_per_s(400)
-    nvlink_bw: float = gbyte_per_s(160)
-    pcie_bw: float = gbyte_per_s(50)
+    nic_bw: float = real(lo=_BW[0], hi=_BW[1], unit="bytes/s", default=gbit_per_s(400))
+    nvlink_bw: float = real(lo=_BW[0], hi=_BW[1], unit="bytes/s", default=gbyte_per_s(160))
+    pcie_bw: float = real(lo=_BW[0], hi=_BW[1], unit="bytes/s", default=gbyte_per_s(50))
 
     def __post_init__(self):
-        put = object.__setattr__
-        n = check_int("n_gpus", self.n_gpus, lo=8, hi=_MAX_GPUS)
-        if n % 8:
-            raise ValueError(f"n_gpus must be a multiple of 8 (8-GPU nodes); got {n}")
-        tp = check_int("tp", self.tp, lo=1, hi=8)
-        if 8 % tp:
-            raise ValueError(f"tp must divide the 8 GPUs of a node (1, 2, 4, 8); got {tp}")
-        pp = check_int("pp", self.pp, lo=1, hi=256)
-        if (tp * pp) % 8 and 8 % (tp * pp):
-            raise ValueError(f"tp * pp must divide 8 or be a multiple of 8; got {tp * pp}")
-        if n % (tp * pp):
-            raise ValueError(f"tp * pp = {tp * pp} must divide n_gpus = {n}")
-        check_instance("model", self.model, ModelShape, "e.g. LLAMA_7B_GQA")
-        if self.model.layers % pp:
-            raise ValueError(f"pp must divide the model's {self.model.layers} layers; got {pp}")
-        cap = check_int("capacity", self.capacity, lo=16, hi=1 << 24)
-        ctx = check_int("context", self.context, lo=128, hi=1 << 30)
-        d_cp = -(-ctx // cap)
-        if (n // (tp * pp)) % d_cp:
-            raise ValueError(
-                f"the static mesh's CP degree ceil(context / capacity) = {d_cp} must divide the "
-                f"{n // (tp * pp)} ranks; change context={ctx}, capacity={cap} or n_gpus={n}")
-        for key, value in (("n_gpus", n), ("tp", tp), ("pp", pp), ("capacity", cap),
-                           ("context", ctx)):
-            put(self, key, value)
-        for key in ("nic_bw", "nvlink_bw", "pcie_bw"):
-            put(self, key, check_real(key, getattr(self, key), lo=_BW[0], hi=_BW[1],
-                                      unit="bytes/s"))
+        check_fields(self)
+        n, tp, pp, ranks = self.n_gpus, self.tp, self.pp, self.n_gpus // (self.tp * self.pp)
+        for bad, why in ((n % 8, f"n_gpus must be a multiple of 8 (8-GPU nodes); got {n}"),
+                         (8 % tp, f"tp must divide the 8 GPUs of a node (1, 2, 4, 8); got {tp}"),
+                         ((tp * pp) % 8 and 8 % (tp * pp),
+                          f"tp * pp must divide 8 or be a multiple of 8; got {tp * pp}"),
+                         (n % (tp * pp), f"tp * pp = {tp * pp} must divide n_gpus = {n}"),
+                         (self.model.layers % pp,
+                          f"pp must divide the model's {self.model.layers} layers; got {pp}"),
+                         (ranks % self.d_cp,
+                          f"the static mesh's CP degree ceil(context / capacity) = {self.d_cp} "
+                          f"must divide the {ranks} ranks; change context={self.context}, "
+                          f"capacity={self.capacity} or n_gpus={n}")):
+            if bad:
+                raise ValueError(why)
         if self.cost is None:
             default_cost_model(self.model)  # the model must have one (cached)
         else:
@@ -677,7 +655,7 @@ def _check_setup(setup):
 
 
 @dataclass(frozen=True)
-class Items:
+class Items(Checked):
     """The micro-batches of one step, each run by ``width`` ranks at once.
 
     ``seq_ptr``/``seq_ids``: the sequences of item ``i`` are ``seq_ids[seq_ptr[i]:seq_ptr[i+1]]``
@@ -693,51 +671,28 @@ class Items:
     The arrays are read-only.
     """
 
-    scheme: str
-    seq_ptr: np.ndarray = field(repr=False)
-    seq_ids: np.ndarray = field(repr=False)
-    tokens: np.ndarray = field(repr=False)
-    width: np.ndarray = field(repr=False)
-    attention: np.ndarray = field(repr=False)
-    offload_ratio: np.ndarray = field(repr=False)
-    fwd_intra: np.ndarray = field(repr=False)
-    fwd_inter: np.ndarray = field(repr=False)
-    exposed_intra: np.ndarray = field(repr=False)
-    exposed_inter: np.ndarray = field(repr=False)
-    act_bytes: np.ndarray = field(repr=False)
-    order: np.ndarray = field(repr=False)
+    scheme: str = choice(lambda: SCHEMES)
+    seq_ptr: np.ndarray = array("int", shape=lambda it: (it.tokens.size + 1,), lo=0, repr=False)
+    seq_ids: np.ndarray = array("int", ndim=1, lo=0, repr=False)
+    tokens: np.ndarray = array(shape=("n",), nonempty=True, lo=0.0, hi=_MAX_TIME, repr=False)
+    width: np.ndarray = array("int", shape=("n",), lo=1, hi=_MAX_GPUS, repr=False)
+    attention: np.ndarray = array(shape=("n",), lo=0.0, hi=_MAX_TIME, repr=False)
+    offload_ratio: np.ndarray = array(shape=("n",), lo=0.0, hi=1.0, repr=False)
+    fwd_intra: np.ndarray = array(shape=("n",), lo=0.0, hi=_MAX_TIME, repr=False)
+    fwd_inter: np.ndarray = array(shape=("n",), lo=0.0, hi=_MAX_TIME, repr=False)
+    exposed_intra: np.ndarray = array(shape=("n",), lo=0.0, hi=_MAX_TIME, repr=False)
+    exposed_inter: np.ndarray = array(shape=("n",), lo=0.0, hi=_MAX_TIME, repr=False)
+    act_bytes: np.ndarray = array(shape=("n",), lo=0.0, hi=_MAX_TIME, repr=False)
+    order: np.ndarray = array("int", shape=("n",), lo=0, hi=lambda it: it.tokens.size - 1,
+                              repr=False)
+    check_first = ("scheme", "tokens")
 
     def __post_init__(self):
-        put = object.__setattr__
-        put(self, "scheme", check_choice("scheme", self.scheme, SCHEMES))
-        tokens = frozen_array("tokens", self.tokens, ndim=1, lo=0.0)
-        n = tokens.size
-        if n == 0:
-            raise ValueError("tokens must hold at least one item; got an empty array")
-        put(self, "tokens", tokens)
-        ptr = frozen_array("seq_ptr", self.seq_ptr, dtype="int", shape=(n + 1,), lo=0)
-        ids = frozen_array("seq_ids", self.seq_ids, dtype="int", ndim=1, lo=0)
-        if ptr[0] != 0 or ptr[-1] != ids.size or np.any(ptr[1:] < ptr[:-1]):
-            raise ValueError(f"seq_ptr must rise from 0 to the {ids.size} seq_ids; got "
+        check_fields(self)
+        ptr = self.seq_ptr
+        if ptr[0] != 0 or ptr[-1] != self.seq_ids.size or np.any(ptr[1:] < ptr[:-1]):
+            raise ValueError(f"seq_ptr must rise from 0 to the {self.seq_ids.size} seq_ids; got "
                              f"{_show(self.seq_ptr)}")
-        put(self, "seq_ptr", ptr)
-        put(self, "seq_ids", ids)
-        width = frozen_array("width", self.width, dtype="int", shape=(n,), lo=1)
-        if width.max() > _MAX_GPUS:
-            raise ValueError(f"width must be at most {_MAX_GPUS} ranks; got {width.max()}")
-        put(self, "width", width)
-        for name in ("tokens", "attention", "offload_ratio", "fwd_intra", "fwd_inter",
-                     "exposed_intra", "exposed_inter", "act_bytes"):
-            arr = frozen_array(name, getattr(self, name), shape=(n,), lo=0.0)
-            top = 1.0 if name == "offload_ratio" else _MAX_TIME
-            if arr.max() > top:
-                raise ValueError(f"{name} must have every entry <= {top:g}; largest entry is "
-                                 f"{arr.max()}")
-            put(self, name, arr)
-        order = frozen_array("order", self.order, dtype="int", shape=(n,), lo=0)
-        if order.max() >= n:
-            raise ValueError(f"order must hold item ids below {n}; got {order.max()}")
-        put(self, "order", order)
 
     @property
     def n(self) -> int:
@@ -1298,7 +1253,7 @@ def _reference_step(p, R, rank_lists, widths, t_f, act, bw, lat, tp):
 
 
 @dataclass(frozen=True)
-class SequenceStep:
+class SequenceStep(Checked):
     """One training step of a global batch under one scheme (times in s).
 
     ``step_time`` = ``compute_time`` (the slowest rank's last op) + ``sync_time`` (gradients).
@@ -1319,71 +1274,42 @@ class SequenceStep:
     arrays are read-only.
     """
 
-    scheme: str
-    balance: str
-    delta: float
-    offload: bool
-    setup: HdpSetup = field(repr=False)
-    items: Items = field(repr=False)
-    step_time: float
-    compute_time: float
-    sync_time: float
-    lower_bound: float
-    busy: np.ndarray = field(repr=False)
-    exposed: np.ndarray = field(repr=False)
-    microbatches: np.ndarray = field(repr=False)
-    resource: np.ndarray = field(repr=False)
-    start: np.ndarray = field(repr=False)
-    finish: np.ndarray = field(repr=False)
-    kind: np.ndarray = field(repr=False)
-    item: np.ndarray = field(repr=False)
-    item_ptr: np.ndarray = field(repr=False)
-    item_ranks: np.ndarray = field(repr=False)
-    intra: np.ndarray = field(repr=False)
-    fallback: bool = False
+    scheme: str = choice(lambda: SCHEMES)
+    balance: str = choice(lambda: BALANCES)
+    delta: float = real(lo=0.0, hi=1.0, hi_open=True)
+    offload: bool = flag()
+    setup: HdpSetup = instance(HdpSetup, "e.g. HdpSetup()", repr=False)
+    items: Items = instance(Items, "from plan_items(...)", repr=False)
+    step_time: float = real(lo=0.0, hi=_MAX_TIME, unit="s")
+    compute_time: float = real(lo=0.0, hi=_MAX_TIME, unit="s")
+    sync_time: float = real(lo=0.0, hi=_MAX_TIME, unit="s")
+    lower_bound: float = real(lo=0.0, hi=_MAX_TIME, unit="s")
+    busy: np.ndarray = array(shape=lambda st: (st.setup.d_hdp,), lo=0.0, repr=False)
+    exposed: np.ndarray = array(shape=lambda st: (st.setup.d_hdp,), lo=0.0, repr=False)
+    microbatches: np.ndarray = array("int", shape=lambda st: (st.setup.d_hdp,), lo=0,
+                                     repr=False)
+    resource: np.ndarray = array("int", shape=("ops",), lo=0,
+                                 hi=lambda st: st.setup.d_hdp * st.setup.pp - 1, repr=False)
+    start: np.ndarray = array(shape=("ops",), lo=0.0, repr=False)
+    finish: np.ndarray = array(shape=("ops",), lo=0.0, repr=False)
+    kind: np.ndarray = array("int", shape=("ops",), lo=0, hi=2, repr=False)
+    item: np.ndarray = array("int", shape=("ops",), lo=0, hi=lambda st: st.items.n - 1,
+                             repr=False)
+    item_ptr: np.ndarray = array("int", shape=lambda st: (st.items.n + 1,), lo=0, repr=False)
+    item_ranks: np.ndarray = array("int", shape=lambda st: (int(st.item_ptr[-1]),), lo=0,
+                                   hi=lambda st: st.setup.d_hdp - 1, repr=False)
+    intra: np.ndarray = array("bool", shape=lambda st: (st.items.n,), repr=False)
+    fallback: bool = flag(default=False)
+    check_first = ("setup", "items")
 
     def __post_init__(self):
-        put = object.__setattr__
-        setup = _check_setup(self.setup)
-        items = check_instance("items", self.items, Items, "from plan_items(...)")
-        put(self, "scheme", check_choice("scheme", self.scheme, SCHEMES))
-        if (items.scheme == "static") != (self.scheme == "static"):
-            raise ValueError(f"items of scheme {items.scheme!r} cannot make a step of scheme "
+        check_fields(self)
+        if (self.items.scheme == "static") != (self.scheme == "static"):
+            raise ValueError(f"items of scheme {self.items.scheme!r} cannot make a step of scheme "
                              f"{self.scheme!r}")
-        put(self, "balance", check_choice("balance", self.balance, BALANCES))
-        put(self, "delta", check_real("delta", self.delta, lo=0.0, hi=1.0, hi_open=True))
-        for name in ("offload", "fallback"):
-            put(self, name, check_bool(name, getattr(self, name)))
-        for name in ("step_time", "compute_time", "sync_time", "lower_bound"):
-            put(self, name, check_real(name, getattr(self, name), lo=0.0, hi=_MAX_TIME,
-                                       unit="s"))
-        R, n = setup.d_hdp, items.n
-        for name in ("busy", "exposed"):
-            put(self, name, frozen_array(name, getattr(self, name), shape=(R,), lo=0.0))
-        put(self, "microbatches", frozen_array("microbatches", self.microbatches, dtype="int",
-                                               shape=(R,), lo=0))
-        res = frozen_array("resource", self.resource, dtype="int", ndim=1, lo=0)
-        ops = res.shape
-        put(self, "resource", res)
-        for name in ("start", "finish"):
-            put(self, name, frozen_array(name, getattr(self, name), shape=ops, lo=0.0))
-        for name in ("kind", "item"):
-            put(self, name, frozen_array(name, getattr(self, name), dtype="int", shape=ops,
-                                         lo=0))
-        if res.size and (res.max() >= R * setup.pp or self.kind.max() > 2
-                         or self.item.max() >= n):
-            raise ValueError(f"resource, kind and item must be below {R * setup.pp} "
-                             f"(ranks x stages), 3 and {n} (items)")
-        ptr = frozen_array("item_ptr", self.item_ptr, dtype="int", shape=(n + 1,), lo=0)
+        ptr = self.item_ptr
         if ptr[0] != 0 or np.any(ptr[1:] < ptr[:-1]):
             raise ValueError(f"item_ptr must rise from 0; got {_show(self.item_ptr)}")
-        put(self, "item_ptr", ptr)
-        ranks = frozen_array("item_ranks", self.item_ranks, dtype="int", shape=(ptr[-1],),
-                             lo=0)
-        if ranks.size and ranks.max() >= R:
-            raise ValueError(f"item_ranks must hold rank ids below {R}; got {ranks.max()}")
-        put(self, "item_ranks", ranks)
-        put(self, "intra", frozen_array("intra", self.intra, dtype="bool", shape=(n,)))
 
     @property
     def tokens_per_s(self) -> float:

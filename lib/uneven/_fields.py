@@ -1,0 +1,258 @@
+"""Checked fields for the library's frozen dataclasses (private).
+
+A result or setting type declares what each field must be next to the field itself, and one
+shared check (:func:`check_fields`, run by :class:`Checked`'s ``__post_init__``) enforces it when
+the object is built directly or by ``dataclasses.replace``, with the messages of
+:mod:`uneven._validate` (they name the field, show the value and say what is accepted). The
+library's own results skip it through :func:`uneven._validate.trusted`. A type whose fields also
+constrain each other (one must divide another, a sum must match) adds those few lines to its own
+``__post_init__`` after calling :func:`check_fields`.
+
+>>> from dataclasses import dataclass
+>>> @dataclass(frozen=True)
+... class Demo(Checked):
+...     n: int = integer(lo=1)
+...     load: object = array(shape=("n",), lo=0.0)
+...     unit: str = choice(("s", "ms"), default="s")
+>>> Demo(2, [1.0, 2.0]).load.tolist()
+[1.0, 2.0]
+>>> Demo(3, [1.0, 2.0])
+Traceback (most recent call last):
+...
+ValueError: load must have shape (3,); got (2,)
+>>> Demo(0, [])
+Traceback (most recent call last):
+...
+ValueError: n must be an integer >= 1; got 0
+
+Shapes name dimensions: an entry that is the name of an integer field takes its value; any other
+name is bound by the first array that uses it (``shape=("n", "n")`` is square, a later
+``shape=("n",)`` must match); a callable ``shape(obj)`` gives the whole shape. Bounds may be
+numbers, the name of an earlier field, or a callable ``bound(obj)``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+
+from ._validate import (
+    _check_shape,
+    _show,
+    check_bool,
+    check_choice,
+    check_instance,
+    check_int,
+    check_mapping,
+    check_real,
+    check_str,
+    frozen_array,
+)
+
+__all__ = ["Checked", "check_fields", "real", "integer", "choice", "text", "flag", "instance",
+           "array", "strings", "mapping", "per_key", "any_value"]
+
+_KEY = "uneven.check"
+
+
+def _spec(kind: str, field_kw: dict, **kw):
+    meta = dict(field_kw.pop("metadata", None) or {})
+    meta[_KEY] = (kind, kw)
+    return dataclasses.field(metadata=meta, **field_kw)
+
+
+def real(lo=None, hi=None, *, lo_open=False, hi_open=False, unit="", **field_kw):
+    """A finite real number in ``[lo, hi]`` (open ends on request), as ``float``."""
+    return _spec("real", field_kw, lo=lo, hi=hi, lo_open=lo_open, hi_open=hi_open, unit=unit)
+
+
+def integer(lo=None, hi=None, **field_kw):
+    """An integer in ``[lo, hi]`` (never a bool), as ``int``."""
+    return _spec("integer", field_kw, lo=lo, hi=hi)
+
+
+def choice(choices, **field_kw):
+    """One of ``choices`` (a tuple, or a callable giving one when checked)."""
+    return _spec("choice", field_kw, choices=choices)
+
+
+def text(max_len: int = 10_000, **field_kw):
+    """A string of at most ``max_len`` characters."""
+    return _spec("text", field_kw, max_len=max_len)
+
+
+def flag(**field_kw):
+    """True or False."""
+    return _spec("flag", field_kw)
+
+
+def instance(cls, hint: str = "", **field_kw):
+    """An instance of ``cls``: a class, or ``"module:Name"`` imported when first checked (for a
+    class defined later or in a module that imports this one)."""
+    return _spec("instance", field_kw, cls=cls, hint=hint)
+
+
+def array(dtype: str = "float", *, ndim=None, shape=None, lo=None, hi=None, allow_nan=False,
+          nonempty=False, **field_kw):
+    """A read-only array (:func:`uneven._validate.frozen_array`): ``dtype`` "float", "int" or
+    "bool"; ``shape`` of ints, ``None`` (any), dimension names or a callable; entries in
+    ``[lo, hi]``; at least one entry if ``nonempty``."""
+    return _spec("array", field_kw, dtype=dtype, ndim=ndim, shape=shape, lo=lo, hi=hi,
+                 allow_nan=allow_nan, nonempty=nonempty)
+
+
+def strings(**field_kw):
+    """A tuple of strings."""
+    return _spec("strings", field_kw)
+
+
+def mapping(**field_kw):
+    """A dict (copied)."""
+    return _spec("mapping", field_kw)
+
+
+def per_key(keys, item, **field_kw):
+    """A dict with exactly the keys ``keys`` (a tuple, or a callable giving one), each value
+    checked by ``item`` (another spec, e.g. ``real(lo=0.0)``). The values of one dict share
+    their dimension names, so ``per_key(("s", "y"), array(shape=("n",)))`` gives ``s`` and ``y``
+    one length; each dict of a nested ``per_key`` has its own."""
+    return _spec("per_key", field_kw, keys=keys, item=item.metadata[_KEY])
+
+
+def any_value(**field_kw):
+    """Documented but not checked (a callable, a dict of results checked by its owner ...)."""
+    return _spec("any", field_kw)
+
+
+# --------------------------------------------------------------------------------------------
+
+
+def _resolve(obj, value):
+    if callable(value) and not isinstance(value, type):
+        return value(obj)
+    if isinstance(value, str):
+        return getattr(obj, value)
+    return value
+
+
+def _real(obj, name, value, dims, *, lo, hi, lo_open, hi_open, unit):
+    return check_real(name, value, lo=_resolve(obj, lo), hi=_resolve(obj, hi), lo_open=lo_open,
+                      hi_open=hi_open, unit=unit)
+
+
+def _integer(obj, name, value, dims, *, lo, hi):
+    return check_int(name, value, lo=_resolve(obj, lo), hi=_resolve(obj, hi))
+
+
+def _choice(obj, name, value, dims, *, choices):
+    return check_choice(name, value, choices() if callable(choices) else choices)
+
+
+def _text(obj, name, value, dims, *, max_len):
+    return check_str(name, value, max_len=max_len)
+
+
+def _flag(obj, name, value, dims):
+    return check_bool(name, value)
+
+
+def _class(cls):
+    if isinstance(cls, str):
+        module, _, attr = cls.partition(":")
+        return getattr(importlib.import_module(module), attr)
+    return cls
+
+
+def _instance(obj, name, value, dims, *, cls, hint):
+    return check_instance(name, value, _class(cls), hint)
+
+
+def _shape(obj, name, shape, dims, arr):
+    """The wanted shape, dimension names resolved (an unbound name is bound to ``arr``'s)."""
+    if callable(shape):
+        return tuple(shape(obj))
+    out = []
+    for i, d in enumerate(shape):
+        if isinstance(d, str):
+            if d in dims:
+                d = dims[d]
+            elif d in dims["__fields__"]:
+                d = getattr(obj, d)
+            else:
+                dims[d] = arr.shape[i] if i < arr.ndim else None
+                d = dims[d]
+        out.append(d)
+    return tuple(out)
+
+
+def _array(obj, name, value, dims, *, dtype, ndim, shape, lo, hi, allow_nan, nonempty):
+    arr = frozen_array(name, value, dtype=dtype, ndim=ndim if shape is None else None,
+                       lo=_resolve(obj, lo), allow_nan=allow_nan)
+    if shape is not None:
+        _check_shape(name, arr, None, _shape(obj, name, shape, dims, arr))
+    if nonempty and arr.size == 0:
+        raise ValueError(f"{name} must have at least one entry; got an empty array")
+    hi = _resolve(obj, hi)
+    if hi is not None and arr.size:
+        top = arr[arr == arr].max() if allow_nan else arr.max()
+        if top > hi:
+            raise ValueError(f"{name} must have every entry <= {hi}; largest entry is {top}")
+    return arr
+
+
+def _strings(obj, name, value, dims):
+    if not isinstance(value, tuple) or not all(isinstance(x, str) for x in value):
+        raise ValueError(f"{name} must be a tuple of strings; got {_show(value)}")
+    return value
+
+
+def _mapping(obj, name, value, dims):
+    return dict(check_mapping(name, value))
+
+
+def _per_key(obj, name, value, dims, *, keys, item):
+    keys = tuple(keys() if callable(keys) else keys)
+    if not isinstance(value, dict) or set(value) != set(keys):
+        raise ValueError(f"{name} must be a dict with the keys {keys}; got {_show(value)}")
+    kind, kw = item
+    inner = {"__fields__": frozenset()}  # one set of dimension names per dict
+    return {k: _CHECKS[kind](obj, f"{name}[{k!r}]", value[k], inner, **kw) for k in keys}
+
+
+def _any(obj, name, value, dims):
+    return value
+
+
+_CHECKS = {"real": _real, "integer": _integer, "choice": _choice, "text": _text, "flag": _flag,
+           "instance": _instance, "array": _array, "strings": _strings, "mapping": _mapping,
+           "per_key": _per_key, "any": _any}
+_SPECS: dict = {}
+
+
+def check_fields(obj) -> None:
+    """Check every field of the dataclass ``obj`` that carries a spec, in field order (the names
+    in the class attribute ``check_first`` before the others: fields that later bounds and shapes
+    read), and store the checked value (a float, an int, a read-only array ...)."""
+    cls = type(obj)
+    specs = _SPECS.get(cls)
+    if specs is None:
+        fields = dataclasses.fields(cls)
+        first = getattr(cls, "check_first", ())
+        order = sorted((f for f in fields if _KEY in f.metadata),
+                       key=lambda f: first.index(f.name) if f.name in first else len(first))
+        specs = _SPECS[cls] = (tuple((f.name, *f.metadata[_KEY]) for f in order),
+                               frozenset(f.name for f in fields))
+    specs, names = specs
+    dims: dict = {"__fields__": names}
+    for name, kind, kw in specs:
+        value = _CHECKS[kind](obj, name, getattr(obj, name), dims, **kw)
+        object.__setattr__(obj, name, value)
+
+
+class Checked:
+    """Base of a frozen dataclass whose fields carry specs: its ``__post_init__`` checks them."""
+
+    __slots__ = ()
+
+    def __post_init__(self):
+        check_fields(self)
