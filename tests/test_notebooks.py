@@ -5,7 +5,9 @@ outputs keep the figure contract that the cell tags state:
 * a cell tagged ``explorer`` shows an ``image/png`` (the static first figure) and a widget view;
 * an untagged cell shows no ``image/png``;
 * no text output (``text/plain`` or a stream) contains ``<Figure size`` (a figure's repr leaking
-  out instead of its picture).
+  out instead of its picture);
+* every figure recipe the notebook calls draws in the house style (``UNEVEN_CHECK_STYLE=1``:
+  :func:`uneven.plots.style_problems` finds nothing, although no cell is inside ``style()``).
 
 Each notebook is executed once; the executed copy is kept under pytest's base temp folder
 (``executed/<name>``) so that later tests in the same session can reuse it.
@@ -72,6 +74,7 @@ def figure_contract_problems(nb, name):
 def test_notebook_runs_and_keeps_the_figure_contract(path, numba_cache, tmp_path, monkeypatch,
                                                      tmp_path_factory):
     monkeypatch.setenv("UNEVEN_FIGURES", str(tmp_path))  # don't touch the committed figures/
+    monkeypatch.setenv("UNEVEN_CHECK_STYLE", "1")  # every recipe the notebook calls: house style
     nb, seconds = run(path, timeout=300, cache_dir=numba_cache)
     print(f"{path.name}: {seconds:.1f} s")
     executed = tmp_path_factory.getbasetemp() / "executed"

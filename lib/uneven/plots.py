@@ -19,6 +19,7 @@ or below (:func:`legend`), so no line ever hides behind one.
 from __future__ import annotations
 
 import contextlib
+import functools
 import io
 import os
 from pathlib import Path
@@ -45,6 +46,20 @@ from ._validate import (
 from .limits import PY_STEP, check_bytes, check_steps
 
 __all__ = [
+    "SIZES",
+    "TITLE",
+    "LABEL",
+    "PANEL",
+    "LEGEND",
+    "NOTE",
+    "SMALL",
+    "TINY",
+    "recipe",
+    "style_problems",
+    "house_colors",
+    "RAMP",
+    "HEAT",
+    "ramp",
     "COLORS",
     "KIND_COLORS",
     "PALETTE",
@@ -79,6 +94,7 @@ COLORS = {
     "yellow": "#F0E442",
     "grey": "#7F7F7F",
     "ink": "#222222",
+    "pale": "#D4D4D4",  # idle time behind a timeline's ops
 }
 # Timeline op kinds: forward, backward (input grad), weight grad, sends, idle/bubble.
 KIND_COLORS = {
@@ -155,21 +171,30 @@ PALETTE = {
     "healthy": COLORS["ink"],
 }
 
+#: The house text sizes (points), by role: a figure's or panel's title, axis labels and body
+#: text, a legend, a note written on a plot, small print (tick labels of dense panels, bar
+#: values), the smallest print (a crowded panel's legend). Recipes name a role, never a number.
+SIZES = {"title": 10.5, "label": 9.5, "panel": 9.0, "legend": 8.5, "note": 8.0, "small": 7.5,
+         "tiny": 6.5}
+TITLE, LABEL, PANEL, LEGEND, NOTE, SMALL, TINY = (SIZES[k] for k in (
+    "title", "label", "panel", "legend", "note", "small", "tiny"))
+
 _RC = {
     "figure.dpi": 100,
     "savefig.dpi": 150,
     "savefig.bbox": "tight",
-    "font.size": 9.5,
-    "axes.titlesize": 10.5,
+    "font.size": LABEL,
+    "axes.titlesize": TITLE,
     "axes.titleweight": "bold",
-    "axes.labelsize": 9.5,
+    "axes.titlelocation": "left",
+    "axes.labelsize": LABEL,
     "axes.spines.top": False,
     "axes.spines.right": False,
     "axes.grid": True,
     "grid.alpha": 0.25,
     "grid.linewidth": 0.6,
     "legend.frameon": False,
-    "legend.fontsize": 8.5,
+    "legend.fontsize": LEGEND,
     "axes.prop_cycle": matplotlib.cycler(
         color=[COLORS[c] for c in ("blue", "orange", "green", "red", "purple", "sky", "grey")]
     ),
@@ -237,16 +262,19 @@ def _str_seq(name, value, n=None) -> list:
 
 
 def color(name: str) -> str:
-    """The colour of a named thing (a schedule, a fabric, a placement ...) from :data:`PALETTE`.
+    """The colour of a named thing (a schedule, a fabric, a placement ...) from :data:`PALETTE`,
+    or one of the base colours of :data:`COLORS` by its name (for series that name nothing).
 
-    >>> color("PipeMorph") == PALETTE["PipeMorph"]
-    True
+    >>> color("PipeMorph") == PALETTE["PipeMorph"], color("grey") == COLORS["grey"]
+    (True, True)
     """
-    if not isinstance(name, str) or name not in PALETTE:
-        known = ", ".join(sorted(PALETTE))
-        raise ValueError(f"name must be one of the named things in PALETTE ({known}); "
-                         f"got {_show(name)}")
-    return PALETTE[name]
+    if isinstance(name, str) and name in PALETTE:
+        return PALETTE[name]
+    if isinstance(name, str) and name in COLORS:
+        return COLORS[name]
+    known = ", ".join(sorted(PALETTE))
+    raise ValueError(f"name must be one of the named things in PALETTE ({known}) or a base "
+                     f"colour of COLORS ({', '.join(COLORS)}); got {_show(name)}")
 
 
 def legend(ax, where: str = "right", **kw):
@@ -322,6 +350,145 @@ def style():
     """Context manager applying the house style (used by every function here)."""
     with matplotlib.rc_context(_RC):
         yield
+
+
+def recipe(fn):
+    """Decorator for a figure recipe or a ``draw_*`` function: it draws in the house style
+    whether or not its caller is inside :func:`style` (a title or legend a recipe makes gets the
+    house sizes, never matplotlib's defaults).
+
+    >>> @recipe
+    ... def demo():
+    ...     fig, ax = figure(3, 2)
+    ...     return ax.set_title("t")
+    >>> demo().get_fontsize() == TITLE
+    True
+    """
+    @functools.wraps(fn)
+    def styled(*args, **kwargs):
+        with style():
+            out = fn(*args, **kwargs)
+        if _CHECK_STYLE:  # the notebook tests run every recipe this way (tests/test_notebooks.py)
+            fig = out if isinstance(out, Figure) else args[0] if args and isinstance(
+                args[0], Figure) else None
+            problems = [] if fig is None else style_problems(fig)
+            if problems:
+                raise ValueError(f"{fn.__name__} drew outside the house style: "
+                                 + "; ".join(problems[:5]))
+        return out
+
+    return styled
+
+
+_CHECK_STYLE = os.environ.get("UNEVEN_CHECK_STYLE") == "1"
+
+
+#: The house colour maps: a ramp for an ordered number (a slack, a top-k, a load) and a heat
+#: scale for "how far from the best" tables.
+RAMP, HEAT = "viridis", "YlOrRd"
+
+
+def ramp(n: int) -> list:
+    """``n`` colours along :data:`RAMP`, for curves of an ordered parameter (a number, not a
+    named thing).
+
+    >>> len(ramp(3)), ramp(1)[0] == ramp(3)[0]
+    (3, True)
+    """
+    n = check_int("n", n, lo=1, hi=256)
+    cmap = matplotlib.colormaps[RAMP]
+    return [cmap(x) for x in (np.linspace(0.0, 0.9, n) if n > 1 else [0.0])]
+
+
+def house_colors() -> frozenset:
+    """Every flat colour a recipe may draw with (lower-case hex): the base colours, the named
+    things of :data:`PALETTE` and the timeline kinds, matplotlib's default text black, and white
+    (text on dark bars). Colours along :data:`RAMP` and :data:`HEAT` are house colours too."""
+    from matplotlib.colors import to_hex
+
+    return frozenset(to_hex(c) for c in (*COLORS.values(), *PALETTE.values(),
+                                         *KIND_COLORS.values(), "white", "black"))
+
+
+@functools.cache
+def _map_samples():
+    return np.vstack([matplotlib.colormaps[m](np.linspace(0.0, 1.0, 1024))[:, :3]
+                      for m in (RAMP, HEAT)])
+
+
+def _on_house_map(rgba) -> bool:
+    return bool(np.abs(_map_samples() - np.asarray(rgba[:3])).max(axis=1).min() < 2.0 / 255)
+
+
+def style_problems(fig) -> list[str]:
+    """What in ``fig`` is not the house style: a text whose size is not one of :data:`SIZES`,
+    an axes title that is not bold, or a line, patch, text or flat-coloured collection whose
+    colour is not one of :func:`house_colors` (colour maps, images and invisible artists
+    excepted). An empty list means the figure is in the house style.
+
+    >>> fig, ax = figure(3, 2)
+    >>> _ = ax.plot([0, 1], color=color("EPLB")); _ = ax.set_title("default")
+    >>> style_problems(fig)
+    ["text 'default' has size 12", "title 'default' is not bold"]
+    >>> fig, ax = figure(3, 2)
+    >>> with style():
+    ...     _ = ax.set_title("the house title")
+    >>> style_problems(fig)
+    []
+    """
+    from matplotlib.colors import to_hex
+    from matplotlib.text import Text
+
+    fig = _fig(fig)
+    ok_sizes = {round(v, 2) for v in SIZES.values()}
+    allowed = house_colors()
+    out = []
+
+    def col(c):
+        try:
+            return to_hex(c, keep_alpha=False)
+        except ValueError:
+            return None
+
+    def check_color(what, c):
+        if c is None or (len(c) == 4 and c[3] == 0):
+            return
+        h = col(c)
+        if h is not None and h not in allowed and not _on_house_map(c):
+            out.append(f"{what} has colour {h}")
+
+    for t in fig.findobj(Text):
+        if t.get_text() and t.get_visible():
+            if round(t.get_fontsize(), 2) not in ok_sizes:
+                out.append(f"text {t.get_text()[:30]!r} has size {t.get_fontsize():g}")
+    for ax in fig.axes:
+        for loc in ("left", "center", "right"):
+            t = ax.title if loc == "center" else getattr(ax, f"_{loc}_title")
+            if t.get_text() and t.get_fontweight() not in ("bold", 700):
+                out.append(f"title {t.get_text()[:30]!r} is not bold")
+        for line in ax.get_lines():
+            if line.get_visible():
+                check_color(f"line {line.get_label()[:30]!r}", _rgba(line.get_color()))
+        for patch in ax.patches:
+            if patch.get_visible():
+                check_color("a patch", patch.get_facecolor())
+        for c in ax.collections:
+            if c.get_visible() and c.get_array() is None:
+                for fc in c.get_facecolor()[:1]:
+                    check_color("a collection", tuple(fc))
+        for t in ax.texts:
+            if t.get_text() and t.get_visible():
+                check_color(f"text {t.get_text()[:30]!r}", _rgba(t.get_color()))
+    return sorted(set(out))
+
+
+def _rgba(c):
+    from matplotlib.colors import to_rgba
+
+    try:
+        return to_rgba(c)
+    except ValueError:
+        return None
 
 
 def figure(width: float = 7.0, height: float = 3.2, ncols: int = 1, nrows: int = 1, **kw):
@@ -496,16 +663,16 @@ def gantt(
             for r, s, f, text in zip(resource, start, finish, labels, strict=False):
                 if f > s:
                     ax.text((s + f) / 2 * scale, r, str(text), ha="center", va="center",
-                            fontsize=6.5, color="white")
+                            fontsize=TINY, color="white")
         ax.set_yticks(range(n_res))
         ax.set_yticklabels(resource_names or [f"stage {i}" for i in range(n_res)])
         ax.set_ylim(n_res - 0.5, -0.5)
         ax.set_xlabel(f"time ({'µs' if time_unit == 'us' else time_unit})")
         ax.grid(axis="y", visible=False)
         if title:
-            ax.set_title(title, loc="left")
+            ax.set_title(title)
         if legend and kind.size:
-            ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=8)
+            ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=NOTE)
     return ax
 
 
@@ -532,7 +699,7 @@ def link_heatmap(
         vmax = check_real("vmax", vmax)
     colorbar = check_bool("colorbar", colorbar)
     with style():
-        im = ax.imshow(grid, aspect="auto", cmap="viridis", vmin=0.0, vmax=vmax,
+        im = ax.imshow(grid, aspect="auto", cmap=RAMP, vmin=0.0, vmax=vmax,
                        interpolation="nearest")
         ax.set_xlabel(col_label)
         ax.set_ylabel(row_label)
@@ -541,7 +708,7 @@ def link_heatmap(
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         ax.yaxis.set_major_locator(MaxNLocator(integer=True))
         if title:
-            ax.set_title(title, loc="left")
+            ax.set_title(title)
         if colorbar:
             ax.figure.colorbar(im, ax=ax, label=f"bytes on link ({unit})", shrink=0.85)
     return ax
@@ -604,16 +771,16 @@ def draw_topology(ax, topo, *, max_nodes: int = 4, highlight=None, title: str | 
             x0 = a * (node_w + gap)
             ax.add_patch(FancyBboxPatch((x0, 0), node_w, 2.2, boxstyle="round,pad=0.05",
                                         fc="#F4F4F4", ec=COLORS["ink"], lw=0.8))
-            ax.text(x0 + 0.15, 2.02, f"node {a}", ha="left", va="center", fontsize=7.5)
+            ax.text(x0 + 0.15, 2.02, f"node {a}", ha="left", va="center", fontsize=SMALL)
             ax.text(x0 + node_w - 0.15, 2.02, "NVLink switch" if topo.kind == "cluster"
-                    else "L1 UB switch", ha="right", va="center", fontsize=6.5,
+                    else "L1 UB switch", ha="right", va="center", fontsize=TINY,
                     color=COLORS["grey"])
             for i in range(g):
                 gx = x0 + 0.3 + i + 0.5
                 rail = i // topo.gpus_per_nic if topo.kind == "cluster" else 0
                 ax.add_patch(Rectangle((gx - 0.4, 1.0), 0.8, 0.7,
                                        fc=rail_colors[rail % 8], ec="white"))
-                ax.text(gx, 1.35, str(i), ha="center", va="center", fontsize=6.5, color="white")
+                ax.text(gx, 1.35, str(i), ha="center", va="center", fontsize=TINY, color="white")
                 pos[("gpu", a * g + i)] = (gx, 1.35)
             if topo.kind == "cluster":
                 for r in range(topo.nics_per_node):
@@ -621,7 +788,7 @@ def draw_topology(ax, topo, *, max_nodes: int = 4, highlight=None, title: str | 
                     nx = x0 + 0.3 + r * span + span / 2
                     ax.add_patch(Rectangle((nx - 0.35 * span, 0.25), 0.7 * span, 0.45,
                                            fc="white", ec=rail_colors[r % 8], lw=1.2))
-                    ax.text(nx, 0.47, "NIC", ha="center", va="center", fontsize=5.5)
+                    ax.text(nx, 0.47, "NIC", ha="center", va="center", fontsize=TINY)
                     pos[("nic", a, r)] = (nx, 0.47)
         total_w = n_show * (node_w + gap) - gap
         if topo.kind == "cluster":
@@ -644,29 +811,29 @@ def draw_topology(ax, topo, *, max_nodes: int = 4, highlight=None, title: str | 
                      if topo.fabric == "multi_plane" else "shared spines (all rails meet here)")
             ax.add_patch(FancyBboxPatch((0, y_sp - 0.3), total_w, 0.5, boxstyle="round,pad=0.05",
                                         fc="#EAEAEA", ec=COLORS["ink"], lw=0.6))
-            ax.text(total_w / 2, y_sp - 0.05, label, ha="center", va="center", fontsize=7)
+            ax.text(total_w / 2, y_sp - 0.05, label, ha="center", va="center", fontsize=SMALL)
             if topo.n_nodes > n_show:
                 ax.text(total_w + 0.3, 1.1, f"+{topo.n_nodes - n_show} more nodes",
-                        fontsize=7, va="center", color=COLORS["grey"])
+                        fontsize=SMALL, va="center", color=COLORS["grey"])
             ax.text(-0.4, y_leaf - 0.75 - (groups - 1) * 0.6,
-                    "rail-optimised leaf switches (colour = rail)", fontsize=7,
+                    "rail-optimised leaf switches (colour = rail)", fontsize=SMALL,
                     color=COLORS["grey"])
             bottom = y_sp - 0.6
         else:
             ax.add_patch(FancyBboxPatch((0, -1.4), total_w, 0.5, boxstyle="round,pad=0.05",
                                         fc="#EAEAEA", ec=COLORS["ink"], lw=0.6))
             ax.text(total_w / 2, -1.15, "L2 UB switches (non-blocking)", ha="center",
-                    va="center", fontsize=7)
+                    va="center", fontsize=SMALL)
             if topo.n_nodes > n_show:
                 ax.text(total_w + 0.3, 1.1, f"+{topo.n_nodes - n_show} more nodes",
-                        fontsize=7, va="center", color=COLORS["grey"])
+                        fontsize=SMALL, va="center", color=COLORS["grey"])
             bottom = -1.8
         if highlight is not None:
             _draw_route(ax, topo, highlight, pos)
         ax.set_xlim(-0.5, total_w + (2.8 if topo.n_nodes > n_show else 0.5))
         ax.set_ylim(bottom, 2.6)
         ax.set_aspect("equal")
-        ax.set_title(title or topo.name, loc="left")
+        ax.set_title(title or topo.name)
     return ax
 
 
@@ -699,7 +866,7 @@ def _draw_route(ax, topo, pair, pos):
         xs, ys = zip(*pts, strict=True)
         ax.plot(xs, ys, color=COLORS["red"], lw=2.2, zorder=5, marker="o", ms=3)
         ax.text(xs[0], 2.45, f"route {src} → {dst}: {len(path)} links", color=COLORS["red"],
-                fontsize=7.5)
+                fontsize=SMALL)
 
 
 def paper_map(ax, papers=None, *, highlight: str | None = None):
@@ -735,12 +902,12 @@ def paper_map(ax, papers=None, *, highlight: str | None = None):
                 hot = highlight == p.key
                 text = f"{p.notebook[:2]} · {p.title}\n{p.venue}\nslow: {p.slow_piece}"
                 ax.text(cx, cy + dy, text, wrap=True,
-                        ha="center", va="center", fontsize=7.8,
+                        ha="center", va="center", fontsize=NOTE,
                         bbox=dict(boxstyle="round,pad=0.3", lw=1.4 if hot else 0.6,
                                   fc="#FFF4E0" if hot else "white",
                                   ec=COLORS["red"] if hot else COLORS["ink"]))
         ax.set_xlabel("parallelism that meets the slow piece")
-        ax.set_title("Six papers, one theme: the slowest piece sets the pace", loc="left")
+        ax.set_title("Six papers, one theme: the slowest piece sets the pace")
     return ax
 
 
@@ -775,7 +942,7 @@ class LiveGantt:
             ax.grid(axis="y", visible=False)
             if legend:
                 ax.legend(handles=self.collections, loc="upper left", bbox_to_anchor=(1.0, 1.0),
-                          fontsize=8)
+                          fontsize=NOTE)
 
     def update(self, resource, start, finish, kind, *, row_names=None, xmax=None):
         """Replace every bar; rows are resource ids, ``kind`` codes index ``kind_names``."""

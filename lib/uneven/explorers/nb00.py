@@ -55,6 +55,7 @@ def start_state(n_nodes: int = 4, mb_per_pair: float = 1.0, nic_gbps: float = 40
                     res.loads.grid("nic_down"), topo.n_gpus, ideal)
 
 
+@plots.recipe
 def draw_start(fig, state: StartState, **_):
     """Heatmaps of NIC bytes (sent, received) as a share of the busiest NIC, times in the title.
 
@@ -77,7 +78,7 @@ def draw_start(fig, state: StartState, **_):
         axes[1].set_ylabel("")
         fig.colorbar(axes[1].images[0], ax=list(axes), shrink=0.85,
                      label="share of the busiest NIC")
-        title = fig.suptitle("", fontsize=9, x=0.02, ha="left")
+        title = fig.suptitle("", fontsize=plots.PANEL, x=0.02, ha="left")
         images = [ax.images[0] for ax in axes]
         return {"images": images, "title": title, "axes": axes, "dynamic": [*images, title]}
 

@@ -122,6 +122,7 @@ def _healthy_time(sched, tf, tb, tw, mode, **kw) -> float:
     return simulate_pipeline(sched, tf, tb, tw, delays=0.0, mode=mode, **kw).iteration_time
 
 
+@plots.recipe
 def draw_pipemorph(fig, state: PipeMorphState, **_):
     """Gantt of the stages' GPU streams, with the iteration time against the healthy one."""
     from matplotlib.figure import Figure
@@ -136,7 +137,7 @@ def draw_pipemorph(fig, state: PipeMorphState, **_):
         if fig.get_layout_engine() is None:
             fig.subplots_adjust(left=0.1, right=0.86, bottom=0.17, top=0.74)
         live = plots.LiveGantt(ax, OP_KINDS, time_unit="ms")
-        title = fig.suptitle("", fontsize=9, x=0.02, ha="left")
+        title = fig.suptitle("", fontsize=plots.PANEL, x=0.02, ha="left")
         return {"ax": ax, "live": live, "title": title,
                 "dynamic": [*live.collections, title]}
 
@@ -189,7 +190,7 @@ def pipemorph_explorer(show: bool = True) -> Explorer:
 
 # --------------------------------------------------------------------------- figure recipes
 
-_DELTA_CMAP = "viridis"
+_DELTA_CMAP = plots.RAMP
 
 
 def gantt_panels(runs: dict, *, link: int = 0, title: str | None = None):
@@ -213,10 +214,11 @@ def gantt_panels(runs: dict, *, link: int = 0, title: str | None = None):
         if k < n - 1:
             ax.set_xlabel("")
     if title:
-        fig.suptitle(title, x=0.01, ha="left", fontsize=10.5, fontweight="bold")
+        fig.suptitle(title, x=0.01, ha="left", fontsize=plots.TITLE, fontweight="bold")
     return fig
 
 
+@plots.recipe
 def knee_figure(curves: dict, knees: dict, orders: dict, *, artifact: dict | None = None,
                 t: float = 0.01):
     """Left: extra iteration time against the delay for several slackness values (``curves``:
@@ -254,7 +256,7 @@ def knee_figure(curves: dict, knees: dict, orders: dict, *, artifact: dict | Non
             ax.axvline(knees[d] * 1e3, color=col, lw=0.8, ls=":")
             if artifact and d in artifact:
                 xs = np.arange(len(artifact[d])) * 5.0
-                ax.plot(xs, artifact[d], "o", mfc="none", mec=plots.COLORS["ink"], ms=4.5,
+                ax.plot(xs, artifact[d], "o", mfc="none", mec=plots.color("ink"), ms=4.5,
                         mew=0.8, label="artifact's simulator [repo]" if i == 0 else None)
         cmax = float(max(sw.delays.max() for sw in curves.values())) * 1e3
         ax.plot([0, cmax], [0, cmax], color=plots.color("healthy"), lw=0.8, ls="--",
@@ -264,7 +266,7 @@ def knee_figure(curves: dict, knees: dict, orders: dict, *, artifact: dict | Non
         ax.set_ylim(0, 400)
         ax.set_xlim(0, cmax)
         ax.set_title(f"knees at (Δ − 1)·t (dotted), 2 stages, m = 30, t = {t * 1e3:g} ms "
-                     "(model)", loc="left")
+                     "(model)")
         plots.legend(ax, "below", ncol=4)
         styles = ("-", "--", "-.")
         keys = ("order: artifact's plan", "order: W's at the tail", "order: memory budget")
@@ -274,13 +276,13 @@ def knee_figure(curves: dict, knees: dict, orders: dict, *, artifact: dict | Non
         cmax2 = float(max(sw.delays.max() for sw in orders.values())) * 1e3
         ax2.plot([0, cmax2], [0, cmax2], color=plots.color("healthy"), lw=0.8, ls=":",
                  label="+c")
-        ax2.plot([0, cmax2], [0, 2 * cmax2], color=plots.COLORS["grey"], lw=0.8, ls=":",
+        ax2.plot([0, cmax2], [0, 2 * cmax2], color=plots.color("grey"), lw=0.8, ls=":",
                  label="+2c")
         ax2.set_xlim(0, cmax2)
         ax2.set_ylim(0, 3 * cmax2)
         ax2.set_xlabel("one-way delay c on the link (ms)")
         ax2.set_ylabel("extra iteration time (ms)")
-        ax2.set_title("Δ = 3: where the W's sit changes the cost (model)", loc="left")
+        ax2.set_title("Δ = 3: where the W's sit changes the cost (model)")
         plots.legend(ax2, "below", ncol=2)
     return fig
 
@@ -288,6 +290,7 @@ def knee_figure(curves: dict, knees: dict, orders: dict, *, artifact: dict | Non
 _APPROACH = {"1F1B": "1F1B", "ZB-H2": "ZB-H2", "PipeMorph": "PipeMorph"}
 
 
+@plots.recipe
 def sweep_figure(sweeps: dict, healthy: float):
     """Iteration time (top) and stage 0's peak memory (bottom) against the delay on two links.
 
@@ -322,7 +325,7 @@ def sweep_figure(sweeps: dict, healthy: float):
             ax.plot(cs * 1e3, (healthy + cs) * 1e3, color=plots.color("healthy"), ls=(0, (3, 3)),
                     lw=0.9, label="ZB-H2 healthy + c", zorder=4)
             axm.set_ylim(0, None)
-            ax.set_title(f"slow link {link}↔{link + 1}, p = 4, m = 30 (model)", loc="left")
+            ax.set_title(f"slow link {link}↔{link + 1}, p = 4, m = 30 (model)")
             axm.set_xlabel(f"one-way delay on link {link}↔{link + 1} (ms)")
             axm.yaxis.get_major_locator().set_params(integer=True)
         axes[0, 0].set_ylabel("iteration time (ms)")
@@ -331,6 +334,7 @@ def sweep_figure(sweeps: dict, healthy: float):
     return fig
 
 
+@plots.recipe
 def trace_figure(trace, results: dict, m: int, *, lines=("1F1B, HOL", "ZB-H2, HOL",
                                                           "PipeMorph")):
     """A delay trace replayed iteration by iteration (model): throughput of a few approaches
@@ -368,7 +372,7 @@ def trace_figure(trace, results: dict, m: int, *, lines=("1F1B, HOL", "ZB-H2, HO
         episode = trace.max(axis=1) > 0
         for ax in (ax_thr, ax_mem):
             ax.fill_between(it, 0, 1, where=episode, transform=ax.get_xaxis_transform(),
-                            color=plots.COLORS["red"], alpha=0.08, lw=0)
+                            color=plots.color("red"), alpha=0.08, lw=0)
         for n in lines:
             ax_thr.plot(it, m / results[n].iteration_times, color=colors[n], ls=dashes[n],
                         lw=1.1, label=n)
@@ -380,28 +384,29 @@ def trace_figure(trace, results: dict, m: int, *, lines=("1F1B, HOL", "ZB-H2, HO
                         drawstyle="steps-post")
         ax_mem.set_ylim(0, None)
         ax_thr.set_ylabel("micro-batches / s")
-        ax_thr.set_title("throughput over the trace (model)", loc="left")
+        ax_thr.set_title("throughput over the trace (model)")
         handles, labels = ax_thr.get_legend_handles_labels()
-        handles.append(Patch(color=plots.COLORS["red"], alpha=0.15))
+        handles.append(Patch(color=plots.color("red"), alpha=0.15))
         labels.append("delay episode")
         ax_thr.set_ylim(0, None)
-        ax_thr.legend(handles, labels, loc="lower left", ncol=4, fontsize=8, framealpha=0.9,
+        ax_thr.legend(handles, labels, loc="lower left", ncol=4, fontsize=plots.NOTE,
+                      framealpha=0.9,
                       frameon=True)
         ax_mem.set_ylabel("stage 0 holds\n(micro-batches)")
         ax_mem.set_xlabel("iteration")
-        ax_mem.set_title("activation memory of stage 0 (model)", loc="left")
-        ax_mem.legend(loc="lower left", ncol=3, fontsize=8, framealpha=0.9, frameon=True)
+        ax_mem.set_title("activation memory of stage 0 (model)")
+        ax_mem.legend(loc="lower left", ncol=3, fontsize=plots.NOTE, framealpha=0.9, frameon=True)
         mean = [m * trace.shape[0] / results[n].total_time for n in names]
         y = np.arange(len(names))
         ax_bar.barh(y, mean, color=[colors[n] for n in names],
                     hatch=[("//" if "cap" in n else "") for n in names], edgecolor="white")
         for yy, v in zip(y, mean, strict=True):
-            ax_bar.text(v, yy, f" {v:.1f}", va="center", fontsize=8)
+            ax_bar.text(v, yy, f" {v:.1f}", va="center", fontsize=plots.NOTE)
         ax_bar.set_yticks(y, names)
         ax_bar.invert_yaxis()
         ax_bar.set_xlim(0, max(mean) * 1.25)
         ax_bar.set_xlabel("mean throughput (micro-batches / s)")
-        ax_bar.set_title("whole trace (model)", loc="left")
+        ax_bar.set_title("whole trace (model)")
         ax_bar.grid(axis="y", visible=False)
     return fig
 

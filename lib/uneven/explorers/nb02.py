@@ -178,6 +178,7 @@ _Y_SHARE = 1.6  # fixed ranges: the background never changes, so updates blit
 _Y_SPEEDUP = (0.25, 32.0)
 
 
+@plots.recipe
 def draw_bytescale(fig, state: ByteScaleState, **_):
     """Left: every rank's busy time, busiest first, and each scheme's step time (dashed), as a
     share of the static mesh's step. Right: each scheme's throughput over the static mesh's (log).
@@ -203,7 +204,7 @@ def draw_bytescale(fig, state: ByteScaleState, **_):
         ax_b.set_ylim(0, _Y_SHARE)
         ax_b.set_xlabel("ranks, busiest first (fraction of the pool)")
         ax_b.set_ylabel("time / static mesh's step")
-        ax_b.set_title("busy time per rank (solid), step (dashed)", loc="left")
+        ax_b.set_title("busy time per rank (solid), step (dashed)")
         bars = ax_s.bar(range(3), [1, 1, 1], bottom=_Y_SPEEDUP[0],
                         color=[plots.color(n) for n in names], width=0.6)
         ax_s.set_yscale("log")
@@ -211,15 +212,16 @@ def draw_bytescale(fig, state: ByteScaleState, **_):
         ticks = [0.25, 0.5, 1, 2, 4, 8, 16, 32]
         ax_s.set_yticks(ticks, [f"{t:g}×" for t in ticks])
         ax_s.minorticks_off()
-        ax_s.axhline(1.0, color=plots.COLORS["ink"], lw=0.7)
+        ax_s.axhline(1.0, color=plots.color("ink"), lw=0.7)
         ax_s.set_xticks(range(3), ["static\nmesh", "naive\nHDP", "balanced\nHDP"])
         ax_s.set_ylabel("throughput / static mesh")
-        ax_s.set_title("speed-up (model)", loc="left")
+        ax_s.set_title("speed-up (model)")
         ax_s.grid(axis="x", visible=False)
-        labels = [ax_s.text(k, 1, "", ha="center", va="bottom", fontsize=8) for k in range(3)]
+        labels = [ax_s.text(k, 1, "", ha="center", va="bottom", fontsize=plots.NOTE)
+                  for k in range(3)]
         fig.legend(handles=lines, loc="upper left", bbox_to_anchor=(0.07, 0.855), ncol=3,
-                   fontsize=8.5, frameon=False)
-        title = fig.suptitle("", fontsize=9, x=0.02, ha="left", y=0.995, va="top")
+                   fontsize=plots.LEGEND, frameon=False)
+        title = fig.suptitle("", fontsize=plots.PANEL, x=0.02, ha="left", y=0.995, va="top")
         return {"lines": lines, "steps": steps, "bars": bars, "labels": labels, "title": title,
                 "dynamic": [*lines, *steps, *bars, *labels, title]}
 
@@ -309,6 +311,7 @@ def _field(name, value, key):
     return value[key]
 
 
+@plots.recipe
 def length_figure(labels, sample_share, token_share, cdf: dict, facts: dict):
     """Left: share of samples and of tokens per length bucket (``labels``). Right: cumulative
     share of samples and of tokens in sequences up to a length (``cdf``: ``{"length": x,
@@ -337,27 +340,27 @@ def length_figure(labels, sample_share, token_share, cdf: dict, facts: dict):
     fig, (ax, ax2) = plots.figure(11.5, 3.9, ncols=2, width_ratios=(1.35, 1.0))
     x = np.arange(len(labels))
     with plots.style():
-        ax.bar(x - 0.2, 100 * np.asarray(sample_share), 0.4, color=plots.COLORS["sky"],
+        ax.bar(x - 0.2, 100 * np.asarray(sample_share), 0.4, color=plots.color("sky"),
                label="share of samples")
-        ax.bar(x + 0.2, 100 * np.asarray(token_share), 0.4, color=plots.COLORS["blue"],
+        ax.bar(x + 0.2, 100 * np.asarray(token_share), 0.4, color=plots.color("blue"),
                label="share of tokens")
         ax.set_yscale("log")
         ax.set_ylim(0.005, 100)
         ax.set_xticks(x, labels, rotation=45, ha="right")
         ax.set_xlabel("sequence length bucket (tokens, lower edge)")
         ax.set_ylabel("share (%, log scale)")
-        ax.set_title("one 32M-token Byted-like batch (model)", loc="left")
+        ax.set_title("one 32M-token Byted-like batch (model)")
         ax.grid(axis="x", visible=False)
         plots.legend(ax, "inside", loc="upper center", ncol=2)
-        ax2.plot(cdf["length"], 100 * cdf["samples"], color=plots.COLORS["sky"],
+        ax2.plot(cdf["length"], 100 * cdf["samples"], color=plots.color("sky"),
                  drawstyle="steps-post", label="samples ≤ length (model)")
-        ax2.plot(cdf["length"], 100 * cdf["tokens"], color=plots.COLORS["blue"],
+        ax2.plot(cdf["length"], 100 * cdf["tokens"], color=plots.color("blue"),
                  drawstyle="steps-post", label="tokens in samples ≤ length (model)")
         for k, (label, (fx, fy)) in enumerate(facts.items()):
             ax2.plot([fx], [100 * fy], "s", color=plots.color("paper"), ms=5,
                      label="Byted facts [paper, Fig. 4]" if k == 0 else None)
             ax2.annotate(label, (fx, 100 * fy), xytext=(6, -12 if k else 4),
-                         textcoords="offset points", fontsize=7.5)
+                         textcoords="offset points", fontsize=plots.SMALL)
         ax2.set_xscale("log", base=2)
         ticks = [256, 1024, 4096, 16384, 65536, 262144, 2**21]
         ax2.set_xticks(ticks, ["256", "1K", "4K", "16K", "64K", "256K", "2M"])
@@ -365,11 +368,12 @@ def length_figure(labels, sample_share, token_share, cdf: dict, facts: dict):
         ax2.set_ylim(0, 101)
         ax2.set_xlabel("sequence length (tokens)")
         ax2.set_ylabel("cumulative share (%)")
-        ax2.set_title("few long samples, many of the tokens", loc="left")
+        ax2.set_title("few long samples, many of the tokens")
         plots.legend(ax2, "below", ncol=2)
     return fig
 
 
+@plots.recipe
 def cost_figure(cost, mlp_only, fig6a: dict, pack_times, *, pack_tokens: int):
     """Left: per-layer attention and MLP time against length: ``cost`` (MLP + projections) and
     ``mlp_only`` (the MLP alone) as lines, ByteScale's Fig. 6a readings (``fig6a``) as markers.
@@ -404,19 +408,19 @@ def cost_figure(cost, mlp_only, fig6a: dict, pack_times, *, pack_tokens: int):
     fig, (ax, ax2) = plots.figure(11.5, 3.7, ncols=2)
     s = np.geomspace(2048, 2**18, 120)
     with plots.style():
-        ax.plot(s, cost.attention(s) * 1e3, color=plots.COLORS["red"],
+        ax.plot(s, cost.attention(s) * 1e3, color=plots.color("red"),
                 label="attention, fit α s² + β s (model)")
         mlp_rate = mlp_only.beta_linear
-        ax.plot(s, mlp_rate * s * 1e3, color=plots.COLORS["green"], label="MLP, fit (model)")
-        ax.plot(s, cost.linear(s) * 1e3, color=plots.COLORS["green"], ls="--",
+        ax.plot(s, mlp_rate * s * 1e3, color=plots.color("green"), label="MLP, fit (model)")
+        ax.plot(s, cost.linear(s) * 1e3, color=plots.color("green"), ls="--",
                 label="MLP + projections (model)")
-        ax.plot(pts, fig6a["attention_ms"], "o", color=plots.COLORS["red"], mfc="white",
+        ax.plot(pts, fig6a["attention_ms"], "o", color=plots.color("red"), mfc="white",
                 label="attention [fig-OCR, Fig. 6a]")
-        ax.plot(pts, fig6a["mlp_ms"], "s", color=plots.COLORS["green"], mfc="white",
+        ax.plot(pts, fig6a["mlp_ms"], "s", color=plots.color("green"), mfc="white",
                 label="MLP [fig-OCR, Fig. 6a]")
-        ax.axvline(cross, color=plots.COLORS["grey"], lw=0.8, ls=":")
+        ax.axvline(cross, color=plots.color("grey"), lw=0.8, ls=":")
         ax.annotate(f"equal at {cross / 1024:.1f}K", (cross, 0.4), xytext=(4, 0),
-                    textcoords="offset points", fontsize=7.5, color=plots.COLORS["grey"])
+                    textcoords="offset points", fontsize=plots.SMALL, color=plots.color("grey"))
         ax.set_xscale("log", base=2)
         ax.set_yscale("log")
         ticks = [2**k for k in range(11, 19)]
@@ -424,23 +428,23 @@ def cost_figure(cost, mlp_only, fig6a: dict, pack_times, *, pack_tokens: int):
         ax.minorticks_off()
         ax.set_xlabel("sequence length (tokens)")
         ax.set_ylabel("one layer, forward (ms)")
-        ax.set_title("attention grows as s², the rest as s", loc="left")
+        ax.set_title("attention grows as s², the rest as s")
         plots.legend(ax, "inside")
         t = np.sort(np.asarray(pack_times))[::-1] * 1e3
-        ax2.bar(np.arange(t.size), t, width=1.0, color=plots.COLORS["blue"], lw=0)
-        ax2.axhline(np.median(t), color=plots.COLORS["ink"], lw=0.8, ls="--")
+        ax2.bar(np.arange(t.size), t, width=1.0, color=plots.color("blue"), lw=0)
+        ax2.axhline(np.median(t), color=plots.color("ink"), lw=0.8, ls="--")
         ax2.annotate(f"median {np.median(t):.1f} ms", (t.size * 0.6, np.median(t)),
-                     xytext=(0, 4), textcoords="offset points", fontsize=7.5)
+                     xytext=(0, 4), textcoords="offset points", fontsize=plots.SMALL)
         ax2.set_xlim(-0.5, t.size - 0.5)
         ax2.set_ylim(0, t.max() * 1.12)
         ax2.set_xlabel(f"{_k(pack_tokens)}-token micro-batches, most expensive first")
         ax2.set_ylabel("one layer, forward (ms)")
-        ax2.set_title(f"equal tokens, up to {t.max() / t.min():.1f}× apart in time (model)",
-                      loc="left")
+        ax2.set_title(f"equal tokens, up to {t.max() / t.min():.1f}× apart in time (model)")
         ax2.grid(axis="x", visible=False)
     return fig
 
 
+@plots.recipe
 def ring_figure(pairs: dict, chunk_tokens, step_compute, step_comm: dict, thresholds: dict):
     """Left: causal query-key pairs per rank, contiguous vs zig-zag chunks (``pairs``: ``{scheme:
     array}``). Right: one ring step's compute and KV transfer (s) against the tokens each rank
@@ -475,29 +479,29 @@ def ring_figure(pairs: dict, chunk_tokens, step_compute, step_comm: dict, thresh
                and t <= _MAX_TOKENS, lo=0, hi=3)
     fig, (ax, ax2) = plots.figure(11.5, 3.6, ncols=2, width_ratios=(1.0, 1.3))
     x = np.arange(n)
-    shades = {"contiguous": plots.COLORS["grey"], "zigzag": plots.COLORS["green"]}
+    shades = {"contiguous": plots.color("grey"), "zigzag": plots.color("green")}
     with plots.style():
         for k, (name, v) in enumerate(pairs.items()):
             ax.bar(x + (k - 0.5) * 0.38, v / v.mean(), 0.38, color=shades.get(name),
                    label=f"{name} chunks")
-        ax.axhline(1.0, color=plots.COLORS["ink"], lw=0.7, ls=":")
+        ax.axhline(1.0, color=plots.color("ink"), lw=0.7, ls=":")
         ax.set_xticks(x)
         ax.set_xlabel("rank in the ring")
         ax.set_ylabel("causal work / mean")
-        ax.set_title(f"causal attention work, ring of {n}", loc="left")
+        ax.set_title(f"causal attention work, ring of {n}")
         ax.grid(axis="x", visible=False)
         plots.legend(ax, "inside")
         ax2.plot(c, step_compute * 1e3, color=plots.color("compute"), lw=1.8,
                  label="attention compute of one step")
         styles = ("-", "--", ":")
         for (label, v), ls in zip(step_comm.items(), styles, strict=False):
-            ax2.plot(c, v * 1e3, color=plots.COLORS["purple"], ls=ls,
+            ax2.plot(c, v * 1e3, color=plots.color("purple"), ls=ls,
                      label=f"KV transfer, {label}")
         for k, th in enumerate(thresholds.values()):
-            ax2.axvline(th, color=plots.COLORS["grey"], lw=0.8, ls=styles[k % 3])
+            ax2.axvline(th, color=plots.color("grey"), lw=0.8, ls=styles[k % 3])
             ax2.annotate(f"{th / 1024:.1f}K", (th, 1.0), xycoords=("data", "axes fraction"),
-                         xytext=(3, -12 - 11 * k), textcoords="offset points", fontsize=7.5,
-                         color=plots.COLORS["grey"])
+                         xytext=(3, -12 - 11 * k), textcoords="offset points", fontsize=plots.SMALL,
+                         color=plots.color("grey"))
         ax2.set_xscale("log", base=2)
         ax2.set_yscale("log")
         ticks = [2**k for k in range(10, 18)]
@@ -505,11 +509,12 @@ def ring_figure(pairs: dict, chunk_tokens, step_compute, step_comm: dict, thresh
         ax2.minorticks_off()
         ax2.set_xlabel("tokens each rank holds (c)")
         ax2.set_ylabel("one ring step, one layer (ms)")
-        ax2.set_title("a step hides its transfer right of the line (model)", loc="left")
+        ax2.set_title("a step hides its transfer right of the line (model)")
         plots.legend(ax2, "right")
     return fig
 
 
+@plots.recipe
 def timeline_figure(steps: dict):
     """One row per scheme: every rank's timeline and, right, every rank's busy time sorted.
 
@@ -532,8 +537,8 @@ def timeline_figure(steps: dict):
                              f"ops, {st.busy.size:,} ranks")
     names = list(steps)
     fig = plots.NotebookFigure(figsize=(11.5, 2.3 * len(names) + 0.6), layout="constrained")
-    cols = {"ring": plots.COLORS["purple"], "exposed": plots.COLORS["orange"],
-            "pack": plots.COLORS["blue"]}
+    cols = {"ring": plots.color("purple"), "exposed": plots.color("orange"),
+            "pack": plots.color("blue")}
     tmax = max(max(s.step_time for s in steps.values()), 1e-12)
 
     def boxes(y, x0, x1):
@@ -566,37 +571,38 @@ def timeline_figure(steps: dict):
                                              facecolors=cols["exposed"], edgecolors="none"))
             ax.add_collection(PolyCollection(boxes(y[~ring], st.start[~ring], st.finish[~ring]),
                                              facecolors=cols["pack"], edgecolors="none"))
-            ax.axvline(st.compute_time, color=plots.COLORS["ink"], lw=1.0, ls="--")
+            ax.axvline(st.compute_time, color=plots.color("ink"), lw=1.0, ls="--")
             ax.set_ylim(R - 0.5, -0.5)
             ax.set_xlim(0, tmax * 1.02)
             ax.set_ylabel("rank")
             ax.grid(False)
-            ax.set_title(f"{name}: step {st.step_time:.1f} s (model)", loc="left")
+            ax.set_title(f"{name}: step {st.step_time:.1f} s (model)")
             if row == len(names) - 1:
                 ax.set_xlabel("time in the step (s)")
             axb = fig.add_subplot(grid[row, 1])
             busy = np.sort(st.busy)[::-1]
             axb.fill_between(np.arange(busy.size), busy, step="post",
                              color=plots.color(name), lw=0)
-            axb.axhline(st.compute_time, color=plots.COLORS["ink"], lw=1.0, ls="--")
+            axb.axhline(st.compute_time, color=plots.color("ink"), lw=1.0, ls="--")
             axb.set_xlim(0, busy.size)
             axb.set_ylim(0, tmax * 1.02)
             axb.set_ylabel("busy (s)")
             ratio = f"{busy.max() / busy.min():.1f}×" if busy.min() > 0 else "idle ranks"
-            axb.set_title(f"busy {busy.min():.1f}–{busy.max():.1f} s ({ratio})", loc="left")
+            axb.set_title(f"busy {busy.min():.1f}–{busy.max():.1f} s ({ratio})")
             if row == len(names) - 1:
                 axb.set_xlabel("ranks, busiest first")
         fig.legend(handles=[Patch(color=cols["ring"], label="ring piece: compute"),
                             Patch(color=cols["exposed"], label="ring piece: transfer not hidden"),
                             Patch(color=cols["pack"], label="pack on one rank (no ring)"),
-                            Patch(facecolor="white", edgecolor=plots.COLORS["grey"],
+                            Patch(facecolor="white", edgecolor=plots.color("grey"),
                                   label="idle"),
-                            Line2D([], [], color=plots.COLORS["ink"], ls="--",
+                            Line2D([], [], color=plots.color("ink"), ls="--",
                                    label="last rank done")],
-                   loc="outside lower center", ncol=5, fontsize=8.5)
+                   loc="outside lower center", ncol=5, fontsize=plots.LEGEND)
     return fig
 
 
+@plots.recipe
 def context_figure(contexts, throughput: dict, *, dashed: dict | None = None):
     """Throughput (tokens/s) against the context length for each scheme (``throughput``:
     ``{name: array}``, solid) and optionally a second data mix (``dashed``, same keys).
@@ -639,11 +645,12 @@ def context_figure(contexts, throughput: dict, *, dashed: dict | None = None):
         ax.yaxis.set_minor_locator(NullLocator())
         ax.set_xlabel("context length (tokens; static mesh d_cp = context / 8K)")
         ax.set_ylabel("throughput (M tokens/s, log)")
-        ax.set_title("32M tokens per step on 1,024 GPUs (model)", loc="left")
+        ax.set_title("32M tokens per step on 1,024 GPUs (model)")
         plots.legend(ax, "right")
     return fig
 
 
+@plots.recipe
 def ablation_figure(rungs, paper, models: dict):
     """The ablation ladder: cumulative speed-up over the static mesh after each step (``rungs``:
     labels), the paper's (``paper``, ``None`` where it has none) beside the model's (``models``:
@@ -663,7 +670,7 @@ def ablation_figure(rungs, paper, models: dict):
     x = np.arange(len(rungs))
     k = 1 + len(models)
     wd = 0.8 / k
-    shades = [plots.color("model"), plots.COLORS["sky"], plots.COLORS["grey"]]
+    shades = [plots.color("model"), plots.color("sky"), plots.color("grey")]
     with plots.style():
         vals = [np.nan if v is None else v for v in paper]
         bars = ax.bar(x - 0.4 + wd / 2, vals, wd, color=plots.color("paper"),
@@ -676,14 +683,16 @@ def ablation_figure(rungs, paper, models: dict):
             for rect, val in zip(b, v, strict=True):
                 x_mid = rect.get_x() + rect.get_width() / 2
                 if val is not None and np.isfinite(val):
-                    ax.text(x_mid, val, f"{val:.2f}", ha="center", va="bottom", fontsize=7)
+                    ax.text(x_mid, val, f"{val:.2f}", ha="center", va="bottom",
+                            fontsize=plots.SMALL)
                 else:
-                    ax.text(x_mid, 0.1, "not modelled", ha="center", va="bottom", fontsize=6.5,
-                            rotation=90, color=plots.COLORS["grey"])
-        ax.axhline(1.0, color=plots.COLORS["ink"], lw=0.7)
+                    ax.text(x_mid, 0.1, "not modelled", ha="center", va="bottom",
+                            fontsize=plots.TINY,
+                            rotation=90, color=plots.color("grey"))
+        ax.axhline(1.0, color=plots.color("ink"), lw=0.7)
         ax.set_xticks(x, rungs)
         ax.set_ylabel("speed-up over the static mesh (×)")
-        ax.set_title("the ablation ladder, cumulative", loc="left")
+        ax.set_title("the ablation ladder, cumulative")
         ax.grid(axis="x", visible=False)
         plots.legend(ax, "right")
     return fig

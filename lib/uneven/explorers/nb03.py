@@ -103,6 +103,7 @@ def deepseek_state(ib_gbps: float = 400.0, nvl_ratio: float = 3.2, max_nodes: in
     )
 
 
+@plots.recipe
 def draw_deepseek(fig, state: DeepSeekState, **_):
     """Bars: how long the busiest network-side and NVLink-side links are busy in dispatch and
     combine, as a share of each phase (the taller bar binds). Heatmap: how long each GPU's busier
@@ -121,16 +122,16 @@ def draw_deepseek(fig, state: DeepSeekState, **_):
         if fig.get_layout_engine() is None:
             fig.subplots_adjust(left=0.08, right=0.97, bottom=0.16, top=0.74, wspace=0.3)
         x = np.arange(2)
-        nic = ax_bar.bar(x - 0.18, [0, 0], 0.36, color=plots.COLORS["blue"], label="network side")
-        nvl = ax_bar.bar(x + 0.18, [0, 0], 0.36, color=plots.COLORS["orange"], label="NVLink")
+        nic = ax_bar.bar(x - 0.18, [0, 0], 0.36, color=plots.color("blue"), label="network side")
+        nvl = ax_bar.bar(x + 0.18, [0, 0], 0.36, color=plots.color("orange"), label="NVLink")
         ax_bar.set_xticks(x, ["dispatch", "combine"])
         ax_bar.set_ylabel("busiest link busy / phase time")
         ax_bar.legend(loc="upper center", ncol=2)
-        ax_bar.set_title("which resource binds", loc="left")
+        ax_bar.set_title("which resource binds")
         plots.link_heatmap(ax_map, state.recv, col_label="GPU", unit="B", vmax=1.0,
                            title="receive-side busy share per GPU", colorbar=True)
         ax_map.figure.axes[-1].set_ylabel("share of the phase")
-        title = fig.suptitle("", fontsize=9, x=0.02, ha="left")
+        title = fig.suptitle("", fontsize=plots.PANEL, x=0.02, ha="left")
         image = ax_map.images[0]
         return {"nic": nic, "nvl": nvl, "ax_bar": ax_bar, "ax_map": ax_map, "image": image,
                 "title": title, "dynamic": [*nic, *nvl, image, title]}
@@ -183,6 +184,7 @@ def deepseek_explorer(show: bool = True) -> Explorer:
 # --------------------------------------------------------------------------- figure recipes
 
 
+@plots.recipe
 def bytes_per_token_figure(caps, sweep: dict, limit: float):
     """IB and NVLink copies per token against the node cap M (left), and the NVLink fan-out per
     IB copy against the paper's experts per node (right), for several experts per token.
@@ -201,7 +203,7 @@ def bytes_per_token_figure(caps, sweep: dict, limit: float):
                and len(rows) == caps.size and all(row_ok(r) for r in rows), hi=12)
     limit = check_real("limit", limit, lo=0.0, lo_open=True)
     fig, (ax_ib, ax_fan) = plots.figure(11, 3.9, ncols=2)
-    cmap = matplotlib.colormaps["viridis"]  # k is a number, not a named thing: one hue ramp
+    cmap = matplotlib.colormaps[plots.RAMP]  # k is a number, not a named thing: one hue ramp
     shades = [cmap(0.15 + 0.65 * i / max(len(sweep) - 1, 1)) for i in range(len(sweep))]
     with plots.style():
         for (k, rows), col in zip(sweep.items(), shades, strict=True):
@@ -215,21 +217,22 @@ def bytes_per_token_figure(caps, sweep: dict, limit: float):
                         label=f"experts per node reached, k = {k}")
         ax_ib.set_xlabel("node cap M")
         ax_ib.set_ylabel("copies per token (× 7,392 B in FP8)")
-        ax_ib.set_title("copies per token (model)", loc="left")
+        ax_ib.set_title("copies per token (model)")
         plots.legend(ax_ib, "below", ncol=3)
-        ax_fan.axhline(limit, color=plots.COLORS["red"], lw=1.2, zorder=1)
+        ax_fan.axhline(limit, color=plots.color("red"), lw=1.2, zorder=1)
         ax_fan.annotate(f"NVLink / IB = {limit:g}: above it NVLink binds",
                         xy=(1.0, limit), xycoords=("axes fraction", "data"), xytext=(-4, 6),
                         textcoords="offset points", ha="right", va="bottom",
-                        color=plots.COLORS["red"], fontsize=8,
+                        color=plots.color("red"), fontsize=plots.NOTE,
                         bbox=dict(fc="white", ec="none", alpha=0.85, pad=1))
         ax_fan.set_xlabel("node cap M")
         ax_fan.set_ylabel("copies or experts")
-        ax_fan.set_title("fan-out per node (model)", loc="left")
+        ax_fan.set_title("fan-out per node (model)")
         plots.legend(ax_fan, "below", ncol=2)
     return fig
 
 
+@plots.recipe
 def deepep_figure(rows: list, measured: dict, labels: dict, rows_fwd: list | None = None):
     """Per-GPU bandwidth against EP size, dispatch and combine: the model's DeepEP-style figure,
     the bytes through the NIC, DeepEP's measurements (``measured``: ``{ep: (dispatch,
@@ -264,35 +267,37 @@ def deepep_figure(rows: list, measured: dict, labels: dict, rows_fwd: list | Non
     fig, axes = plots.figure(11, 4.2, ncols=2, sharey=True)
     with plots.style():
         for ax, phase, col in zip(axes, ("dispatch", "combine"), (0, 1), strict=True):
-            ax.axhline(50, color=plots.COLORS["grey"], lw=0.8, zorder=1,
+            ax.axhline(50, color=plots.color("grey"), lw=0.8, zorder=1,
                        label="NIC line rate, 50 GB/s")
             ax.plot(eps, [r[f"{phase}_logical_GBps"] for r in rows], marker="o",
                     color=plots.color("model"), label="DeepEP's definition (model)")
             if rows_fwd is not None:
                 ax.plot(eps, [r[f"{phase}_logical_GBps"] for r in rows_fwd], marker="D",
-                        ms=4, ls=":", color=plots.COLORS["purple"],
+                        ms=4, ls=":", color=plots.color("purple"),
                         label="… with forwarders' local writes (model)")
             ax.plot(eps, [r[f"{phase}_true_GBps"] for r in rows], marker="o", ls="--",
-                    color=plots.COLORS["sky"], label="bytes through the NIC (model)")
+                    color=plots.color("sky"), label="bytes through the NIC (model)")
             tags = "; ".join(f"EP{e} {t}" for e, t in labels.items() if t != "repo")
             ax.plot(eps, [measured[e][col] for e in eps], marker="s", ls="-",
                     color=plots.color("paper"),
                     label=f"DeepEP, H800 + CX7 [repo{'; ' + tags if tags else ''}]")
             for r in rows:
                 ax.annotate(r[f"{phase}_bound"], (r["ep"], r[f"{phase}_logical_GBps"]),
-                            textcoords="offset points", xytext=(0, 8), ha="center", fontsize=7)
+                            textcoords="offset points", xytext=(0, 8), ha="center",
+                            fontsize=plots.SMALL)
             ax.set_xscale("log", base=2)
             ax.set_xlim(12, 160)
             ax.set_xticks(eps, [str(e) for e in eps])
             ax.minorticks_off()
             ax.set_xlabel("EP size (GPUs)")
             ax.set_ylim(0, 85)
-            ax.set_title(f"{phase}, 4,096 tokens per GPU", loc="left")
+            ax.set_title(f"{phase}, 4,096 tokens per GPU")
         axes[0].set_ylabel("bandwidth per GPU (GB/s)")
         plots.legend(axes[1], "right")
     return fig
 
 
+@plots.recipe
 def planes_figure(times: dict, sizes, curve: dict, *, deployed: int = 2048):
     """Left: all-to-all time on each fabric (``times``: ``{label: seconds}``, labels starting
     with 'MPFT' or 'MRFT'). Right: network cost per endpoint of what is built at each size
@@ -319,12 +324,13 @@ def planes_figure(times: dict, sizes, curve: dict, *, deployed: int = 2048):
         ax_t.barh(range(len(labels)), [times[lab] * 1e3 for lab in labels],
                   color=[plots.color(k) for k in keys])
         for y, lab in enumerate(labels):
-            ax_t.text(times[lab] * 1e3, y, f" {times[lab] * 1e3:.2f}", va="center", fontsize=8)
+            ax_t.text(times[lab] * 1e3, y, f" {times[lab] * 1e3:.2f}", va="center",
+                      fontsize=plots.NOTE)
         ax_t.set_yticks(range(len(labels)), labels)
         ax_t.invert_yaxis()
         ax_t.set_xlim(0, max(times.values()) * 1e3 * 1.25)
         ax_t.set_xlabel("all-to-all, 256 GPUs, 1 MB per pair (ms, model)")
-        ax_t.set_title("speed: parity with PXN (spines 2:1)", loc="left")
+        ax_t.set_title("speed: parity with PXN (spines 2:1)")
         ax_t.grid(axis="y", visible=False)
         sizes = np.asarray(sizes)
         ax_c.plot(sizes, curve["single plane"] / 1e3, "o-", color=plots.color("FT3"),
@@ -335,7 +341,7 @@ def planes_figure(times: dict, sizes, curve: dict, *, deployed: int = 2048):
         last = sizes[~np.isnan(curve["MPFT"])].max()
         ax_c.annotate(f"MPFT's two layers reach {last:,} GPUs\n(theoretical [paper]; about "
                       f"{deployed:,} deployed)", (last, top / 1e3), xytext=(0, -34),
-                      textcoords="offset points", ha="center", fontsize=7.5,
+                      textcoords="offset points", ha="center", fontsize=plots.SMALL,
                       arrowprops=dict(arrowstyle="->", lw=0.6))
         ax_c.set_ylim(3.0, 8.5)
         ax_c.set_xscale("log", base=2)
@@ -343,11 +349,12 @@ def planes_figure(times: dict, sizes, curve: dict, *, deployed: int = 2048):
         ax_c.minorticks_off()
         ax_c.set_xlabel("GPUs (endpoints)")
         ax_c.set_ylabel("network cost per endpoint (k$)")
-        ax_c.set_title("cost of what is built, radix-64 switches [derived]", loc="left")
+        ax_c.set_title("cost of what is built, radix-64 switches [derived]")
         plots.legend(ax_c, "inside")
     return fig
 
 
+@plots.recipe
 def tpot_figure(bws, tpot, tpot_lat, points: dict, *, latency_us: float):
     """Decode TPOT lower bound (s) against the EP bandwidth per GPU (GB/s), bandwidth only and
     with a latency per exchange; ``points``: ``{GB/s: ms}`` the paper's own numbers."""
@@ -367,7 +374,7 @@ def tpot_figure(bws, tpot, tpot_lat, points: dict, *, latency_us: float):
         ax.set_xlabel("bandwidth per GPU for EP traffic (GB/s; 900 = a scale-up fabric)")
         ax.set_ylabel("time per output token (ms)")
         ax.set_yscale("log")
-        ax.set_title("decode: EP communication's lower bound on TPOT", loc="left")
+        ax.set_title("decode: EP communication's lower bound on TPOT")
         plots.legend(ax, "inside", loc="upper right")
     return fig
 

@@ -35,9 +35,8 @@ BENCH_CONTROL = ("h_ffn", (2048, 4096, 8192, 12288, 14336))
 
 #: Display names of the layer strategies.
 STRATEGY_LABELS = {"tp_tp": "TP+TP", "sp_ep": "SP+EP", "sp_agrs": "SP + EP by AG/RS"}
-# Colours of the two layouts (not yet in plots.PALETTE; named here until they are).
-_STRATEGY_COLORS = {"tp_tp": plots.color("TP+TP"), "sp_ep": plots.color("SP+EP"),
-                    "sp_agrs": plots.color("SP + EP by AG/RS")}
+# Each strategy's colour: the palette's colour of its display name.
+_STRATEGY_COLORS = {key: plots.color(label) for key, label in STRATEGY_LABELS.items()}
 _ROWS = ("SMs", "NVLink", "NIC")
 #: Largest time (s) a figure recipe draws: far beyond any layer, and far inside what the
 #: plotting transforms handle without overflow.
@@ -132,6 +131,7 @@ def megascale_state(strategy: str = "sp_ep", inter_op: bool = True, intra_op: bo
                    volume=vol, strategy=strategy, n=n, notes=tuple(notes))
 
 
+@plots.recipe
 def draw_megascale(fig, state: MegaScaleState, **_):
     """Gantt of the layer on one GPU (SMs, NVLink port, NIC) and bars of the layer time against
     the TP+TP baseline and the compute alone. Returns the layout key.
@@ -161,19 +161,20 @@ def draw_megascale(fig, state: MegaScaleState, **_):
             coll.set_label(name)
         ax.set_xlabel("time, as a share of the TP+TP layer (model)")
         ax.legend(handles=live.collections, loc="lower left", bbox_to_anchor=(0.0, 1.0),
-                  ncol=5, fontsize=7.5, borderaxespad=0.2)
+                  ncol=5, fontsize=plots.SMALL, borderaxespad=0.2)
         bars = ax_bar.bar([0, 1, 2], [0, 0, 0], 0.65,
-                          color=[_STRATEGY_COLORS["tp_tp"], plots.COLORS["blue"],
+                          color=[_STRATEGY_COLORS["tp_tp"], plots.color("blue"),
                                  plots.color("compute")])
         ax_bar.set_xticks([0, 1, 2], ["TP+TP\nno overlap", "this\nsetting", "compute\nonly"],
-                          fontsize=7.5)
+                          fontsize=plots.SMALL)
         ax_bar.set_ylabel("layer time / TP+TP layer")
-        labels = [ax_bar.text(i, 0, "", ha="center", va="bottom", fontsize=7.5)
+        labels = [ax_bar.text(i, 0, "", ha="center", va="bottom", fontsize=plots.SMALL)
                   for i in range(3)]
         # The setting changes rarely: it is drawn into the background (and is part of the layout
         # key); only the numbers below it are redrawn on every update.
-        setting = fig.text(0.01, 0.99, "", fontsize=8.5, ha="left", va="top", weight="bold")
-        title = fig.text(0.01, 0.925, "", fontsize=8.5, ha="left", va="top")
+        setting = fig.text(0.01, 0.99, "", fontsize=plots.LEGEND, ha="left", va="top",
+                           weight="bold")
+        title = fig.text(0.01, 0.925, "", fontsize=plots.LEGEND, ha="left", va="top")
         return {"ax": ax, "live": live, "ax_bar": ax_bar, "bars": bars, "labels": labels,
                 "setting": setting, "title": title,
                 "dynamic": [*live.collections, *bars, *labels, title]}
@@ -255,6 +256,7 @@ def _curve_ok(ys, size, lo=None) -> bool:
     return arr.size == size
 
 
+@plots.recipe
 def volume_figure(k_values, ffn_mb: dict, ffn_ms: dict, m_values, attn_mb: dict, *, n: int,
                   crossover: float):
     """Left: FFN bytes per GPU per layer against k (``ffn_mb``: ``{label: MB per k}``). Middle:
@@ -300,20 +302,21 @@ def volume_figure(k_values, ffn_mb: dict, ffn_ms: dict, m_values, attn_mb: dict,
             for label, ys in data.items():
                 col, ls = style_of(label)
                 ax.plot(k_values, ys, color=col, ls=ls, marker="o", ms=3.5, label=label)
-            ax.axvline(n, color=plots.COLORS["grey"], lw=0.8, ls=":")
+            ax.axvline(n, color=plots.color("grey"), lw=0.8, ls=":")
             ax.set_xlabel(f"experts per token k (n = {n} GPUs)")
             ax.set_xticks(k_values)
         ax_v.set_ylabel("FFN bytes sent per GPU per layer (MB)")
-        ax_v.set_title("FFN volume: EP grows with k/n", loc="left")
-        ax_v.annotate("k = n", (n, 0), xytext=(3, 4), textcoords="offset points", fontsize=8,
-                      xycoords=("data", "axes fraction"), color=plots.COLORS["grey"])
-        ax_t.axvline(crossover, color=plots.COLORS["red"], lw=1.0)
+        ax_v.set_title("FFN volume: EP grows with k/n")
+        ax_v.annotate("k = n", (n, 0), xytext=(3, 4), textcoords="offset points",
+                      fontsize=plots.NOTE,
+                      xycoords=("data", "axes fraction"), color=plots.color("grey"))
+        ax_t.axvline(crossover, color=plots.color("red"), lw=1.0)
         ax_t.annotate(f"crossover k = {crossover:g}", (crossover, 1.0),
                       xycoords=("data", "axes fraction"), xytext=(-4, -12),
-                      textcoords="offset points", ha="right", fontsize=8,
-                      color=plots.COLORS["red"])
+                      textcoords="offset points", ha="right", fontsize=plots.NOTE,
+                      color=plots.color("red"))
         ax_t.set_ylabel("FFN communication time (ms, model)")
-        ax_t.set_title("time: rings are faster per byte", loc="left")
+        ax_t.set_title("time: rings are faster per byte")
         for label, ys in attn_mb.items():
             col, ls = style_of(label)
             ax_a.plot(m_values, ys, color=col, ls=ls, marker="s", ms=3.5, label=label)
@@ -322,7 +325,7 @@ def volume_figure(k_values, ffn_mb: dict, ffn_ms: dict, m_values, attn_mb: dict,
         ax_a.minorticks_off()
         ax_a.set_xlabel(f"query heads per KV head m (n = {n})")
         ax_a.set_ylabel("attention bytes sent per GPU per layer (MB)")
-        ax_a.set_title("attention: SP ≈ (1 + 1/m)/n of TP", loc="left")
+        ax_a.set_title("attention: SP ≈ (1 + 1/m)/n of TP")
         ax_a.set_ylim(0, None)
         ax_v.set_ylim(0, None)
         ax_t.set_ylim(0, None)
@@ -332,6 +335,7 @@ def volume_figure(k_values, ffn_mb: dict, ffn_ms: dict, m_values, attn_mb: dict,
     return fig
 
 
+@plots.recipe
 def tile_figure(runs: dict, *, unit: str = "us"):
     """Gantt of fused GEMM + all-to-all runs (``runs``: ``{label: TileOverlap or (G, C,
     direction)}``): two rows per run (SMs, link); a ``(G, C, direction)`` tuple draws the
@@ -380,11 +384,11 @@ def tile_figure(runs: dict, *, unit: str = "us"):
                             edgecolor="white", lw=0.3)
                 end = r.fused_time
             ax.text(end * scale, y + 0.5, f"  {end * scale:,.0f} {sym}", va="center",
-                    fontsize=8)
+                    fontsize=plots.NOTE)
             tick_pos += [y, y + 1]
             tick_lab += [f"{label} · SMs", "link"]
             y += 2.6
-        ax.set_yticks(tick_pos, tick_lab, fontsize=8)
+        ax.set_yticks(tick_pos, tick_lab, fontsize=plots.NOTE)
         ax.set_ylim(y - 0.5, -0.6)
         ax.set_xlabel(f"time ({sym}, model)")
         ax.grid(axis="y", visible=False)
@@ -394,11 +398,11 @@ def tile_figure(runs: dict, *, unit: str = "us"):
         longest = max(max((r[0] + r[1]) if isinstance(r, tuple) else
                           max(r.sequential_time, r.fused_time) for r in runs.values()), 1e-12)
         ax.set_xlim(0, longest * scale * 1.15)
-        ax.set_title("one GEMM and its all-to-all, unfused and fused at tile level (model)",
-                     loc="left")
+        ax.set_title("one GEMM and its all-to-all, unfused and fused at tile level (model)")
     return fig
 
 
+@plots.recipe
 def layer_figure(timelines: dict):
     """One Gantt panel per layer timeline (``{label: LayerTimeline}``): SMs, NVLink, NIC rows,
     op kinds coloured (forward, input gradient, weight gradient, NVLink transfer, NIC send).
@@ -432,20 +436,21 @@ def layer_figure(timelines: dict):
         for patch in ax.patches:  # hundreds of thin tiles: white edges would hide them
             patch.set_linewidth(0.15 if t.intra_op else 0.4)
         with plots.style():
-            ax.axvline(t.forward_time * 1e3, color=plots.COLORS["ink"], lw=0.8, ls=":")
+            ax.axvline(t.forward_time * 1e3, color=plots.color("ink"), lw=0.8, ls=":")
             if i < n - 1:
                 ax.set_xlabel("")
     with plots.style():
         from matplotlib.lines import Line2D
         from matplotlib.patches import Patch
         handles = [Patch(color=plots.KIND_COLORS[k], label=names[k]) for k in LAYER_KINDS]
-        handles.append(Line2D([], [], color=plots.COLORS["ink"], lw=0.8, ls=":",
+        handles.append(Line2D([], [], color=plots.color("ink"), lw=0.8, ls=":",
                               label="end of the forward pass"))
         axes[0].legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0),
-                       fontsize=8)
+                       fontsize=plots.NOTE)
     return fig
 
 
+@plots.recipe
 def ablation_figure(rows: list, paper: dict, *, one_node: tuple | None = None):
     """Left: the ablation as a waterfall of layer times (``rows`` from
     :func:`uneven.schedulers.moe_layer.ablation`). Right: speedup per step, model (per layer)
@@ -492,19 +497,19 @@ def ablation_figure(rows: list, paper: dict, *, one_node: tuple | None = None):
                 ax_w.bar(i, t, 0.6, color=_STRATEGY_COLORS["tp_tp"])
             else:
                 ax_w.bar(i, t, 0.6, color=_STRATEGY_COLORS["sp_ep"], alpha=0.35)
-                ax_w.bar(i, prev - t, 0.6, bottom=t, color=plots.COLORS["green"],
+                ax_w.bar(i, prev - t, 0.6, bottom=t, color=plots.color("green"),
                          hatch="//", edgecolor="white")
                 ax_w.text(i, prev + 0.05, f"−{prev - t:.2f}", ha="center", va="bottom",
-                          fontsize=8)
-            ax_w.text(i, t / 2, f"{t:.2f} ms", ha="center", va="center", fontsize=8,
-                      color="white" if i == 0 else plots.COLORS["ink"])
+                          fontsize=plots.NOTE)
+            ax_w.text(i, t / 2, f"{t:.2f} ms", ha="center", va="center", fontsize=plots.NOTE,
+                      color="white" if i == 0 else plots.color("ink"))
             prev = t
-        ax_w.set_xticks(x, labels, fontsize=7.5)
+        ax_w.set_xticks(x, labels, fontsize=plots.SMALL)
         ax_w.set_ylabel("one layer, forward + backward (ms, model)")
-        ax_w.set_title("where the time goes: the ablation as a waterfall (model)", loc="left")
+        ax_w.set_title("where the time goes: the ablation as a waterfall (model)")
         ax_w.set_ylim(0, times[0] * 1.15)
         from matplotlib.patches import Patch
-        ax_w.legend(handles=[Patch(facecolor=plots.COLORS["green"], hatch="//",
+        ax_w.legend(handles=[Patch(facecolor=plots.color("green"), hatch="//",
                                    edgecolor="white", label="time the step saves")],
                     loc="upper right")
         ax_w.grid(axis="x", visible=False)
@@ -513,24 +518,25 @@ def ablation_figure(rows: list, paper: dict, *, one_node: tuple | None = None):
         ax_s.plot(x, [paper[r["label"]] for r in rows], "s--", color=plots.color("paper"),
                   label="paper, end to end, 240 H800 [paper]")
         if one_node is not None:
-            ax_s.fill_between([0.8, 1.2], one_node[0], one_node[1], color=plots.COLORS["sky"],
+            ax_s.fill_between([0.8, 1.2], one_node[0], one_node[1], color=plots.color("sky"),
                               alpha=0.3, lw=0,
                               label="paper: SP+EP MFU gain on one node [paper]")
         for xi, (a, b) in enumerate(zip(model, [paper[r["label"]] for r in rows],
                                         strict=True)):
             ax_s.annotate(f"{a:.2f}", (xi, a), xytext=(0, 6), textcoords="offset points",
-                          ha="center", fontsize=7.5, color=plots.color("model"))
+                          ha="center", fontsize=plots.SMALL, color=plots.color("model"))
             ax_s.annotate(f"{b:.2f}", (xi, b), xytext=(0, -12), textcoords="offset points",
-                          ha="center", fontsize=7.5)
+                          ha="center", fontsize=plots.SMALL)
         short = ["baseline", "+ SP+EP", "+ inter-op", "+ intra-op"][: len(rows)]
-        ax_s.set_xticks(x, short, fontsize=8)
+        ax_s.set_xticks(x, short, fontsize=plots.NOTE)
         ax_s.set_ylabel("speedup over the baseline")
         ax_s.set_ylim(0.9, max(model) * 1.12)
-        ax_s.set_title("speedup per step", loc="left")
+        ax_s.set_title("speedup per step")
         plots.legend(ax_s, "below", ncol=1)
     return fig
 
 
+@plots.recipe
 def hiding_figure(h_ffn, curves: dict, marks: dict, points: dict | None = None):
     """R against h_ffn (log-log): ``curves`` ``{(link, precision): R array}`` with link 'NVLink'
     or 'NIC' (colour) and precision 'BF16' or 'FP8' (line style); ``marks`` ``{model: h_ffn}``
@@ -579,28 +585,28 @@ def hiding_figure(h_ffn, curves: dict, marks: dict, points: dict | None = None):
         for (link, prec), r in curves.items():
             ax.plot(h_ffn, r, color=plots.color(link), ls=styles[prec],
                     label=f"{link}, {prec} GEMMs")
-        ax.axhline(1.0, color=plots.COLORS["red"], lw=1.0)
+        ax.axhline(1.0, color=plots.color("red"), lw=1.0)
         ax.annotate("R = 1: below it the all-to-all\noutlasts the expert GEMM", (h_ffn[-1], 1.0),
                     xytext=(-2, -4), textcoords="offset points", ha="right", va="top",
-                    fontsize=8, color=plots.COLORS["red"])
+                    fontsize=plots.NOTE, color=plots.color("red"))
         for name, hf in marks.items():
-            ax.axvline(hf, color=plots.COLORS["grey"], lw=0.8, ls=":")
+            ax.axvline(hf, color=plots.color("grey"), lw=0.8, ls=":")
             ax.annotate(f"{name}\nh_ffn = {hf:,}", (hf, 1.0), xycoords=("data", "axes fraction"),
                         xytext=(-3, -4), textcoords="offset points", ha="right", va="top",
-                        fontsize=7.5)
+                        fontsize=plots.SMALL)
         for label, spec in (points or {}).items():
             hf, r = spec[0], spec[1]
-            ax.plot([hf], [r], marker="D", color=plots.COLORS["purple"], ls="none", ms=6,
+            ax.plot([hf], [r], marker="D", color=plots.color("purple"), ls="none", ms=6,
                     label=label, zorder=4)
             if len(spec) < 4:
                 continue
             r_from, note = spec[2], spec[3]
             ax.annotate("", (hf, r * 0.92), xytext=(hf, r_from * 1.04),
-                        arrowprops={"arrowstyle": "-|>", "color": plots.COLORS["purple"],
+                        arrowprops={"arrowstyle": "-|>", "color": plots.color("purple"),
                                     "lw": 1.2, "shrinkA": 0, "shrinkB": 0})
             ax.annotate(note, (hf, r), xytext=(-10, 52), textcoords="offset points",
-                        ha="right", va="bottom", fontsize=7.5, color=plots.COLORS["purple"],
-                        arrowprops={"arrowstyle": "-", "color": plots.COLORS["purple"],
+                        ha="right", va="bottom", fontsize=plots.SMALL, color=plots.color("purple"),
+                        arrowprops={"arrowstyle": "-", "color": plots.color("purple"),
                                     "lw": 0.8, "shrinkA": 1, "shrinkB": 4})
         ax.set_xscale("log", base=2)
         ax.set_yscale("log")
@@ -610,7 +616,6 @@ def hiding_figure(h_ffn, curves: dict, marks: dict, points: dict | None = None):
         ax.minorticks_off()
         ax.set_xlabel("expert intermediate size h_ffn")
         ax.set_ylabel("R = expert compute / all-to-all time")
-        ax.set_title("the hiding ratio R, forward pass, H800 (989 / 1,979 TFLOPS) (model)",
-                     loc="left")
-        ax.legend(loc="lower right", fontsize=8)  # the lower right corner holds no data
+        ax.set_title("the hiding ratio R, forward pass, H800 (989 / 1,979 TFLOPS) (model)")
+        ax.legend(loc="lower right", fontsize=plots.NOTE)  # the lower right corner holds no data
     return fig

@@ -207,6 +207,7 @@ def balancing_state(placement: str = "contiguous", mode: str = "direct", overlap
                    gpus_per_nic=gpnic, swaps=n_swaps, label=label)
 
 
+@plots.recipe
 def draw_balancing(fig, state: BalancingState, **_):
     """Left: each NIC's dispatch receive stream, busy time (µs). Right: each GPU's step — waiting
     for its inputs, running its experts, waiting for its results. Returns the layout key."""
@@ -233,24 +234,24 @@ def draw_balancing(fig, state: BalancingState, **_):
             return c
 
         nic = coll(ax_n, plots.color("NIC"), "NIC")
-        mean = ax_n.axhline(0.0, color=plots.COLORS["ink"], lw=1, ls="--", label="mean")
+        mean = ax_n.axhline(0.0, color=plots.color("ink"), lw=1, ls="--", label="mean")
         ax_n.set_xlabel("NIC")
         ax_n.set_ylabel("dispatch receive busy (µs)")
         ax_n.set_xlim(-0.6, n_nics - 0.4)
         ax_n.xaxis.set_major_locator(MaxNLocator(6, integer=True))
         ax_n.yaxis.set_major_locator(MaxNLocator(5))
-        ax_n.set_title("each NIC's receive stream", loc="left")
-        wait = coll(ax_g, plots.COLORS["grey"], "waiting for inputs")
+        ax_n.set_title("each NIC's receive stream")
+        wait = coll(ax_g, plots.color("grey"), "waiting for inputs")
         comp = coll(ax_g, plots.color("compute"), "experts")
-        comb = coll(ax_g, plots.COLORS["purple"], "combine")
+        comb = coll(ax_g, plots.color("purple"), "combine")
         ax_g.set_ylim(n_gpus - 0.5, -0.5)
         ax_g.set_yticks(np.arange(0, n_gpus, 8))
         ax_g.xaxis.set_major_locator(MaxNLocator(5))
         ax_g.set_xlabel("time in the layer (µs, model)")
         ax_g.set_ylabel("GPU")
         ax_g.legend(handles=[wait, comp, comb], loc="lower center", bbox_to_anchor=(0.5, 1.0),
-                    ncol=3, fontsize=7.5)
-        title = fig.suptitle("", fontsize=8.5, x=0.01, ha="left")
+                    ncol=3, fontsize=plots.SMALL)
+        title = fig.suptitle("", fontsize=plots.LEGEND, x=0.01, ha="left")
         return {"nic": nic, "mean": mean, "wait": wait, "comp": comp, "comb": comb,
                 "title": title, "ax_n": ax_n, "ax_g": ax_g,
                 "dynamic": [nic, mean, wait, comp, comb, title]}
@@ -332,6 +333,7 @@ def balancing_explorer(show: bool = True) -> Explorer:
 # --------------------------------------------------------------------------- figure recipes
 
 
+@plots.recipe
 def load_figure(counts, per_placement: dict, load):
     """Left: CDF of one step's tokens per expert, relative to the median. Middle and right: load
     per GPU and per NIC (``per_placement``: ``{name: Placement}``, names from the palette, one
@@ -364,13 +366,13 @@ def load_figure(counts, per_placement: dict, load):
         rel = np.sort(counts / np.median(counts))
         ax_c.step(rel, np.arange(1, rel.size + 1) / rel.size, where="post",
                   color=plots.color("model"))
-        ax_c.axvline(1.0, color=plots.COLORS["grey"], lw=0.8, ls=":")
+        ax_c.axvline(1.0, color=plots.color("grey"), lw=0.8, ls=":")
         ax_c.annotate(f"busiest = {rel[-1]:.1f}× median", (rel[-1], 1.0), xytext=(-4, -28),
-                      textcoords="offset points", ha="right", fontsize=8,
+                      textcoords="offset points", ha="right", fontsize=plots.NOTE,
                       arrowprops=dict(arrowstyle="->", lw=0.6))
         ax_c.set_xlabel("tokens per expert / median (one step)")
         ax_c.set_ylabel("fraction of experts ≤ x")
-        ax_c.set_title("expert load (model)", loc="left")
+        ax_c.set_title("expert load (model)")
         n = len(per_placement)
         width = 0.8 / n
         for i, (name, plc) in enumerate(per_placement.items()):
@@ -383,19 +385,20 @@ def load_figure(counts, per_placement: dict, load):
                      label=f"{name}: max {c.max() / c.mean():.2f}")
         for ax, what, per in ((ax_g, "GPU", plc.gpus_per_node),
                               (ax_n, "NIC", plc.gpus_per_node // plc.gpus_per_nic)):
-            ax.axhline(1.0, color=plots.COLORS["ink"], lw=0.8, ls="--")
+            ax.axhline(1.0, color=plots.color("ink"), lw=0.8, ls="--")
             n_items = plc.n_gpus if what == "GPU" else plc.n_nics
             for x in np.arange(per, n_items, per):
-                ax.axvline(x - 0.5, color=plots.COLORS["grey"], lw=0.6)
+                ax.axvline(x - 0.5, color=plots.color("grey"), lw=0.6)
             ax.xaxis.set_major_locator(MaxNLocator(8, integer=True))
             ax.set_xlabel(f"{what} (thin lines: host boundaries)")
             ax.set_ylabel(f"load per {what} / mean")
             ax.set_ylim(0, 2.1)
-            ax.set_title(f"per {what} ({plc.gpus_per_nic} GPUs per NIC)", loc="left")
+            ax.set_title(f"per {what} ({plc.gpus_per_nic} GPUs per NIC)")
             plots.legend(ax, "below", ncol=1)
     return fig
 
 
+@plots.recipe
 def swaps_figure(runs: dict, *, drift: float):
     """Busiest / mean NIC receive copies per step (``runs``: ``{name: DecodeRun}``, names from the
     palette, at most 8 runs of at most 100,000 steps); ``drift``: the popularity drift per step
@@ -408,14 +411,15 @@ def swaps_figure(runs: dict, *, drift: float):
         for name, r in runs.items():
             ax.plot(np.arange(r.nic_ratio.size), r.nic_ratio, color=plots.color(name), lw=1.2,
                     label=f"{name} (mean {r.nic_ratio.mean():.2f})")
-        ax.axhline(1.0, color=plots.COLORS["ink"], lw=0.8, ls="--")
+        ax.axhline(1.0, color=plots.color("ink"), lw=0.8, ls="--")
         ax.set_xlabel(f"decode step after planning (popularity drift {drift:g} per step)")
         ax.set_ylabel("busiest / mean NIC receive")
-        ax.set_title("a plan goes stale; swaps keep up inside each host (model)", loc="left")
+        ax.set_title("a plan goes stale; swaps keep up inside each host (model)")
         plots.legend(ax, "right")
     return fig
 
 
+@plots.recipe
 def waterfall_figure(names, median_us, p99_us, *, layer_us=None, paper: tuple | None = None):
     """The ablation as a waterfall: each bar spans the change in median exposed communication
     (µs) from one step to the next (green: removed; red: added); diamonds mark the P99 over
@@ -447,40 +451,42 @@ def waterfall_figure(names, median_us, p99_us, *, layer_us=None, paper: tuple | 
     fig, ax = plots.figure(10, 4.0)
     with plots.style():
         x = np.arange(med.size)
-        ax.bar(x[:1], med[:1], 0.6, color=plots.COLORS["grey"])
+        ax.bar(x[:1], med[:1], 0.6, color=plots.color("grey"))
         for i in range(1, med.size):
             lo, hi = sorted((med[i], med[i - 1]))
-            col = plots.COLORS["green"] if med[i] <= med[i - 1] else plots.COLORS["red"]
+            col = plots.color("green") if med[i] <= med[i - 1] else plots.color("red")
             ax.bar(i, hi - lo, 0.6, bottom=lo, color=col)
-            ax.plot([i - 1.3, i + 0.3], [med[i - 1]] * 2, color=plots.COLORS["grey"], lw=0.6)
-        ax.bar(x[-1:], med[-1:], 0.6, color=plots.COLORS["sky"], alpha=0.5)
-        ax.plot(x + 0.22, p99, "D", color=plots.COLORS["red"], ms=5,
+            ax.plot([i - 1.3, i + 0.3], [med[i - 1]] * 2, color=plots.color("grey"), lw=0.6)
+        ax.bar(x[-1:], med[-1:], 0.6, color=plots.color("sky"), alpha=0.5)
+        ax.plot(x + 0.22, p99, "D", color=plots.color("red"), ms=5,
                 label="exposed, P99 over steps (model)")
         top = max(p99.max(), med.max())
         if layer is not None:
-            ax.plot(x, layer, "_", color=plots.COLORS["ink"], ms=26, mew=2.2)
-            ax.plot([], [], "_", color=plots.COLORS["ink"], ms=12, mew=2.2,
+            ax.plot(x, layer, "_", color=plots.color("ink"), ms=26, mew=2.2)
+            ax.plot([], [], "_", color=plots.color("ink"), ms=12, mew=2.2,
                     label="layer time, median (model)")  # a shorter dash for the legend
             for i, v in enumerate(layer):
-                ax.text(i, v + top * 0.015, f"{v:.0f}", ha="center", va="bottom", fontsize=7.5,
-                        color=plots.COLORS["ink"])
+                ax.text(i, v + top * 0.015, f"{v:.0f}", ha="center", va="bottom",
+                        fontsize=plots.SMALL,
+                        color=plots.color("ink"))
             top = max(top, layer.max())
         for i, v in enumerate(med):  # the first above its bar, the others under theirs
             above = i == 0
             ax.text(i, v + (1 if above else -1) * top * 0.015, f"{v:.0f}", ha="center",
-                    va="bottom" if above else "top", fontsize=8)
-        ax.set_xticks(x, names, rotation=12, ha="right", fontsize=8)
+                    va="bottom" if above else "top", fontsize=plots.NOTE)
+        ax.set_xticks(x, names, rotation=12, ha="right", fontsize=plots.NOTE)
         ax.set_ylabel("time per layer (µs)")
         ax.set_ylim(0, top * 1.2 if top > 0 else 1.0)
         ax.grid(axis="x", visible=False)
         title = "exposed communication, median over steps (model); green = what each step removes"
         if paper is not None:
             title += f"\npaper: communication {paper[0]:.2f} → {paper[1]:.2f} µs [chapter]"
-        ax.set_title(title, loc="left", fontsize=9.5)
+        ax.set_title(title, fontsize=plots.LABEL)
         plots.legend(ax, "inside", loc="upper right")
     return fig
 
 
+@plots.recipe
 def transport_figure(table: dict):
     """The 2×2: ``table[(balance, transport)] = exposed communication (s)`` for balance in
     ('skewed', 'balanced') and two transports; the better one's gain in µs and % above the bars.
@@ -496,24 +502,25 @@ def transport_figure(table: dict):
     fig, ax = plots.figure(7.5, 3.4)
     with plots.style():
         width = 0.36
-        shades = [plots.COLORS["grey"], plots.COLORS["green"]]
+        shades = [plots.color("grey"), plots.color("green")]
         for j, t in enumerate(trs):
             vals = [to_us(table[b, t]) for b in bal]
             ax.bar(np.arange(2) + (j - 0.5) * width, vals, width, color=shades[j], label=t)
         for i, b in enumerate(bal):
             a, c = to_us(table[b, trs[0]]), to_us(table[b, trs[1]])
             ax.annotate(f"−{a - c:.0f} µs ({(a - c) / a:.0%})", (i, a), xytext=(0, 6),
-                        textcoords="offset points", ha="center", fontsize=8.5)
+                        textcoords="offset points", ha="center", fontsize=plots.LEGEND)
         ax.set_xticks([0, 1], ["skewed: contiguous, direct", "balanced: NIC-aware + swaps, relay"])
         ax.set_ylabel("exposed communication (µs)")
         top = max(to_us(v) for v in table.values())
         ax.set_ylim(0, top * 1.25)
-        ax.set_title("the same better transport, before and after balancing (model)", loc="left")
+        ax.set_title("the same better transport, before and after balancing (model)")
         ax.grid(axis="x", visible=False)
         plots.legend(ax, "right")
     return fig
 
 
+@plots.recipe
 def batch_figure(batches, times: dict, best: list):
     """Layer time (µs) against tokens per GPU for each transport/overlap option (``times``:
     ``{label: [s per batch]}``, times > 0 and at most 1e6 s); ``best``: the best label per batch,
@@ -543,9 +550,9 @@ def batch_figure(batches, times: dict, best: list):
             ax_r.plot(b, v / base, styles[kind], marker=mk, color=col, label=label)
         for x, label in zip(b, best, strict=True):
             y = to_us(times[label][list(b).index(x)])
-            ax.plot([x], [y], "o", ms=11, mfc="none", mec=plots.COLORS["red"], mew=1.2)
+            ax.plot([x], [y], "o", ms=11, mfc="none", mec=plots.color("red"), mew=1.2)
         # the rings are drawn on the left panel; their legend entry sits with the others
-        ax_r.plot([], [], "o", ms=9, mfc="none", mec=plots.COLORS["red"], mew=1.2,
+        ax_r.plot([], [], "o", ms=9, mfc="none", mec=plots.color("red"), mew=1.2,
                   label="best at this batch (left panel)")
         for a in (ax, ax_r):
             a.set_xscale("log", base=2)
@@ -553,10 +560,10 @@ def batch_figure(batches, times: dict, best: list):
             a.minorticks_off()
             a.set_xlabel("tokens per GPU per step")
         ax.set_ylabel("MoE layer time, median over steps (µs)")
-        ax.set_title("time per layer (model)", loc="left")
+        ax.set_title("time per layer (model)")
         ax_r.set_ylabel(f"relative to '{next(iter(times))}'")
         ax_r.set_ylim(0, 1.1)
-        ax_r.set_title("relative to one copy per expert, no overlap", loc="left")
+        ax_r.set_title("relative to one copy per expert, no overlap")
         plots.legend(ax_r, "right")
     return fig
 

@@ -37,12 +37,12 @@ BENCH_CONTROL = ("barrier_us", (0.0, 10.0, 20.0, 30.0, 40.0))
 #: plus the idle gaps (a core waiting for a barrier or for data).
 GANTT_KINDS = ("count", "barrier", "send", "flag", "poll", "wait")
 GANTT_COLORS = {
-    "count": plots.COLORS["purple"],
+    "count": plots.color("purple"),
     "barrier": plots.color("barrier"),
-    "send": plots.COLORS["blue"],
-    "flag": plots.COLORS["orange"],
-    "poll": plots.COLORS["green"],
-    "wait": "#D4D4D4",
+    "send": plots.color("blue"),
+    "flag": plots.color("orange"),
+    "poll": plots.color("green"),
+    "wait": plots.color("pale"),
 }
 #: The two schemes and the two assignments, from the house palette.
 SCHEME_COLORS = {name: plots.color(name)
@@ -219,6 +219,7 @@ def ubep_state(ep: int = 64, hop_ratio: float = 11.5, barrier_us: float = 20.0,
                    base_samples=sb, ubep_samples=su, notes=tuple(notes))
 
 
+@plots.recipe
 def draw_ubep(fig, state: UbepState, **_):
     """Rank 0's cores under both schemes (Gantt, one row per core) and the latency CDF of 300
     jittered runs. Returns the layout key for :class:`uneven.widgets.Explorer`."""
@@ -237,12 +238,12 @@ def draw_ubep(fig, state: UbepState, **_):
         live_u = _live_gantt(ax_u, legend=False)
         ax_b.set_xlabel("")
         ax_b.legend(handles=live_b.collections, labels=list(GANTT_KINDS), ncol=6,
-                    loc="lower left", bbox_to_anchor=(0.0, 1.18), fontsize=7.5,
+                    loc="lower left", bbox_to_anchor=(0.0, 1.18), fontsize=plots.SMALL,
                     handlelength=1.2, columnspacing=0.9)
-        ax_b.set_title("serialised baseline", loc="left", fontsize=9)
-        ax_u.set_title("UBEP: flag in block, hop mix", loc="left", fontsize=9)
-        t_b = ax_b.set_title("", loc="right", fontsize=9)
-        t_u = ax_u.set_title("", loc="right", fontsize=9)
+        ax_b.set_title("serialised baseline", fontsize=plots.PANEL)
+        ax_u.set_title("UBEP: flag in block, hop mix", fontsize=plots.PANEL)
+        t_b = ax_b.set_title("", loc="right", fontsize=plots.PANEL)
+        t_u = ax_u.set_title("", loc="right", fontsize=plots.PANEL)
         lines = {}
         for key, label in (("base", "serialised baseline"), ("ubep", "UBEP")):
             (lines[key],) = ax_c.plot([], [], drawstyle="steps-post",
@@ -251,10 +252,10 @@ def draw_ubep(fig, state: UbepState, **_):
         ax_c.set_ylim(0, 1.02)
         ax_c.set_xlabel("dispatch latency (µs, model)")
         ax_c.set_ylabel("fraction of runs ≤ x")
-        ax_c.set_title(f"{_SAMPLES} jittered runs; dots: P99", loc="left", fontsize=9)
-        ax_c.legend(loc="lower left", bbox_to_anchor=(-0.02, 1.1), ncol=2, fontsize=7.5,
+        ax_c.set_title(f"{_SAMPLES} jittered runs; dots: P99", fontsize=plots.PANEL)
+        ax_c.legend(loc="lower left", bbox_to_anchor=(-0.02, 1.1), ncol=2, fontsize=plots.SMALL,
                     handlelength=1.2, columnspacing=0.9)
-        title = fig.suptitle("", fontsize=9, x=0.01, ha="left")
+        title = fig.suptitle("", fontsize=plots.PANEL, x=0.01, ha="left")
         dynamic = [*live_b.collections, *live_u.collections, t_b, t_u, title,
                    *lines.values()]
         return {"ax_b": ax_b, "ax_u": ax_u, "ax_c": ax_c, "live_b": live_b, "live_u": live_u,
@@ -323,6 +324,7 @@ def ubep_explorer(show: bool = True) -> Explorer:
 # --------------------------------------------------------------------------- figure recipes
 
 
+@plots.recipe
 def hop_cost_figure(costs, plans: dict, *, block_bytes: int = 512, ep: int = 32):
     """Left: what one ``block_bytes`` write costs a core by hop class (latency share and bytes
     share) with the access latency of each class. Right: histogram of every sending core's send
@@ -345,18 +347,18 @@ def hop_cost_figure(costs, plans: dict, *, block_bytes: int = 512, ep: int = 32)
     per_byte = block_bytes / costs.core_bandwidth * 1e9
     with plots.style():
         y = np.arange(3)
-        ax_w.barh(y, per_lat, color=plots.COLORS["orange"],
+        ax_w.barh(y, per_lat, color=plots.color("orange"),
                   label=f"latency ℓ / {costs.writes_in_flight} writes in flight")
-        ax_w.barh(y, np.full(3, per_byte), left=per_lat, color=plots.COLORS["sky"],
+        ax_w.barh(y, np.full(3, per_byte), left=per_lat, color=plots.color("sky"),
                   label=f"{block_bytes} B at {costs.core_bandwidth / 1e9:.2f} GB/s per core")
         for yy, lv, pl, lab in zip(y, lat, per_lat, labels, strict=True):
             ax_w.text(pl + per_byte + 8, yy, f"ℓ = {lv * 1e6:.2f} µs {lab}", va="center",
-                      fontsize=7.5)
+                      fontsize=plots.SMALL)
         ax_w.set_yticks(y, names)
         ax_w.invert_yaxis()
         ax_w.set_xlim(0, (per_lat[-1] + per_byte) * 1.9)
         ax_w.set_xlabel(f"core time per {block_bytes}-B write (ns)")
-        ax_w.set_title("one write, by distance", loc="left")
+        ax_w.set_title("one write, by distance")
         ax_w.grid(axis="y", visible=False)
         plots.legend(ax_w, "below", ncol=1)
         hi = max(p.send_time.max() for p in plans.values()) * 1e6
@@ -371,12 +373,12 @@ def hop_cost_figure(costs, plans: dict, *, block_bytes: int = 512, ep: int = 32)
         ax_h.set_xlabel("send time of one core (µs, model)")
         ax_h.set_ylabel("cores (all ranks)")
         n = next(iter(plans.values()))
-        ax_h.set_title(f"EP{ep}: {n.n_send} sending cores on each of {n.n_ranks} dies",
-                       loc="left")
+        ax_h.set_title(f"EP{ep}: {n.n_send} sending cores on each of {n.n_ranks} dies")
         plots.legend(ax_h, "below", ncol=2)
     return fig
 
 
+@plots.recipe
 def gantt_figure(timelines: dict, *, rank: int = 0):
     """One panel per scheme (``timelines``: ``{label: CoreTimeline}``): rank ``rank``'s cores as
     rows, ops and idle gaps as bars (µs); the panel title gives when rank ``rank`` is done and
@@ -398,12 +400,13 @@ def gantt_figure(timelines: dict, *, rank: int = 0):
             _update_gantt(live, tl, rank)
             ax.set_xlim(0, xmax * 1e6)
             ax.set_title(f"{label}: die {rank}'s cores, done at {tl.end[rank] * 1e6:,.0f} µs; "
-                         f"the last die at {tl.latency * 1e6:,.0f} µs (model)", loc="left")
+                         f"the last die at {tl.latency * 1e6:,.0f} µs (model)")
             if k < n - 1:
                 ax.set_xlabel("")
     return fig
 
 
+@plots.recipe
 def ablation_figure(rows: list, *, ep: int = 64):
     """Dispatch latency (µs) as UBEP's pieces are added one at a time (``rows``:
     ``[(label, seconds), ...]``, the first is the baseline, > 0), with the cut against it.
@@ -423,21 +426,22 @@ def ablation_figure(rows: list, *, ep: int = 64):
     with plots.style():
         y = np.arange(len(rows))
         vals = np.array([v for _, v in rows]) * 1e6
-        cols = [SCHEME_COLORS["serialised baseline"]] + [plots.COLORS["sky"]] * (len(rows) - 2)
+        cols = [SCHEME_COLORS["serialised baseline"]] + [plots.color("sky")] * (len(rows) - 2)
         cols += [SCHEME_COLORS["UBEP"]]
         ax.barh(y, vals, color=cols[:len(rows)])
         for yy, (_, v) in zip(y, rows, strict=True):
             cut = "" if v == base else f"  (−{_cut(v, base):.0f}%)"
-            ax.text(v * 1e6, yy, f" {v * 1e6:,.0f} µs{cut}", va="center", fontsize=8)
+            ax.text(v * 1e6, yy, f" {v * 1e6:,.0f} µs{cut}", va="center", fontsize=plots.NOTE)
         ax.set_yticks(y, [lab for lab, _ in rows])
         ax.invert_yaxis()
         ax.set_xlim(0, vals.max() * 1.35)
         ax.set_xlabel(f"EP{ep} dispatch latency, no jitter (µs, model)")
-        ax.set_title("adding UBEP's pieces one at a time (% below the baseline)", loc="left")
+        ax.set_title("adding UBEP's pieces one at a time (% below the baseline)")
         ax.grid(axis="y", visible=False)
     return fig
 
 
+@plots.recipe
 def ep_sweep_figure(eps, median: dict, p99: dict, *, paper: dict, chapter: dict):
     """Left: dispatch latency (µs) against EP size in dies, median and P99 of jittered runs per
     scheme (``median``, ``p99``: ``{label: seconds per EP size}``), with published points
@@ -482,7 +486,7 @@ def ep_sweep_figure(eps, median: dict, p99: dict, *, paper: dict, chapter: dict)
             a.set_xlabel("EP size in dies (ranks; 2 dies per NPU, 16 per node)")
         ax.set_ylim(0, None)
         ax.set_ylabel("dispatch latency (µs)")
-        ax.set_title("128 tokens per rank, top-8, INT8 (model)", loc="left")
+        ax.set_title("128 tokens per rank, top-8, INT8 (model)")
         plots.legend(ax, "below", ncol=2)
         labels = list(median)
         b, u = labels[0], labels[-1]
@@ -499,11 +503,12 @@ def ep_sweep_figure(eps, median: dict, p99: dict, *, paper: dict, chapter: dict)
                       mfc=plots.color("paper") if k == 0 else "white", label=label)
         ax_r.set_ylim(0, 60)
         ax_r.set_ylabel(f"{u} below {b} (%)")
-        ax_r.set_title("how much lower", loc="left")
+        ax_r.set_title("how much lower")
         plots.legend(ax_r, "below", ncol=1)
     return fig
 
 
+@plots.recipe
 def tpot_figure(steps: dict, sigmas, extra: dict, *, ep: int = 64):
     """Left: CDF of the time per output token (ms) over many decode steps per scheme
     (``steps``: ``{label: DecodeSteps}``), P50 and P99 marked. Right: how much jitter adds to
@@ -530,21 +535,21 @@ def tpot_figure(steps: dict, sigmas, extra: dict, *, ep: int = 64):
             ax.step(x, y, where="post", color=col, lw=1.6, label=label)
             ax.plot([r.p50 * 1e3, r.p99 * 1e3], [0.5, 0.99], "o", color=col, ms=5)
             ax.annotate(f"P50 {r.p50 * 1e3:.1f}", (r.p50 * 1e3, 0.5), xytext=(6, -10),
-                        textcoords="offset points", fontsize=7.5, color=col)
+                        textcoords="offset points", fontsize=plots.SMALL, color=col)
             ax.annotate(f"P99 {r.p99 * 1e3:.1f}", (r.p99 * 1e3, 0.99), xytext=(6, -10),
-                        textcoords="offset points", fontsize=7.5, color=col)
+                        textcoords="offset points", fontsize=plots.SMALL, color=col)
         ax.set_ylim(0, 1.05)
         ax.set_xlabel("time per output token (ms, model)")
         ax.set_ylabel("fraction of steps ≤ x")
         n = next(iter(steps.values()))
         ax.set_title(f"EP{ep}, {n.n_layers} MoE layers, {n.tpot.size:,} steps, jitter "
-                     f"{n.jitter * 1e6:g} µs per op", loc="left")
+                     f"{n.jitter * 1e6:g} µs per op")
         plots.legend(ax, "below", ncol=2)
         for label, v in extra.items():
             ax_j.plot(sigmas, v, "o-", color=SCHEME_COLORS[label], label=label)
         ax_j.set_xlabel("mean jitter per rank and op (µs)")
         ax_j.set_ylabel("added median dispatch latency (µs)")
-        ax_j.set_title(f"EP{ep}: what waiting for the slowest rank costs", loc="left")
+        ax_j.set_title(f"EP{ep}: what waiting for the slowest rank costs")
         ax_j.set_ylim(0, None)
         plots.legend(ax_j, "below", ncol=2)
     return fig

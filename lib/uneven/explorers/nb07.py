@@ -91,14 +91,14 @@ BENCH_CONTROL = ("deepseek", (0.1, 0.3, 0.5, 0.7, 0.9))
 #: The palette name of each paper's system (its baseline is drawn grey and dashed).
 SYSTEM_COLORS = {p.key: p.system for p in PAPERS}
 #: Colours of the kinds of evidence (not named things of the palette; see the notebook's report).
-KIND_COLORS = {"testbed": plots.COLORS["blue"], "production": plots.COLORS["green"],
-               "simulation": plots.COLORS["purple"], "analysis": plots.COLORS["grey"],
-               "chapter-only": plots.COLORS["red"]}
+KIND_COLORS = {"testbed": plots.color("blue"), "production": plots.color("green"),
+               "simulation": plots.color("purple"), "analysis": plots.color("grey"),
+               "chapter-only": plots.color("red")}
 _KIND_MARKERS = {"testbed": "o", "production": "s", "simulation": "^", "analysis": "D",
                  "chapter-only": "X"}
-_BASE_COLOR = plots.COLORS["grey"]
+_BASE_COLOR = plots.color("grey")
 #: Colour of a UB (load/store fabric) port, until the palette has a name for it.
-_UB_COLOR = plots.COLORS["purple"]
+_UB_COLOR = plots.color("purple")
 _MAX_PLOT = 1e15  # largest magnitude a recipe plots (times in s, ratios, shares ...)
 _MAX_T = 1e9  # s: the longest time the section 3 and 5 recipes draw (in ms or µs)
 
@@ -176,6 +176,7 @@ def _panel_text(piece) -> str:
     return f"{piece.value:.3g}{unit}: {piece.baseline_ratio:.2f}× · {piece.system_ratio:.2f}×"
 
 
+@plots.recipe
 def draw_unevenness(fig, state: UnevennessState, **_):
     """Six panels, one per paper: step time over the balanced ideal against the shared scale,
     the baseline (grey, dashed) and the paper's system, with the current settings marked and
@@ -208,20 +209,20 @@ def draw_unevenness(fig, state: UnevennessState, **_):
             (mb,) = ax.plot([], [], "o", ms=6, mfc="white", mec=_BASE_COLOR, mew=1.6)
             (ms,) = ax.plot([], [], "o", ms=6, color=col)
             txt = ax.text(0.03, 0.66, "", transform=ax.transAxes, va="top", ha="left",
-                          fontsize=8)
-            ax.set_title(f"{paper(key).notebook[:2]} · {k.piece}", loc="left", fontsize=8.8)
-            ax.legend(loc="upper left", fontsize=6.6, handlelength=1.8, borderaxespad=0.3)
+                          fontsize=plots.NOTE)
+            ax.set_title(f"{paper(key).notebook[:2]} · {k.piece}", fontsize=plots.PANEL)
+            ax.legend(loc="upper left", fontsize=plots.TINY, handlelength=1.8, borderaxespad=0.3)
             ax.tick_params(labelsize=7.5)
             marks[key] = (mb, ms)
             texts[key] = txt
             dyn += [mb, ms, txt]
         for ax in axes[1]:
-            ax.set_xlabel("shared unevenness s", fontsize=8)
+            ax.set_xlabel("shared unevenness s", fontsize=plots.NOTE)
         for ax in axes[:, 0]:
-            ax.set_ylabel("step / balanced ideal", fontsize=8)
+            ax.set_ylabel("step / balanced ideal", fontsize=plots.NOTE)
         fig.suptitle("each system against its own balanced ideal (model) · s = 0.5: the setting "
                      "each notebook studies · corner: knob, baseline ×, system ×", x=0.01,
-                     ha="left", fontsize=9)
+                     ha="left", fontsize=plots.PANEL)
         return {"marks": marks, "texts": texts, "dynamic": dyn}
 
     art = reuse(fig, "uneven", build)
@@ -250,6 +251,7 @@ def unevenness_explorer(show: bool = True) -> Explorer:
                    figsize=(9.6, 4.9), columns=3)
 
 
+@plots.recipe
 def unevenness_figure(state: UnevennessState):
     """The explorer's picture as a standalone figure (for ``figures/``)."""
     check_instance("state", state, UnevennessState, "from unevenness_state(...)")
@@ -262,6 +264,7 @@ def unevenness_figure(state: UnevennessState):
 # --------------------------------------------------------------------------- section 1
 
 
+@plots.recipe
 def policy_figure(tables: dict, *, defaults: dict | None = None):
     """One heatmap per :class:`uneven.policies.PolicyTable` (``tables``: ``{title: table}``):
     each policy's time over each workload's best (1 = the best for that workload, boxed), the
@@ -288,7 +291,7 @@ def policy_figure(tables: dict, *, defaults: dict | None = None):
     fig, axes = plots.figure(11.5, 0.33 * sum(heights) + 1.15 * len(tables) + 0.6,
                              nrows=len(tables), height_ratios=heights)
     axes = np.atleast_1d(axes)
-    cmap = matplotlib.colormaps["YlOrRd"]
+    cmap = matplotlib.colormaps[plots.HEAT]
     with plots.style():
         for ax, (title, t) in zip(axes, tables.items(), strict=True):
             r = t.ratio
@@ -298,25 +301,25 @@ def policy_figure(tables: dict, *, defaults: dict | None = None):
                 for j in range(r.shape[1]):
                     v = r[i, j]
                     cell = "best" if v < 1 + 1e-9 else f"{v:.2f}"
-                    ax.text(j, i, cell, ha="center", va="center", fontsize=6.8,
-                            color="white" if v > 1.6 else plots.COLORS["ink"])
+                    ax.text(j, i, cell, ha="center", va="center", fontsize=plots.TINY,
+                            color="white" if v > 1.6 else plots.color("ink"))
             for j, i in enumerate(t.best):
                 ax.add_patch(matplotlib.patches.Rectangle((j - 0.5, i - 0.5), 1, 1, fill=False,
-                                                          ec=plots.COLORS["ink"], lw=1.4))
+                                                          ec=plots.color("ink"), lw=1.4))
             labels = list(t.policies)
             labels[t.fixed] = labels[t.fixed] + "  ◀ best fixed"
             if title in defaults:
                 d = t.policies.index(defaults[title])
                 labels[d] = labels[d] + ("" if d == t.fixed else "  ◀ default")
-            ax.set_yticks(range(len(labels)), labels, fontsize=7.5)
+            ax.set_yticks(range(len(labels)), labels, fontsize=plots.SMALL)
             ax.get_yticklabels()[t.fixed].set_fontweight("bold")
-            ax.set_xticks(range(len(t.workloads)), t.workloads, fontsize=7.5, rotation=18,
+            ax.set_xticks(range(len(t.workloads)), t.workloads, fontsize=plots.SMALL, rotation=18,
                           ha="right")
             ax.grid(False)
             text = f"{title}: best fixed in hindsight loses up to {t.loss.max():.0%}"
             if title in defaults and defaults[title] != t.policies[t.fixed]:
                 text += f", the default up to {t.loss_of(defaults[title]).max():.0%}"
-            ax.set_title(text + " (model)", loc="left", fontsize=9.5)
+            ax.set_title(text + " (model)", fontsize=plots.LABEL)
             fig.colorbar(im, ax=ax, label="time ÷ this workload's best", shrink=0.9,
                          ticks=[1.0, 1.25, 1.5, 1.75, 2.0], pad=0.01)
     return fig
@@ -325,6 +328,7 @@ def policy_figure(tables: dict, *, defaults: dict | None = None):
 # --------------------------------------------------------------------------- section 2
 
 
+@plots.recipe
 def order_stats_figure(ns, closed: dict, simulated: dict, *, asymptote=None):
     """Expected wait of the slowest of N ranks beyond the mean rank, in standard deviations of
     one rank's time, against N. ``closed``: ``{label: values over ns}``; ``simulated``:
@@ -350,7 +354,7 @@ def order_stats_figure(ns, closed: dict, simulated: dict, *, asymptote=None):
         asymptote = (xa, _values("asymptote", ya, n=xa.size))
     simulated = sims
     fig, ax = plots.figure(6.4, 3.9)
-    cols = [plots.COLORS[c] for c in ("blue", "orange", "red", "purple")]
+    cols = [plots.color(c) for c in ("blue", "orange", "red", "purple")]
     with plots.style():
         for (label, vals), col in zip(closed.items(), cols, strict=False):
             ax.plot(ns, vals, color=col, lw=1.8, label=f"{label}: closed form")
@@ -361,16 +365,17 @@ def order_stats_figure(ns, closed: dict, simulated: dict, *, asymptote=None):
         if asymptote is not None:
             ax.plot(*asymptote, color=cols[0], lw=0.9, ls=":",
                     label="Gaussian: √(2 ln N) − … (large N)")
-        ax.plot([], [], "o", color=plots.COLORS["ink"], mfc="white", ms=4,
+        ax.plot([], [], "o", color=plots.color("ink"), mfc="white", ms=4,
                 label="simulated, ± 2 standard errors")
         ax.set_xscale("log")
         ax.set_xlabel("ranks N in the synchronous step")
         ax.set_ylabel("(E[max] − mean) / standard deviation")
-        ax.set_title("the slowest of N ranks, by tail of the per-rank time", loc="left")
+        ax.set_title("the slowest of N ranks, by tail of the per-rank time")
         plots.legend(ax, "below", ncol=2)
     return fig
 
 
+@plots.recipe
 def slow_pieces_figure(pieces: dict):
     """Six slow pieces in one panel: each rank's uneven quantity over its mean (dots; the
     maximum marked), and what the baseline's step then takes over its balanced ideal (text).
@@ -393,20 +398,20 @@ def slow_pieces_figure(pieces: dict):
             v = np.asarray(pc.per_rank, dtype=float)
             rel = v / v.mean() if v.mean() > 0 else np.ones_like(v)
             x = i + rng.uniform(-0.28, 0.28, rel.size)
-            ax.scatter(x, rel, s=40 if rel.size < 10 else 10, color=plots.COLORS["blue"],
+            ax.scatter(x, rel, s=40 if rel.size < 10 else 10, color=plots.color("blue"),
                        alpha=0.6, lw=0, zorder=3)
-            ax.plot([i - 0.34, i + 0.34], [rel.max()] * 2, color=plots.COLORS["ink"], lw=1.6)
+            ax.plot([i - 0.34, i + 0.34], [rel.max()] * 2, color=plots.color("ink"), lw=1.6)
             ax.text(i, rel.max() + 0.1, f"max {rel.max():.2f}× mean\nstep {pc.baseline_ratio:.2f}×"
-                    " ideal", ha="center", va="bottom", fontsize=7.5)
+                    " ideal", ha="center", va="bottom", fontsize=plots.SMALL)
             top = max(top, rel.max())
         ticks = [f"{paper(k).notebook[:2]} · {pc.knob.piece}\n({pc.knob.quantity} of "
                  f"{len(pc.per_rank)} {pc.knob.rank}s)" for k, pc in pieces.items()]
-        ax.set_xticks(range(len(pieces)), ticks, fontsize=7.5)
+        ax.set_xticks(range(len(pieces)), ticks, fontsize=plots.SMALL)
         ax.set_ylim(0, top + 0.8)
         ax.set_ylabel("per-rank quantity ÷ its mean")
         ax.grid(axis="x", visible=False)
         ax.set_title("each paper's slow piece at its notebook's setting: the step follows the "
-                     "maximum (baselines, model)", loc="left")
+                     "maximum (baselines, model)")
     return fig
 
 
@@ -463,6 +468,7 @@ def _check_bandwidth(bandwidth) -> dict:
     return out
 
 
+@plots.recipe
 def network_fixes_figure(sweep: dict, before_after: dict, bandwidth: dict):
     """Three counterfactuals (model): a network fix removing part of a pipeline link's delay
     (``sweep`` from :func:`uneven.counterfactuals.network_fix_sweep`), a better transport before
@@ -492,24 +498,24 @@ def network_fixes_figure(sweep: dict, before_after: dict, bandwidth: dict):
         ticks = [t for t in (800, 1000, 1500, 2000, 3000, 5000) if t <= ax_p.get_ylim()[1]]
         ax_p.set_yticks(ticks, [f"{t:,}" for t in ticks])
         ax_p.minorticks_off()
-        ax_p.set_title("pipeline: the stall is in the schedule", loc="left", fontsize=9.5)
+        ax_p.set_title("pipeline: the stall is in the schedule", fontsize=plots.LABEL)
         plots.legend(ax_p, "below", ncol=1)
         states = ["skewed", "balanced"]
         trs = list(dict.fromkeys(t for _, t in before_after))
         w = 0.36
-        for j, (tr, col) in enumerate(zip(trs, (_BASE_COLOR, plots.COLORS["green"]),
+        for j, (tr, col) in enumerate(zip(trs, (_BASE_COLOR, plots.color("green")),
                                           strict=False)):
             vals = [before_after[s, tr] * 1e6 for s in states]
             ax_t.bar(np.arange(2) + (j - 0.5) * w, vals, w, color=col, label=tr)
         for i, s in enumerate(states):
             a, c = (before_after[s, t] * 1e6 for t in trs[:2])
             ax_t.annotate(f"−{a - c:.0f} µs ({(a - c) / a:.0%})", (i, a), xytext=(0, 5),
-                          textcoords="offset points", ha="center", fontsize=8)
+                          textcoords="offset points", ha="center", fontsize=plots.NOTE)
         ax_t.set_xticks([0, 1], ["skewed\n(contiguous, direct)", "balanced\n(NIC-aware, relay)"])
         ax_t.set_ylabel("exposed communication (µs)")
         ax_t.set_ylim(0, max(before_after.values()) * 1e6 * 1.3)
         ax_t.grid(axis="x", visible=False)
-        ax_t.set_title("decode: transport pays after balancing", loc="left", fontsize=9.5)
+        ax_t.set_title("decode: transport pays after balancing", fontsize=plots.LABEL)
         plots.legend(ax_t, "below", ncol=2)
         f = np.asarray(bandwidth["factors"], dtype=float)
         finite = np.isfinite(f)
@@ -519,7 +525,7 @@ def network_fixes_figure(sweep: dict, before_after: dict, bandwidth: dict):
             if not finite.all():
                 ax_b.axhline(y[~finite][0], color=plots.color(label), lw=0.9, ls=":")
         if not finite.all():
-            ax_b.plot([], [], color=plots.COLORS["ink"], lw=0.9, ls=":",
+            ax_b.plot([], [], color=plots.color("ink"), lw=0.9, ls=":",
                       label="same, bytes free (∞ bandwidth)")
         ax_b.set_xscale("log", base=2)
         ax_b.set_xticks(f[finite], [f"{v:g}×" for v in f[finite]])
@@ -527,7 +533,7 @@ def network_fixes_figure(sweep: dict, before_after: dict, bandwidth: dict):
         ax_b.set_xlabel("UB bandwidth per core (× the CloudMatrix-like default)")
         ax_b.set_ylabel("EP64 dispatch latency (µs)")
         ax_b.set_ylim(0, None)
-        ax_b.set_title("superpod: barriers are not bytes", loc="left", fontsize=9.5)
+        ax_b.set_title("superpod: barriers are not bytes", fontsize=plots.LABEL)
         plots.legend(ax_b, "below", ncol=1)
     return fig
 
@@ -535,6 +541,7 @@ def network_fixes_figure(sweep: dict, before_after: dict, bandwidth: dict):
 # --------------------------------------------------------------------------- section 4
 
 
+@plots.recipe
 def compute_tax_figure(rows: list, *, bound: tuple | None = None):
     """Share of the step that communication costs when it runs on the compute units, one bar
     per :class:`uneven.counterfactuals.TaxRow` (model); ``bound``: ``(label, share)`` drawn as an
@@ -560,20 +567,21 @@ def compute_tax_figure(rows: list, *, bound: tuple | None = None):
         y = np.arange(len(labels))
         ax.barh(y, shares, color=cols, hatch=hatches, edgecolor=plots.color("compute"))
         for yy, v in zip(y, shares, strict=True):
-            ax.text(v, yy, f" {v:.1f}%", va="center", fontsize=8)
-        ax.set_yticks(y, labels, fontsize=8)
+            ax.text(v, yy, f" {v:.1f}%", va="center", fontsize=plots.NOTE)
+        ax.set_yticks(y, labels, fontsize=plots.NOTE)
         ax.invert_yaxis()
         top = max(shares)
         ax.set_xlim(min(0.0, 1.2 * min(shares)), 1.2 * top if top > 0 else 1.0)
         ax.set_xlabel("share of the step lost to communication on the compute units (%)")
         ax.grid(axis="y", visible=False)
-        ax.set_title("communication on the compute units (model unless marked)", loc="left")
+        ax.set_title("communication on the compute units (model unless marked)")
     return fig
 
 
 # --------------------------------------------------------------------------- section 5
 
 
+@plots.recipe
 def fabrics_figure(rows: list):
     """One EP dispatch per topology family at equal bytes (``rows`` from
     :func:`uneven.ep.fabrics.dispatch_on_fabrics`): bytes on the busiest link plus path latency
@@ -586,7 +594,7 @@ def fabrics_figure(rows: list):
         raise ValueError("rows must make at most 40 bars (rows plus core-model entries)")
     bound_colors = {"NIC": plots.color("NIC"), "NVLink": plots.color("NVLink"),
                     "UB port": _UB_COLOR, "UB node uplink": _UB_COLOR,
-                    "spine": plots.COLORS["sky"]}
+                    "spine": plots.color("sky")}
     labels, drains, lats, cols, kinds = [], [], [], [], []
     for r in rows:
         labels.append(f"{r.name} ({r.notebook})")
@@ -606,17 +614,18 @@ def fabrics_figure(rows: list):
         ax.barh(y, drains, color=cols, edgecolor="white")
         has = np.asarray(lats) > 0
         ax.barh(y[has], np.asarray(lats)[has], left=np.asarray(drains)[has], color="white",
-                edgecolor=plots.COLORS["ink"], hatch="///", lw=0.5)
+                edgecolor=plots.color("ink"), hatch="///", lw=0.5)
         for yy, d, lat in zip(y, drains, lats, strict=True):
-            ax.text(d + lat, yy, f" {d + lat:.0f} µs", va="center", fontsize=8)
-        ax.set_yticks(y, labels, fontsize=8)
+            ax.text(d + lat, yy, f" {d + lat:.0f} µs", va="center", fontsize=plots.NOTE)
+        ax.set_yticks(y, labels, fontsize=plots.NOTE)
         ax.invert_yaxis()
         split = next((i for i, k in enumerate(kinds) if k != "scale-out"), 0)
         if split:
-            ax.axhline(split - 0.5, color=plots.COLORS["grey"], lw=0.8)
+            ax.axhline(split - 0.5, color=plots.color("grey"), lw=0.8)
             ax.text(0.99, split - 0.62, "scale-out ↑   scale-up ↓",
-                    transform=ax.get_yaxis_transform(), ha="right", va="bottom", fontsize=8,
-                    color=plots.COLORS["grey"])
+                    transform=ax.get_yaxis_transform(), ha="right", va="bottom",
+                    fontsize=plots.NOTE,
+                    color=plots.color("grey"))
         top = max(d + lat for d, lat in zip(drains, lats, strict=True))
         ax.set_xlim(0, top * 1.18 if top > 0 else 1.0)
         ax.set_xlabel("one dispatch, 128 tokens per rank, top-8, FP8 (µs, model)")
@@ -626,16 +635,17 @@ def fabrics_figure(rows: list):
         handles = [Patch(color=c, label=f"bytes on the busiest {n}") for n, c in
                    (("NIC", bound_colors["NIC"]), ("NVLink port", bound_colors["NVLink"]),
                     ("UB port", _UB_COLOR))]
-        handles += [Patch(fc="white", ec=plots.COLORS["ink"], hatch="///", label="path latency"),
+        handles += [Patch(fc="white", ec=plots.color("ink"), hatch="///", label="path latency"),
                     Patch(color=plots.color("serialised baseline"),
                           label="core model: serialised baseline"),
                     Patch(color=plots.color("UBEP"), label="core model: UBEP")]
-        ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8)
-        ax.set_title("the same EP dispatch on every topology family (equal bytes per rank)",
-                     loc="left")
+        ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0),
+                  fontsize=plots.NOTE)
+        ax.set_title("the same EP dispatch on every topology family (equal bytes per rank)")
     return fig
 
 
+@plots.recipe
 def regimes_figure(costs: dict, tokens, *, decode_tokens: tuple, training_tokens: tuple,
                    decode_gain: tuple, training_gain: float):
     """Left: the hiding ratio R (expert time over its tokens' communication time) against tokens
@@ -664,47 +674,48 @@ def regimes_figure(costs: dict, tokens, *, decode_tokens: tuple, training_tokens
     decode_gain = (b, g)
     training_gain = _number("training_gain", training_gain, lo=-1e6, hi=1e6)
     fig, (ax, ax_g) = plots.figure(12.0, 4.2, ncols=2, width_ratios=(1.3, 1.0))
-    cols = [plots.COLORS[c] for c in ("red", "sky", "blue", "orange")]
+    cols = [plots.color(c) for c in ("red", "sky", "blue", "orange")]
     with plots.style():
-        ax.axvspan(*decode_tokens, color=plots.COLORS["red"], alpha=0.07, lw=0)
-        ax.axvspan(*training_tokens, color=plots.COLORS["blue"], alpha=0.07, lw=0)
+        ax.axvspan(*decode_tokens, color=plots.color("red"), alpha=0.07, lw=0)
+        ax.axvspan(*training_tokens, color=plots.color("blue"), alpha=0.07, lw=0)
         ax.text(np.sqrt(decode_tokens[0] * decode_tokens[1]), 0.97, "decode batches",
-                transform=ax.get_xaxis_transform(), ha="center", va="top", fontsize=8,
-                color=plots.COLORS["red"])
+                transform=ax.get_xaxis_transform(), ha="center", va="top", fontsize=plots.NOTE,
+                color=plots.color("red"))
         ax.text(np.sqrt(training_tokens[0] * training_tokens[1]), 0.97,
                 "training\nmicro-batches", transform=ax.get_xaxis_transform(), ha="center",
-                va="top", fontsize=8, color=plots.COLORS["blue"])
+                va="top", fontsize=plots.NOTE, color=plots.color("blue"))
         for (name, c), col in zip(costs.items(), cols, strict=False):
             ax.plot(n, roofline_hiding_ratio(c, n), color=col, lw=1.8, label=name)
             nx = crossover_tokens(c)
             if 1e-6 <= nx <= MAX_TOKENS:  # the dot where the expert turns compute-bound
                 ax.plot([nx], [roofline_hiding_ratio(c, nx)], "o", color=col, ms=4)
-        ax.axhline(1.0, color=plots.COLORS["ink"], lw=0.9, ls="--")
+        ax.axhline(1.0, color=plots.color("ink"), lw=0.9, ls="--")
         ax.text(n[-1], 1.05, "R = 1: compute as long as communication ", ha="right",
-                va="bottom", fontsize=7.5)
+                va="bottom", fontsize=plots.SMALL)
         ax.set_xscale("log")
         ax.set_yscale("log")
         ax.set_xlabel("tokens per expert")
         ax.set_ylabel("R = expert time / its tokens' all-to-all time")
         ax.set_title("memory-bound experts (left of the dots) vs compute-bound (model)",
-                     loc="left", fontsize=9.5)
+                     fontsize=plots.LABEL)
         plots.legend(ax, "below", ncol=2)
         b, g = decode_gain
         ax_g.plot(b, 100 * np.asarray(g), "o-", color=plots.color("relay"),
                   label="decode layer: per-expert overlap, relay (05)")
-        ax_g.axhline(100 * training_gain, color=plots.COLORS["blue"], lw=1.6, ls="--",
+        ax_g.axhline(100 * training_gain, color=plots.color("blue"), lw=1.6, ls="--",
                      label="training layer: both overlaps, SP + EP (04)")
-        ax_g.axhline(0.0, color=plots.COLORS["ink"], lw=0.8)
+        ax_g.axhline(0.0, color=plots.color("ink"), lw=0.8)
         ax_g.set_xscale("log", base=2)
         ax_g.set_xticks(b, [str(x) for x in b])
         ax_g.minorticks_off()
         ax_g.set_xlabel("decode tokens per GPU (EP32 on H20)")
         ax_g.set_ylabel("layer time saved by overlap (%)")
-        ax_g.set_title("overlap's verdict depends on the batch (model)", loc="left", fontsize=9.5)
+        ax_g.set_title("overlap's verdict depends on the batch (model)", fontsize=plots.LABEL)
         plots.legend(ax_g, "below", ncol=1)
     return fig
 
 
+@plots.recipe
 def evidence_figure(rows: list):
     """Where each headline number was measured: the accelerators of its run (log scale) per
     paper, marker and colour by kind of evidence, hollow for a public anchor that is not the
@@ -736,18 +747,17 @@ def evidence_figure(rows: list):
             if r["kind"] not in seen:
                 seen.add(r["kind"])
                 ax.plot([], [], _KIND_MARKERS[r["kind"]], color=col, ms=6.5, label=r["kind"])
-        ax.plot([], [], "o", mfc="white", mec=plots.COLORS["ink"], ms=6.5,
+        ax.plot([], [], "o", mfc="white", mec=plots.color("ink"), ms=6.5,
                 label="hollow: a public anchor,\nnot the paper's own number")
         ticks = [f"{p}" + (f"\n(+{counts[p]} without a size)" if counts[p] else "")
                  for p in papers]
-        ax.set_yticks(range(len(papers)), ticks, fontsize=8)
+        ax.set_yticks(range(len(papers)), ticks, fontsize=plots.NOTE)
         ax.set_ylim(len(papers) - 0.5, -0.6)
         ax.set_xscale("log")
         ax.set_xlim(5, 3e4)
         ax.set_xlabel("accelerators in the run (GPUs or NPUs; a line spans a range)")
         ax.grid(axis="y", visible=False)
-        ax.set_title("the evidence behind each headline number, by where it was measured",
-                     loc="left")
+        ax.set_title("the evidence behind each headline number, by where it was measured")
         plots.legend(ax, "right", title="measured on")
     return fig
 
