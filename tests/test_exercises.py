@@ -1,36 +1,30 @@
 """The exercise checkers: right or not right, hints only for recognised mistakes, answers that
 separate the regimes each question is about. Solutions are tested here, not in the notebooks."""
 
+import importlib
 import math
+import pkgutil
 
 import numpy as np
 import pytest
 
+from uneven import exercises
 from uneven.exercises import check, exercise, register, registered
 
-#: The worked solutions of the notebooks' <details> blocks (what a student who follows them gets).
-SOLUTIONS = {
-    "00.1": 2240.0, "00.2": 3360.0, "00.3": "c",
-    "01.1": 30.0, "01.2": 30.0, "01.3a": 340.0, "01.3b": 348.0, "01.4": "c", "01.5": 4,
-    "03.1a": 22176, "03.1b": 14784, "03.2": 3.6, "03.3": "c", "03.4": 1.33,
-}
-
-#: Answers from the neighbouring regime, which must be rejected (the question is about telling
-#: them apart).
-REGIME_NEIGHBOURS = {
-    "01.2": [20.0, 35.0, 40.0, 45.0],  # equal-time formula; "extra <= 2c"; off by one
-    "01.3b": [346.0, 350.0, 356.0],  # 2c - t regime; +t; +2c
-    "03.4": [1.0, 1.16, 1.5],  # no change; NVLink-bound guess; too much
-    "01.5": [1, 2, 8],
-    "01.1": [20.0, 40.0, 60.0],
-}
+#: Each notebook's exercises module keeps its worked solutions and the answers of the
+#: neighbouring regimes beside its checkers (``SOLUTIONS``, ``REGIME_NEIGHBOURS``).
+MODULES = [importlib.import_module(f"uneven.exercises.{m.name}")
+           for m in pkgutil.iter_modules(exercises.__path__) if m.name.startswith("nb")]
+SOLUTIONS = {k: v for mod in MODULES for k, v in mod.SOLUTIONS.items()}
+REGIME_NEIGHBOURS = {k: v for mod in MODULES for k, v in mod.REGIME_NEIGHBOURS.items()}
 
 
-def test_every_notebook_exercise_is_registered_and_has_a_solution():
-    assert set(registered()) >= set(SOLUTIONS)
-    for key in registered():
-        if key.startswith(("00.", "01.", "03.")):
-            assert key in SOLUTIONS, f"{key} has no tested solution"
+@pytest.mark.parametrize("mod", MODULES, ids=lambda m: m.__name__.rsplit(".", 1)[1])
+def test_every_exercise_is_registered_and_has_a_solution(mod):
+    nn = mod.__name__[-2:]
+    keys = {k for k in registered() if k.startswith(f"{nn}.")}
+    assert len(keys) >= 3 and keys == set(mod.SOLUTIONS), f"notebook {nn}: {sorted(keys)}"
+    assert set(mod.REGIME_NEIGHBOURS) <= keys
 
 
 @pytest.mark.parametrize("key", sorted(SOLUTIONS))

@@ -385,7 +385,25 @@ def sweep(fn, grid, *, client=None, seed: int = 0, chunk_size: int | None = None
         if seeded:
             p["seed"] = _point_seed(seed, i)
         indexed.append((i, p))
-    n = len(indexed)
+    processes, chunk_size, progress, kind, path = _sweep_options(
+        client, processes, chunk_size, setup, progress, table, path)
+    outcomes = _run_points(fn, indexed, client, processes, chunk_size, setup, progress)
+    cols = _columns(names, seeded, indexed, outcomes)
+    result = _pandas_table(cols) if kind == "pandas" else _numpy_table(cols)
+    failed = [i for i, (_, err) in enumerate(outcomes) if err]
+    if failed:
+        first = {k: v for k, v in indexed[failed[0]][1].items()}
+        warnings.warn(f"sweep: {len(failed)} of {len(indexed)} points failed (their rows have an "
+                      f"'error'); the first, at {first}: {outcomes[failed[0]][1]}", SweepWarning,
+                      stacklevel=2)
+    if path is not None:
+        _write(result, cols, path, kind)
+    return result
+
+
+def _sweep_options(client, processes, chunk_size, setup, progress, table, path):
+    """:func:`sweep`'s run and output options checked: ``(processes, chunk_size, progress,
+    table kind, path)``."""
     if client is not None:
         _check_client(client)
     if processes is not None:
@@ -406,19 +424,30 @@ def sweep(fn, grid, *, client=None, seed: int = 0, chunk_size: int | None = None
         raise ValueError("table='pandas' needs pandas (pip install -e '.[research]'); "
                          "use table='numpy'")
     if path is not None:
-        if not isinstance(path, (str, os.PathLike)) or not str(path):
-            raise ValueError(f"path must be a file name ending in .csv or .parquet; "
-                             f"got {_show(path)}")
-        path = Path(path)
-        suffix = path.suffix.lower()
-        if suffix not in (".csv", ".parquet"):
-            raise ValueError(f"path must end in .csv or .parquet; got {_show(str(path))}")
-        if suffix == ".parquet" and (kind != "pandas" or not _have("pyarrow")):
-            raise ValueError("path ending in .parquet needs pandas and pyarrow "
-                             "(pip install -e '.[research]'); write a .csv instead")
-        if not path.parent.is_dir():
-            raise ValueError(f"path must be in an existing folder; got {_show(str(path))}")
+        path = _checked_path(path, kind)
+    return processes, chunk_size, progress, kind, path
 
+
+def _checked_path(path, kind) -> Path:
+    if not isinstance(path, (str, os.PathLike)) or not str(path):
+        raise ValueError(f"path must be a file name ending in .csv or .parquet; "
+                         f"got {_show(path)}")
+    path = Path(path)
+    suffix = path.suffix.lower()
+    if suffix not in (".csv", ".parquet"):
+        raise ValueError(f"path must end in .csv or .parquet; got {_show(str(path))}")
+    if suffix == ".parquet" and (kind != "pandas" or not _have("pyarrow")):
+        raise ValueError("path ending in .parquet needs pandas and pyarrow "
+                         "(pip install -e '.[research]'); write a .csv instead")
+    if not path.parent.is_dir():
+        raise ValueError(f"path must be in an existing folder; got {_show(str(path))}")
+    return path
+
+
+def _run_points(fn, indexed, client, processes, chunk_size, setup, progress) -> list:
+    """Every point's ``(result, error)``, in order: on the Dask ``client``, in this process, or
+    on local worker processes, in chunks of ``chunk_size`` points."""
+    n = len(indexed)
     if client is not None:
         workers = max(1, len(client.scheduler_info().get("workers", {})))
     else:
@@ -431,8 +460,8 @@ def sweep(fn, grid, *, client=None, seed: int = 0, chunk_size: int | None = None
     bar = _bar(progress, n)
     try:
         if client is not None:
-            outcomes = _on_dask(client, fn, setup, chunks, bar)
-        elif processes == 1 or len(chunks) == 1 and processes is None:
+            return _on_dask(client, fn, setup, chunks, bar)
+        if processes == 1 or len(chunks) == 1 and processes is None:
             if setup is not None:
                 try:
                     setup()
@@ -442,22 +471,10 @@ def sweep(fn, grid, *, client=None, seed: int = 0, chunk_size: int | None = None
             for chunk in chunks:
                 outcomes += _run_chunk(fn, chunk)
                 bar.update(len(chunk))
-        else:
-            outcomes = _on_processes(fn, setup, chunks, min(workers, len(chunks)), bar)
+            return outcomes
+        return _on_processes(fn, setup, chunks, min(workers, len(chunks)), bar)
     finally:
         bar.close()
-
-    cols = _columns(names, seeded, indexed, outcomes)
-    result = _pandas_table(cols) if kind == "pandas" else _numpy_table(cols)
-    failed = [i for i, (_, err) in enumerate(outcomes) if err]
-    if failed:
-        first = {k: v for k, v in indexed[failed[0]][1].items()}
-        warnings.warn(f"sweep: {len(failed)} of {n} points failed (their rows have an 'error'); "
-                      f"the first, at {first}: {outcomes[failed[0]][1]}", SweepWarning,
-                      stacklevel=2)
-    if path is not None:
-        _write(result, cols, path, kind)
-    return result
 
 
 def _check_client(client):

@@ -63,6 +63,7 @@ One H20 host, 8 experts in 16 slots, top-2, 4 tokens per GPU:
 from __future__ import annotations
 
 from dataclasses import dataclass
+from types import SimpleNamespace
 
 import numpy as np
 
@@ -502,77 +503,104 @@ def decode_layer(placement: Placement, traffic: DecodeTraffic, transport: Transp
     host; ``overlap`` per-expert overlap. The placement's ``gpus_per_nic`` and ``gpus_per_node``
     must match ``hw``'s.
     """
+    g = _layer_shape(placement, traffic, transport, hw, overlap)
+    dur, res, seq, rel, comp = _layer_ops(g, traffic, transport, hw, overlap)
+    inputs, edges = _layer_edges(g, traffic, transport, hw, overlap)
+    fin, start = _run_layer(g, dur, res, seq, rel, edges)
+    return _layer_result(g, traffic, transport, hw, fin, start, dur, comp, inputs)
+
+
+def _layer_shape(placement, traffic, transport, hw, overlap) -> SimpleNamespace:
+    """Check :func:`decode_layer`'s arguments and budgets; return the layer's geometry: sizes,
+    each slot's GPU, host and NIC, the send order, and where each block of ops starts."""
     p = check_instance("placement", placement, Placement)
     check_instance("traffic", traffic, DecodeTraffic, "from decode_traffic(...)")
     check_instance("transport", transport, Transport)
     check_instance("hw", hw, DecodeHardware)
-    overlap = check_bool("overlap", overlap)
+    check_bool("overlap", overlap)
     if (p.gpus_per_nic, p.gpus_per_node) != (hw.gpus_per_nic, hw.gpus_per_node):
         raise ValueError(f"placement has {p.gpus_per_node} GPUs per node and {p.gpus_per_nic} per"
                          f" NIC but hw has {hw.gpus_per_node} and {hw.gpus_per_nic}")
-    relay = traffic.mode == "relay"
-    P, N, K, H = p.n_slots, p.n_gpus, p.n_nics, p.n_nodes
-    spg, gpn, gpnic = p.slots_per_gpu, p.gpus_per_node, p.gpus_per_nic
-    sph = spg * gpn
-    nph = gpn // gpnic
+    g = SimpleNamespace(relay=traffic.mode == "relay", P=p.n_slots, N=p.n_gpus, K=p.n_nics,
+                        H=p.n_nodes, spg=p.slots_per_gpu, gpn=p.gpus_per_node,
+                        gpnic=p.gpus_per_nic)
+    g.sph = g.spg * g.gpn
+    g.nph = g.gpn // g.gpnic
+    P, N, K, H, sph = g.P, g.N, g.K, g.H, g.sph
     if traffic.nvl_in.size != P or traffic.rdma_in.shape != (K, sph) or (
         traffic.ret_src.size and traffic.ret_src.max() >= N
     ):
         raise ValueError("traffic was counted on another placement (slot, NIC or GPU count "
                          "differs)")
-    n_ops = 2 * K * sph + 3 * P + (H * sph if relay else 0)
-    n_edges = P * (2 * spg + nph + 4) + 2 * K * sph + H * sph
+    n_ops = 2 * K * sph + 3 * P + (H * sph if g.relay else 0)
+    n_edges = P * (2 * g.spg + g.nph + 4) + 2 * K * sph + H * sph
     check_bytes("placement", f"{P:,} slots on {N:,} GPUs", 8.0 * (16 * n_ops + 8 * n_edges),
                 "the ops and edges of the layer's timeline")
     check_steps("placement", f"{P:,} slots on {N:,} GPUs",
                 60 * PY_STEP + 40.0 * (n_ops + n_edges) + 4.0 * traffic.ret_src.size,
                 "timing the layer twice")
-    order = send_order(p)
-    slot = np.arange(P, dtype=np.int64)
-    gpu = slot // spg
-    host = gpu // gpn
-    nic_of_slot = gpu // gpnic
-    slot_at = np.empty((H, sph), dtype=np.int64)
-    slot_at[host, order] = slot
+    g.order = send_order(p)
+    g.slot = np.arange(P, dtype=np.int64)
+    g.gpu = g.slot // g.spg
+    g.host = g.gpu // g.gpn
+    g.nic_of_slot = g.gpu // g.gpnic
+    g.slot_at = np.empty((H, sph), dtype=np.int64)
+    g.slot_at[g.host, g.order] = g.slot
+    # ops: [D_nic (K*sph) | D_nvl (P) | C (P) | E_nvl (P) | E_nic (K*sph) | chain (H*sph)]
+    g.A = A = K * sph
+    g.o_dnvl, g.o_c, g.o_envl, g.o_enic = A, A + P, A + 2 * P, A + 3 * P
+    g.o_chain = 2 * A + 3 * P
+    g.n_ops = g.o_chain + (H * sph if g.relay else 0)
+    g.nic_ids = np.repeat(np.arange(K, dtype=np.int64), sph)
+    g.js = np.tile(np.arange(sph, dtype=np.int64), K)
+    return g
+
+
+def _stretch(per_nic, other_side):
+    """How much longer a NIC stream takes than its own copies say, when the other side's busiest
+    NIC (``other_side``) has more copies to move (1 where this NIC moves nothing)."""
+    busy = per_nic.astype(np.float64)
+    floor = float(other_side.max(initial=0))
+    return np.where(busy > 0, np.maximum(1.0, floor / np.maximum(busy, 1.0)), 1.0)
+
+
+def _layer_ops(g, traffic, transport, hw, overlap):
+    """Durations (s), resources, sequence numbers and release times of the layer's ops, and
+    each slot's compute time (s)."""
+    A, N, K, H, sph = g.A, g.N, g.K, g.H, g.sph
     t_d = hw.dispatch_bytes / hw.nic_bw + transport.per_message
     t_c = hw.combine_bytes / hw.nic_bw + transport.per_message
-
-    def stretch(per_nic, other_side):
-        busy = per_nic.astype(np.float64)
-        floor = float(other_side.max(initial=0))
-        return np.where(busy > 0, np.maximum(1.0, floor / np.maximum(busy, 1.0)), 1.0)
-
-    s_d = stretch(traffic.nic_in(), traffic.rdma_sent)
-    s_c = stretch(traffic.nic_out(), traffic.rdma_returned)
-    # ---- ops: [D_nic (K*sph) | D_nvl (P) | C (P) | E_nvl (P) | E_nic (K*sph) | chain (H*sph)]
-    A = K * sph
-    o_dnvl, o_c, o_envl, o_enic = A, A + P, A + 2 * P, A + 3 * P
-    o_chain = 2 * A + 3 * P
-    n_ops = o_chain + (H * sph if relay else 0)
-    nic_ids = np.repeat(np.arange(K, dtype=np.int64), sph)
-    js = np.tile(np.arange(sph, dtype=np.int64), K)
-    dur = np.zeros(n_ops)
-    res = np.empty(n_ops, dtype=np.int64)
-    seq = np.empty(n_ops, dtype=np.int64)
-    rel = np.zeros(n_ops)
+    s_d = _stretch(traffic.nic_in(), traffic.rdma_sent)
+    s_c = _stretch(traffic.nic_out(), traffic.rdma_returned)
+    dur = np.zeros(g.n_ops)
+    res = np.empty(g.n_ops, dtype=np.int64)
+    seq = np.empty(g.n_ops, dtype=np.int64)
+    rel = np.zeros(g.n_ops)
     dur[:A] = traffic.rdma_in.ravel() * t_d * np.repeat(s_d, sph)
-    res[:A], seq[:A], rel[:A] = nic_ids, js, transport.fixed
+    res[:A], seq[:A], rel[:A] = g.nic_ids, g.js, transport.fixed
+    o_dnvl, o_c, o_envl, o_enic, o_chain = g.o_dnvl, g.o_c, g.o_envl, g.o_enic, g.o_chain
     dur[o_dnvl:o_c] = traffic.nvl_in * (hw.dispatch_bytes / hw.nvlink_bw)
-    res[o_dnvl:o_c], seq[o_dnvl:o_c], rel[o_dnvl:o_c] = K + gpu, order, transport.fixed
+    res[o_dnvl:o_c], seq[o_dnvl:o_c], rel[o_dnvl:o_c] = K + g.gpu, g.order, transport.fixed
     tax = 1.0 / (1.0 - transport.sm_tax) if overlap else 1.0
     tok = traffic.tokens
     comp = np.where(tok > 0, np.maximum(hw.expert_bytes / hw.hbm_bw, tok * hw.token_time) * tax,
                     0.0)
     dur[o_c:o_envl] = comp
-    res[o_c:o_envl], seq[o_c:o_envl] = K + N + gpu, order
+    res[o_c:o_envl], seq[o_c:o_envl] = K + N + g.gpu, g.order
+    rel[o_c:o_envl] = transport.fixed  # nothing computes before the dispatch kernel has run
     dur[o_envl:o_enic] = traffic.nvl_back * (hw.combine_bytes / hw.nvlink_bw)
-    res[o_envl:o_enic], seq[o_envl:o_enic] = K + 2 * N + gpu, order
+    res[o_envl:o_enic], seq[o_envl:o_enic] = K + 2 * N + g.gpu, g.order
     dur[o_enic:o_chain] = traffic.rdma_back.ravel() * t_c * np.repeat(s_c, sph)
-    res[o_enic:o_chain], seq[o_enic:o_chain] = K + 3 * N + nic_ids, js
-    if relay:
+    res[o_enic:o_chain], seq[o_enic:o_chain] = K + 3 * N + g.nic_ids, g.js
+    if g.relay:
         res[o_chain:] = K * 2 + 3 * N + np.repeat(np.arange(H, dtype=np.int64), sph)
         seq[o_chain:] = np.tile(np.arange(sph, dtype=np.int64), H)
-    # ---- edges
+    return dur, res, seq, rel, comp
+
+
+def _layer_edges(g, traffic, transport, hw, overlap):
+    """The dependencies of the layer's ops as ``(src, dst, delay)`` arrays, and each slot's
+    ``inputs``: ``(op ids, delay, which slots wait for it)``, the ops its data arrives by."""
     src, dst, dly = [], [], []
 
     def edge(a, b, d):
@@ -582,73 +610,80 @@ def decode_layer(placement: Placement, traffic: DecodeTraffic, transport: Transp
         dst.append(b)
         dly.append(np.full(a.size, float(d)))
 
-    own_dnic = nic_of_slot * sph + order  # the RDMA op that carries a slot's direct copies
-    host_nics = host[:, None] * nph + np.arange(nph)[None, :]  # [P, nph]
+    P, N, spg, sph, nph, slot, order = g.P, g.N, g.spg, g.sph, g.nph, g.slot, g.order
+    o_dnvl, o_c, o_envl, o_enic, o_chain = g.o_dnvl, g.o_c, g.o_envl, g.o_enic, g.o_chain
+    own_dnic = g.nic_of_slot * sph + order  # the RDMA op that carries a slot's direct copies
+    host_nics = g.host[:, None] * nph + np.arange(nph)[None, :]  # [P, nph]
     remote = traffic.remote_tokens > 0
-    if relay:  # fan-out waits for every RDMA stream of the host to reach the slot
+    if g.relay:  # fan-out waits for every RDMA stream of the host to reach the slot
         edge((host_nics * sph + order[:, None])[remote], np.repeat(o_dnvl + slot[remote], nph),
              hw.nic_latency)
         inputs = [(o_dnvl + slot, hw.nvlink_latency, (traffic.nvl_in > 0) | remote)]
     else:
         inputs = [(own_dnic, hw.nic_latency, traffic.rdma_in.ravel()[own_dnic] > 0),
                   (o_dnvl + slot, hw.nvlink_latency, traffic.nvl_in > 0)]
-    rel[o_c:o_envl] = transport.fixed  # nothing computes before the dispatch kernel has run
     if overlap:
         for a, d, m in inputs:
             edge(a[m], o_c + slot[m], d)
         done = o_c + slot  # each expert's output leaves when the expert ends
     else:  # a GPU starts when all its inputs are there; sends when all its experts are done
-        same_gpu = (gpu[:, None] * spg + np.arange(spg)[None, :])  # [P, spg]
+        same_gpu = (g.gpu[:, None] * spg + np.arange(spg)[None, :])  # [P, spg]
         for a, d, m in inputs:
             mm = m[same_gpu]
             edge(a[same_gpu][mm], np.repeat(o_c + slot, spg).reshape(P, spg)[mm], d)
         by_order = np.argsort(order, kind="stable")
         last = np.empty(N, dtype=np.int64)
-        last[gpu[by_order]] = slot[by_order]  # the later write wins: the last in send order
-        done = o_c + last[gpu]
+        last[g.gpu[by_order]] = slot[by_order]  # the later write wins: the last in send order
+        done = o_c + last[g.gpu]
     edge(done, o_envl + slot, transport.fixed)
-    if relay:
-        edge(o_envl + slot_at.ravel(), o_chain + np.arange(H * sph), hw.nvlink_latency)
-        chain_of = o_chain + (nic_ids // nph) * sph + js
-        edge(chain_of, o_enic + np.arange(A), 0.0)
+    if g.relay:
+        edge(o_envl + g.slot_at.ravel(), o_chain + np.arange(g.H * sph), hw.nvlink_latency)
+        chain_of = o_chain + (g.nic_ids // nph) * sph + g.js
+        edge(chain_of, o_enic + np.arange(g.A), 0.0)
     else:
-        q = slot_at[nic_ids // nph, js]  # the slot at each NIC stream position
-        mine = nic_of_slot[q] == nic_ids
+        q = g.slot_at[g.nic_ids // nph, g.js]  # the slot at each NIC stream position
+        mine = g.nic_of_slot[q] == g.nic_ids
         edge(done[q[mine]], o_enic + np.flatnonzero(mine), transport.fixed)
-    e_src = np.concatenate(src)
-    e_dst = np.concatenate(dst)
-    e_dly = np.concatenate(dly)
+    return inputs, (np.concatenate(src), np.concatenate(dst), np.concatenate(dly))
+
+
+def _run_layer(g, dur, res, seq, rel, edges):
+    """Run the layer's timeline twice: the combine streams send what is ready first, so their
+    order comes from the first run's readiness. Returns (finish, start) of the second (s)."""
+    e_src, e_dst, e_dly = edges
     ordr = np.argsort(e_dst, kind="stable")
-    ptr = np.zeros(n_ops + 1, dtype=np.int64)
-    np.cumsum(np.bincount(e_dst, minlength=n_ops), out=ptr[1:])
+    ptr = np.zeros(g.n_ops + 1, dtype=np.int64)
+    np.cumsum(np.bincount(e_dst, minlength=g.n_ops), out=ptr[1:])
     dep_src, dep_dly = e_src[ordr], e_dly[ordr]
     tl = run_timeline(dur, res, ptr, dep_src, dep_dly, sequence=seq, release=rel)
-    # combine streams send what is ready first: re-order them by readiness and run again
-    ready = np.zeros(n_ops)
+    ready = np.zeros(g.n_ops)
     _max_by_group(e_dst, tl.finish[e_src] + e_dly, ready)
     ready = np.maximum(ready, rel)
-    for lo, hi in ((o_envl, o_enic), (o_enic, o_chain)):
+    for lo, hi in ((g.o_envl, g.o_enic), (g.o_enic, g.o_chain)):
         ops = np.arange(lo, hi)
         seq[lo:hi] = _ready_rank(ready, res, ops)
     tl = run_timeline(dur, res, ptr, dep_src, dep_dly, sequence=seq, release=rel)
-    fin = tl.finish
-    # ---- per-rank completion
-    item_op = np.where(traffic.ret_kind == 0, o_enic + traffic.ret_op,
-                       np.where(traffic.ret_kind == 1, o_envl + traffic.ret_op,
-                                o_c + traffic.ret_op))
+    return tl.finish, tl.start
+
+
+def _layer_result(g, traffic, transport, hw, fin, start, dur, comp, inputs) -> LayerResult:
+    """Each GPU's completion, each slot's arrival and compute window, each NIC's busy time."""
+    item_op = np.where(traffic.ret_kind == 0, g.o_enic + traffic.ret_op,
+                       np.where(traffic.ret_kind == 1, g.o_envl + traffic.ret_op,
+                                g.o_c + traffic.ret_op))
     lat = np.where(traffic.ret_kind == 0, hw.nic_latency,
                    np.where(traffic.ret_kind == 1, hw.nvlink_latency, 0.0))
-    completion = np.zeros(N)
+    completion = np.zeros(g.N)
     _max_by_group(traffic.ret_src, fin[item_op] + lat, completion)
-    arrival = np.full(P, transport.fixed)
+    arrival = np.full(g.P, transport.fixed)
     for a, d, m in inputs:
         arrival = np.where(m, np.maximum(arrival, fin[a] + d), arrival)
-    compute_time = np.bincount(gpu, weights=comp, minlength=N)
+    compute_time = np.bincount(g.gpu, weights=comp, minlength=g.N)
     layer = float(completion.max())
-    out = dict(completion=completion, arrival=arrival, compute_start=tl.start[o_c:o_envl].copy(),
-               compute_end=fin[o_c:o_envl].copy(), compute_time=compute_time,
-               nic_in=dur[:A].reshape(K, sph).sum(axis=1),
-               nic_out=dur[o_enic:o_chain].reshape(K, sph).sum(axis=1))
+    out = dict(completion=completion, arrival=arrival,
+               compute_start=start[g.o_c:g.o_envl].copy(), compute_end=fin[g.o_c:g.o_envl].copy(),
+               compute_time=compute_time, nic_in=dur[:g.A].reshape(g.K, g.sph).sum(axis=1),
+               nic_out=dur[g.o_enic:g.o_chain].reshape(g.K, g.sph).sum(axis=1))
     for a in out.values():
         a.flags.writeable = False
     return trusted(LayerResult, layer_time=layer, exposed_comm=layer - float(compute_time.max()),
@@ -705,24 +740,62 @@ def simulate_decode(setup: DecodeSetup = DecodeSetup(), *, placement: str = "NIC
     >>> r.layer_time.shape
     (3,)
     """
+    a = _decode_args(setup, placement, swaps, mode, overlap, transport, n_steps, start, seed,
+                     swap_threshold, cooldown, ema)
+    pop = _decode_popularity(setup, popularity, a.total, a.seed)
+    n_tok = setup.n_gpus * setup.tokens_per_gpu
+    expected = pop[0] * n_tok * setup.k
+    plc = make_placement(a.placement, setup, expected)
+    src = np.repeat(np.arange(setup.n_gpus, dtype=np.int64), setup.tokens_per_gpu)
+    avg = expected.copy()
+    moved_at = np.full(setup.n_experts, -10**9)
+    n = a.n_steps
+    out = dict(layer_time=np.empty(n), exposed_comm=np.empty(n), nic_ratio=np.empty(n),
+               swaps=np.zeros(n, dtype=np.int64), completion=np.empty((n, setup.n_gpus)))
+    copied = 0.0
+    seeds = np.random.SeedSequence([a.seed, 2]).generate_state(a.total)
+    for t in range(a.total):
+        if a.swaps and t > 0:
+            r = nvlink_swaps(plc, avg, threshold=a.swap_threshold,
+                             blocked=moved_at > t - 1 - a.cooldown,
+                             expert_bytes=setup.hw.expert_bytes)
+            if r.pairs.size:
+                plc = r.placement
+                moved_at[plc.phy2log[r.pairs.ravel()]] = t
+                if t >= a.start:
+                    out["swaps"][t - a.start] = r.pairs.shape[0]
+                    copied += r.copy_bytes
+        ids = sample_routing(pop[t], n_tok, setup.k, seed=int(seeds[t]))
+        counts = np.bincount(ids.ravel(), minlength=setup.n_experts)
+        avg = (1.0 - a.ema) * avg + a.ema * counts
+        if t >= a.start:
+            _time_step(out, t - a.start, plc, ids, src, a.mode, transport, setup.hw, a.overlap)
+    for v in out.values():
+        v.flags.writeable = False
+    return trusted(DecodeRun, copy_bytes=copied, placement=plc, **out)
+
+
+def _decode_args(setup, placement, swaps, mode, overlap, transport, n_steps, start, seed,
+                 swap_threshold, cooldown, ema) -> SimpleNamespace:
+    """:func:`simulate_decode`'s arguments checked, and its work and memory budgets."""
     check_instance("setup", setup, DecodeSetup)
     placement = check_choice("placement", placement, PLACEMENTS)
     if placement == "contiguous" and setup.n_slots != setup.n_experts:
         raise ValueError(f"placement='contiguous' needs a setup without spare slots (n_slots == "
                          f"n_experts == {setup.n_experts}); got {setup.n_slots} slots")
-    swaps = check_bool("swaps", swaps)
-    mode = check_choice("mode", mode, ("direct", "relay"))
-    overlap = check_bool("overlap", overlap)
-    check_instance("transport", transport, Transport)
-    n_steps = check_int("n_steps", n_steps, lo=1, hi=100_000)
-    start = check_int("start", start, lo=0, hi=100_000)
-    seed = check_int("seed", seed, lo=0)
-    swap_threshold = check_real("swap_threshold", swap_threshold, lo=0.0, hi=1e3)
-    cooldown = check_int("cooldown", cooldown, lo=0, hi=10**9)
-    ema = check_real("ema", ema, lo=0.0, hi=1.0, lo_open=True)
-    n_tok = setup.n_gpus * setup.tokens_per_gpu
-    total = start + n_steps
-    copies = n_tok * setup.k
+    a = SimpleNamespace(
+        placement=placement, swaps=check_bool("swaps", swaps),
+        mode=check_choice("mode", mode, ("direct", "relay")),
+        overlap=check_bool("overlap", overlap),
+        transport=check_instance("transport", transport, Transport),
+        n_steps=check_int("n_steps", n_steps, lo=1, hi=100_000),
+        start=check_int("start", start, lo=0, hi=100_000), seed=check_int("seed", seed, lo=0),
+        swap_threshold=check_real("swap_threshold", swap_threshold, lo=0.0, hi=1e3),
+        cooldown=check_int("cooldown", cooldown, lo=0, hi=10**9),
+        ema=check_real("ema", ema, lo=0.0, hi=1.0, lo_open=True))
+    n_steps, start = a.n_steps, a.start
+    a.total = total = start + n_steps
+    copies = setup.n_gpus * setup.tokens_per_gpu * setup.k
     per_step = 20 * PY_STEP + 30.0 * copies + 20.0 * setup.n_experts
     per_timed = 300 * PY_STEP + 80.0 * copies + 400.0 * setup.n_slots
     check_steps("n_steps", n_steps, start * per_step + n_steps * (per_step + per_timed),
@@ -730,56 +803,32 @@ def simulate_decode(setup: DecodeSetup = DecodeSetup(), *, placement: str = "NIC
     check_bytes("n_steps", n_steps, 8.0 * (3 * total * setup.n_experts
                                            + n_steps * (setup.n_gpus + 8) + 40 * copies),
                 "the popularity of every step and the per-step results")
-    if popularity is None:
-        pop = drifting_popularity(setup.n_experts, total, setup.busiest_over_median,
-                                  drift=setup.drift, seed=np.random.default_rng([seed, 1]))
-    else:
-        pop = as_float_array("popularity", popularity, shape=(total, setup.n_experts), lo=0.0,
-                             hi=1.0)
-        nnz = np.count_nonzero(pop, axis=1).min()
-        if nnz < setup.k:
-            raise ValueError(f"popularity must give every step at least k = {setup.k} experts "
-                             f"with positive popularity; a step has {nnz}")
-    expected = pop[0] * n_tok * setup.k
-    plc = make_placement(placement, setup, expected)
-    src = np.repeat(np.arange(setup.n_gpus, dtype=np.int64), setup.tokens_per_gpu)
-    avg = expected.copy()
-    moved_at = np.full(setup.n_experts, -10**9)
-    out_t = np.empty(n_steps)
-    out_e = np.empty(n_steps)
-    out_r = np.empty(n_steps)
-    out_s = np.zeros(n_steps, dtype=np.int64)
-    comp = np.empty((n_steps, setup.n_gpus))
-    copied = 0.0
-    seeds = np.random.SeedSequence([seed, 2]).generate_state(total)
-    for t in range(total):
-        if swaps and t > 0:
-            r = nvlink_swaps(plc, avg, threshold=swap_threshold,
-                             blocked=moved_at > t - 1 - cooldown,
-                             expert_bytes=setup.hw.expert_bytes)
-            if r.pairs.size:
-                plc = r.placement
-                moved_at[plc.phy2log[r.pairs.ravel()]] = t
-                if t >= start:
-                    out_s[t - start] = r.pairs.shape[0]
-                    copied += r.copy_bytes
-        ids = sample_routing(pop[t], n_tok, setup.k, seed=int(seeds[t]))
-        counts = np.bincount(ids.ravel(), minlength=setup.n_experts)
-        avg = (1.0 - ema) * avg + ema * counts
-        if t < start:
-            continue
-        i = t - start
-        tr = decode_traffic(plc, route_to_slots(plc, ids, src), src, mode)
-        lr = decode_layer(plc, tr, transport, setup.hw, overlap=overlap)
-        out_t[i], out_e[i] = lr.layer_time, lr.exposed_comm
-        nic_in = tr.nic_in()
-        out_r[i] = nic_in.max() / nic_in.mean() if nic_in.mean() > 0 else 1.0
-        comp[i] = lr.completion
-    for a in (out_t, out_e, out_r, out_s, comp):
-        a.flags.writeable = False
-    return trusted(DecodeRun, layer_time=out_t, exposed_comm=out_e, nic_ratio=out_r, swaps=out_s,
-                   completion=comp, copy_bytes=copied, placement=plc)
+    return a
 
+
+def _decode_popularity(setup, popularity, total, seed) -> np.ndarray:
+    """Each step's expert popularity ``[total, n_experts]``: the drifting workload of ``setup``,
+    or the caller's ``popularity`` (checked)."""
+    if popularity is None:
+        return drifting_popularity(setup.n_experts, total, setup.busiest_over_median,
+                                   drift=setup.drift, seed=np.random.default_rng([seed, 1]))
+    pop = as_float_array("popularity", popularity, shape=(total, setup.n_experts), lo=0.0,
+                         hi=1.0)
+    nnz = np.count_nonzero(pop, axis=1).min()
+    if nnz < setup.k:
+        raise ValueError(f"popularity must give every step at least k = {setup.k} experts "
+                         f"with positive popularity; a step has {nnz}")
+    return pop
+
+
+def _time_step(out, i, plc, ids, src, mode, transport, hw, overlap) -> None:
+    """Time step ``i`` (its routed ``ids``) on placement ``plc`` into row ``i`` of ``out``."""
+    tr = decode_traffic(plc, route_to_slots(plc, ids, src), src, mode)
+    lr = decode_layer(plc, tr, transport, hw, overlap=overlap)
+    out["layer_time"][i], out["exposed_comm"][i] = lr.layer_time, lr.exposed_comm
+    nic_in = tr.nic_in()
+    out["nic_ratio"][i] = nic_in.max() / nic_in.mean() if nic_in.mean() > 0 else 1.0
+    out["completion"][i] = lr.completion
 
 
 def isolated_phases(n_hosts: int, *, tokens_per_gpu: int = 128, k: int = 8, n_experts: int = 288,

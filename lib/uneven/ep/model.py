@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from types import SimpleNamespace
 
 import numpy as np
 from numba import carray
@@ -584,6 +585,24 @@ def ep_step(
     >>> st.network.shape, round(st.nodes_per_token, 2), st.time > 0
     ((2, 16, 16), 1.99, True)
     """
+    a = _step_args(n_gpus, tokens_per_gpu, ep, gpus_per_node, n_experts, k, max_nodes, skew,
+                   seed, bias, hidden, dispatch_dtype, mode, topology, threads)
+    network, nvlink, load, stats = _count_step(a)
+    network *= a.bd
+    nvlink *= a.bd
+    # flows: every nonzero entry of the group matrices, on the whole cluster
+    both = network + nvlink
+    grp, i, j = np.nonzero(both)
+    loads = link_loads(a.topo, grp * a.ep + i, grp * a.ep + j, both[grp, i, j])
+    tokens = a.n_gpus * a.tokens_per_gpu
+    return EpStep(a.n_gpus, a.ep, a.tokens_per_gpu, a.k, network, nvlink, load, stats[0] / tokens,
+                  stats[1] / tokens, stats[2] / tokens, loads, loads.time(), a.bd)
+
+
+def _step_args(n_gpus, tokens_per_gpu, ep, gpus_per_node, n_experts, k, max_nodes, skew, seed,
+               bias, hidden, dispatch_dtype, mode, topology, threads) -> SimpleNamespace:
+    """:func:`ep_step`'s arguments checked (and its budgets), with the kernel's inputs: the
+    counter key and odds, the bias in the kernel's order, the topology built."""
     n_gpus = check_int("n_gpus", n_gpus, lo=1)
     tokens_per_gpu = check_int("tokens_per_gpu", tokens_per_gpu, lo=1)
     g = check_int("gpus_per_node", gpus_per_node, lo=1)
@@ -620,53 +639,54 @@ def ep_step(
     if topo.n_gpus != n_gpus or topo.gpus_per_node != g:
         raise ValueError(f"topology({n_gpus // g}) must have {n_gpus} GPUs in nodes of {g}; got "
                          f"{topo.n_gpus} in nodes of {topo.gpus_per_node}")
+    return SimpleNamespace(n_gpus=n_gpus, tokens_per_gpu=tokens_per_gpu, g=g, ep=ep,
+                           n_experts=n_experts, nodes_ep=nodes_ep, max_nodes=max_nodes, k=k,
+                           relay=mode == "relay", threads=threads, bd=bd, groups=groups, key=key,
+                           skew_on=skew_on, has_bias=bias is not None, biast=biast, w32t=w32t,
+                           topo=topo)
 
-    network = np.zeros((groups, ep, ep))
-    nvlink = np.zeros((groups, ep, ep))
-    load = np.zeros((groups, n_experts), dtype=np.int64)
+
+def _count_step(a):
+    """Run the generate-route-count kernel over every GPU, on ``a.threads`` threads (each on its
+    own GPUs and matrices, summed after); returns copy counts ``network``, ``nvlink``
+    ``[groups, ep, ep]``, the expert loads and the (nodes, remote nodes, GPUs) sums."""
+    ep, g = a.ep, a.g
+    network = np.zeros((a.groups, ep, ep))
+    nvlink = np.zeros((a.groups, ep, ep))
+    load = np.zeros((a.groups, a.n_experts), dtype=np.int64)
     stats = np.zeros(3, dtype=np.int64)
-    cuts = np.linspace(0, n_gpus, min(threads, n_gpus) + 1).round().astype(np.int64)
-    expert_gpu = contiguous_placement(n_experts, ep)
+    cuts = np.linspace(0, a.n_gpus, min(a.threads, a.n_gpus) + 1).round().astype(np.int64)
+    expert_gpu = contiguous_placement(a.n_experts, ep)
     gpu_ids = np.arange(ep, dtype=np.int64)
 
     def part(lo, hi, net, nvl, ld, st):
-        g_lo = lo // ep
         _generated_step_kernel(
-            key, np.int64(lo), np.int64(hi), np.int64(g_lo), np.int64(tokens_per_gpu),
-            np.int64(ep), np.int64(g), np.int64(n_experts), np.int64(nodes_ep),
-            np.int64(max_nodes), np.int64(k), w32t, skew_on, bias is not None, biast,
-            mode == "relay", expert_gpu, gpu_ids // g, np.arange(0, ep, g, dtype=np.int64),
+            a.key, np.int64(lo), np.int64(hi), np.int64(lo // ep), np.int64(a.tokens_per_gpu),
+            np.int64(ep), np.int64(g), np.int64(a.n_experts), np.int64(a.nodes_ep),
+            np.int64(a.max_nodes), np.int64(a.k), a.w32t, a.skew_on, a.has_bias, a.biast,
+            a.relay, expert_gpu, gpu_ids // g, np.arange(0, ep, g, dtype=np.int64),
             gpu_ids % g, net, nvl, ld, st)
 
     if cuts.size == 2:
-        part(0, n_gpus, network, nvlink, load, stats)
-    else:
-        from concurrent.futures import ThreadPoolExecutor
+        part(0, a.n_gpus, network, nvlink, load, stats)
+        return network, nvlink, load, stats
+    from concurrent.futures import ThreadPoolExecutor
 
-        jobs = []
-        for lo, hi in zip(cuts[:-1].tolist(), cuts[1:].tolist(), strict=True):
-            g_lo, g_hi = lo // ep, (hi - 1) // ep + 1
-            n_g = g_hi - g_lo
-            jobs.append((lo, hi, g_lo, np.zeros((n_g, ep, ep)), np.zeros((n_g, ep, ep)),
-                         np.zeros((n_g, n_experts), dtype=np.int64), np.zeros(3, np.int64)))
-        with ThreadPoolExecutor(len(jobs)) as pool:
-            list(pool.map(lambda j: part(j[0], j[1], j[3], j[4], j[5], j[6]), jobs))
-        for _, _, g_lo, net, nvl, ld, st in jobs:
-            n_g = net.shape[0]
-            network[g_lo:g_lo + n_g] += net
-            nvlink[g_lo:g_lo + n_g] += nvl
-            load[g_lo:g_lo + n_g] += ld
-            stats += st
-    network *= bd
-    nvlink *= bd
-    # flows: every nonzero entry of the group matrices, on the whole cluster
-    both = network + nvlink
-    grp, i, j = np.nonzero(both)
-    src = grp * ep + i
-    dst = grp * ep + j
-    loads = link_loads(topo, src, dst, both[grp, i, j])
-    return EpStep(n_gpus, ep, tokens_per_gpu, k, network, nvlink, load,
-                  stats[0] / tokens, stats[1] / tokens, stats[2] / tokens, loads, loads.time(), bd)
+    jobs = []
+    for lo, hi in zip(cuts[:-1].tolist(), cuts[1:].tolist(), strict=True):
+        g_lo, g_hi = lo // ep, (hi - 1) // ep + 1
+        n_g = g_hi - g_lo
+        jobs.append((lo, hi, g_lo, np.zeros((n_g, ep, ep)), np.zeros((n_g, ep, ep)),
+                     np.zeros((n_g, a.n_experts), dtype=np.int64), np.zeros(3, np.int64)))
+    with ThreadPoolExecutor(len(jobs)) as pool:
+        list(pool.map(lambda j: part(j[0], j[1], j[3], j[4], j[5], j[6]), jobs))
+    for _, _, g_lo, net, nvl, ld, st in jobs:
+        n_g = net.shape[0]
+        network[g_lo:g_lo + n_g] += net
+        nvlink[g_lo:g_lo + n_g] += nvl
+        load[g_lo:g_lo + n_g] += ld
+        stats += st
+    return network, nvlink, load, stats
 
 
 @njit(inline="always")

@@ -1280,8 +1280,7 @@ def core_timeline(plan: PhasePlan, jitter: float = 0.0, seed: int = 0, start=Non
     plan = _check_plan(plan)
     jit3 = _check_jitter(jitter, straggler_prob, straggler_delay)
     seed = check_int("seed", seed, lo=0)
-    n = plan.n_ranks
-    C = plan.costs.cores
+    n, C = plan.n_ranks, plan.costs.cores
     if n * C > 65536:
         raise ValueError(f"plan must have n_ranks * cores <= 65536 for a core timeline; got "
                          f"{n} * {C}")
@@ -1290,6 +1289,24 @@ def core_timeline(plan: PhasePlan, jitter: float = 0.0, seed: int = 0, start=Non
     a = np.zeros(n) if start is None else as_float_array("start", start, shape=(n,), lo=0.0,
                                                           hi=_MAX_START, unit="s")
     jit = _Draws(seed, *jit3)((1, 3, n))[0]
+    dur, res, rel_all, kind, rk, co, e_src, e_dst, e_dly = _core_ops(plan, a, jit).arrays(n, C)
+    ptr, esrc, edly = edges_to_csr(dur.size, e_src, e_dst, e_dly)
+    tl = run_timeline(dur, res, ptr, esrc, edly, release=rel_all)
+    poll = kind == K_POLL
+    end = np.full(n, -np.inf)
+    np.maximum.at(end, rk[poll], tl.finish[poll])
+    latency = float(end.max() - a.min())
+    for arr in (rk, co, kind, end, jit):
+        arr.flags.writeable = False
+    return trusted(CoreTimeline, plan=plan, rank=rk, core=co, kind=kind, start=tl.start,
+                   finish=tl.finish, end=end, jitter=jit, latency=latency, cores=C)
+
+
+def _core_ops(plan, a, jit) -> _OpList:
+    """The ops of one phase on every core of every rank, and their edges (see
+    :func:`core_timeline`): ``a`` each rank's start (s), ``jit`` the jitter draws ``[3, n]``."""
+    n = plan.n_ranks
+    C = plan.costs.cores
     tbar = plan.costs.barrier_cost
     ops = _OpList()
     last = np.full((n, C), -1, dtype=np.int64)  # each core's latest op so far
@@ -1345,17 +1362,7 @@ def core_timeline(plan: PhasePlan, jitter: float = 0.0, seed: int = 0, start=Non
     ids = add(np.ones(n * C, dtype=bool), K_POLL, plan.poll_time + jit[2][ranks])
     if gate is not None:
         ops.edges(gate[ranks], ids)
-    dur, res, rel_all, kind, rk, co, e_src, e_dst, e_dly = ops.arrays(n, C)
-    ptr, esrc, edly = edges_to_csr(dur.size, e_src, e_dst, e_dly)
-    tl = run_timeline(dur, res, ptr, esrc, edly, release=rel_all)
-    poll = kind == K_POLL
-    end = np.full(n, -np.inf)
-    np.maximum.at(end, rk[poll], tl.finish[poll])
-    latency = float(end.max() - a.min())
-    for arr in (rk, co, kind, end, jit):
-        arr.flags.writeable = False
-    return trusted(CoreTimeline, plan=plan, rank=rk, core=co, kind=kind, start=tl.start,
-                   finish=tl.finish, end=end, jitter=jit, latency=latency, cores=C)
+    return ops
 
 
 class _OpList:

@@ -32,3 +32,9 @@ register("00.2", lambda: _a2a_us(3.0), unit="µs", rtol=0.03,
          hint="which NICs carry the extra bytes, and how many bytes is that?")
 register("00.3", lambda: "c", kind="choice", options=("a", "b", "c", "d"),
          mistakes=[("a", "Without PXN, which NIC does a block leave its node through?")])
+
+#: The worked solutions of the notebook's <details> blocks (tests/test_exercises.py checks them).
+SOLUTIONS = {"00.1": 2240.0, "00.2": 3360.0, "00.3": "c"}
+
+#: Answers from the neighbouring regime, which the checkers must reject.
+REGIME_NEIGHBOURS: dict = {}

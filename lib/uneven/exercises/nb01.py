@@ -59,3 +59,14 @@ register("01.5", _zb_h1_last_stage_memory, kind="exact",
          mistakes=[(lambda e: 1, "That is 1F1B's last stage: a W still needs the activations "
                                  "its F stored.")],
          hint="count the micro-batches whose F has run and whose W has not.")
+
+#: The worked solutions of the notebook's <details> blocks (tests/test_exercises.py checks them).
+SOLUTIONS = {"01.1": 30.0, "01.2": 30.0, "01.3a": 340.0, "01.3b": 348.0, "01.4": "c", "01.5": 4}
+
+#: Answers from the neighbouring regime, which the checkers must reject.
+REGIME_NEIGHBOURS = {
+    "01.1": [20.0, 40.0, 60.0],
+    "01.2": [20.0, 35.0, 40.0, 45.0],  # equal-time formula; "extra <= 2c"; off by one
+    "01.3b": [346.0, 350.0, 356.0],  # 2c - t regime; +t; +2c
+    "01.5": [1, 2, 8],
+}

@@ -53,3 +53,17 @@ register("02.4", _ranks_300k, kind="exact",
                    (lambda e: (e[0], e[0]), "The static mesh splits every sequence over its whole "
                                             "CP group, whatever its length.")],
          hint="HDP: ceil(s / C). The static mesh: the CP degree fixed for the longest sequence.")
+
+
+#: The worked solutions of the notebook's <details> blocks.
+SOLUTIONS = {"02.1": 3.76, "02.2": 1.65, "02.3": "c", "02.4": (37, 256)}
+
+#: Answers from the neighbouring regime, which must be rejected.
+REGIME_NEIGHBOURS = {
+    "02.1": [4.29, 1.88, 3.5, 7.5],  # N blocks; K or V only; GiB; backward
+    # 400 Gb/s, or both steps shrinking alike; 100 Gb/s (= 32 KV heads, printed in Section 6);
+    # the static step halved outright; no speed-up; naive HDP's; a speed-up that doubles
+    "02.2": [2.34, 3.69, 1.17, 1.0, 0.87, 4.7],
+    "02.3": ["a", "b", "d"],
+    "02.4": [(36, 256), (37, 37), (37, 128), (256, 256)],
+}

@@ -46,3 +46,11 @@ register("03.4", _cap_ratio, rtol=0.04,
          mistakes=[(lambda e: 1.0, "Look at the IB copies per token in the bytes figure: do "
                                    "they change with M?")],
          hint="the NIC binds at the defaults: compare IB copies per token at M = 4 and M = 8.")
+
+#: The worked solutions of the notebook's <details> blocks (tests/test_exercises.py checks them).
+SOLUTIONS = {"03.1a": 22176, "03.1b": 14784, "03.2": 3.6, "03.3": "c", "03.4": 1.33}
+
+#: Answers from the neighbouring regime, which the checkers must reject.
+REGIME_NEIGHBOURS = {
+    "03.4": [1.0, 1.16, 1.5],  # no change; NVLink-bound guess; too much
+}

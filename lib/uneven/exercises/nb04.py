@@ -51,3 +51,17 @@ register("04.4", lambda: "b", kind="choice", options=("a", "b", "c", "d"),
          mistakes=[("c", "R does not depend on k: the expert work and the bytes both grow with "
                          "it."),
                    ("d", "Work out R in BF16 across the NIC for h_ffn = 2,048.")])
+
+
+#: The worked solutions of the notebook's <details> blocks.
+SOLUTIONS = {"04.1": 22.02, "04.2": 1.23, "04.3": 0.66, "04.4": "b"}
+
+#: Answers from the neighbouring regime, which must be rejected.
+REGIME_NEIGHBOURS = {
+    "04.1": [44.04, 25.17, 11.01, 18.35],  # printed Eq. 2; no (n-1)/n; values not bytes; 352B
+    "04.2": [2.46, 0.61, 1.0, 0.5],  # both directions; FP8 peak; "just hides"; H800's NVLink
+    # no cost; forward only; k = 3 (the transfer time printed in Section 3, not rescaled);
+    # with inter-op overlap on
+    "04.3": [0.0, 0.33, 0.41, 0.59],
+    "04.4": ["a", "c", "d"],
+}

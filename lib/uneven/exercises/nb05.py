@@ -77,3 +77,18 @@ register("05.4", _swaps_per_step, unit="swaps per GPU per step", rtol=0.05,
                                               "whole step, all 58 MoE layers."),
                    (lambda e: e / 8, "Mind GB/s against Gb/s: NVLink's figure is in bytes.")],
          hint="the time the copy may take, over the time one swap keeps a GPU's NVLink port busy.")
+
+
+#: The worked solutions of notebook 05's <details> blocks.
+SOLUTIONS = {"05.1": 4.59, "05.2": 1.71, "05.3": "b", "05.4": 370.0}
+
+#: Answers from the neighbouring regime, which must be rejected.
+REGIME_NEIGHBOURS = {
+    "05.1": [7.0, 5.25, 2.70, 4.0],  # one copy per remote expert; own host counted; EP32's value
+    # no change; the byte ratio alone; the 400 Gb/s ratio (on screen in Section 5 and the
+    # explorer's default); too much
+    "05.2": [1.0, 2.22, 1.38, 1.9],
+    "05.3": ["a", "c", "d", "a, b"],
+    # copies serialised; 900 GB/s per direction; one layer only; Gb/s; 98 (the copy time in µs)
+    "05.4": [185.0, 741.0, 6.4, 46.0, 98.0],
+}

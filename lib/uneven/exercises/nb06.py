@@ -82,3 +82,15 @@ register("06.4", _combine_blocks, kind="exact",
                     "One extra block is what the flags cost at 512 bytes: add up the flag bytes "
                     "at 256.")],
          hint="each block carries 256 − 8 bytes of payload.")
+
+
+#: The worked solutions of notebook 06's <details> blocks.
+SOLUTIONS = {"06.1": 1.27, "06.2": 52.4, "06.3": "b", "06.4": 58}
+
+#: Answers from the neighbouring regime, which must be rejected.
+REGIME_NEIGHBOURS = {
+    "06.1": [1.0, 1.42, 1.17, 2.0],  # no difference; latency only; EP64's far share; all far
+    "06.2": [92.8, 143.0, 26.2, 104.8, 51.3],  # the baseline; UBEP at default hops; x2 slips;
+    # the slowest core's writes without the last flight and the poll
+    "06.4": [56, 57, 59, 29, 15],  # payload only; one flag block; off by one; 512-B blocks; INT8
+}

@@ -43,3 +43,15 @@ register("07.3", lambda: "c", kind="choice", options=("a", "b", "c", "d"),
 register("07.4", lambda: "d", kind="choice", options=("a", "b", "c", "d"),
          mistakes=[("c", "Shared NICs make the NIC side slower, which overlap would hide more "
                          "of, not less.")])
+
+
+#: The worked solutions of notebook 07's <details> blocks.
+SOLUTIONS = {"07.1": 9.49, "07.2": (3, 1), "07.3": "c", "07.4": "d"}
+
+#: Answers from the neighbouring regime, which must be rejected.
+REGIME_NEIGHBOURS = {
+    "07.1": [2.0, 8.32, 7.49, 4.74, 12.0],  # the mean; ln N; max minus mean; sigma = 1; sqrt
+    "07.2": [(3, 4), (1, 3), (2, 1), (3, 6), (5, 1)],
+    "07.3": ["a", "b", "d", "c, d"],
+    "07.4": ["a", "b", "c", "b, d"],
+}
