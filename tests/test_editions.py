@@ -376,6 +376,8 @@ def test_every_notebook_page_shows_its_figures_as_images(site, path):
             assert srcs, f"{path.name}: a '{tag}' cell shows no image"
             assert all((out / s).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" for s in srcs)
     assert page.count("explorer’s static figure") == wanted["explorer"]
+    # a section's regression pins run in the tests; the reader's page leaves them out
+    assert any(discover.is_check(c) for c in cells) and "tag_check" not in page
     assert html.escape(online.binder_url(path.name)) in page
     assert html.escape(online.colab_url(path.name)) in page
     assert "widget-view" not in page and "<Figure size" not in page

@@ -280,5 +280,5 @@ def compute_unit_tax(*, transfer: float = 0.5e-3, delay: float = 0.03, comm_sms=
         on = layer_timeline(DEEPSEEK_V3, "sp_ep", inter_op=True, intra_op=True,
                             hw=H800_NODE.with_(comm_sms=sms)).layer_time
         rows.append(_row(f"training layer: {sms} of 132 SMs", "DeepSeek-V3-shaped, overlapped",
-                           on, off))
+                         on, off))
     return rows

@@ -25,9 +25,11 @@ NOTEBOOK_NAME = re.compile(r"^(\d{2})_[A-Za-z0-9_]+\.ipynb$")
 CHECK_CALL = re.compile(r"""check\(\s*["'](\d{2}\.[0-9A-Za-z]+)["']\s*,\s*(answer_\w+)\s*\)""")
 #: ``answer_01_1 = ...  # ms``: the placeholder line a student fills in.
 ANSWER_LINE = re.compile(r"^(answer_\w+)\s*=\s*\.\.\.\s*(#.*)?$")
-#: The tag of the collapsed worked solutions, and of the cells the stamp tool owns.
+#: The tag of the collapsed worked solutions, of the cells the stamp tool owns, and of the
+#: collapsed cells that pin a section's numbers (the tests run them; the site leaves them out).
 SOLUTION_TAG = "solution"
 STAMP_TAG = "stamp"
+CHECK_TAG = "check"
 
 
 class EditionError(ValueError):
@@ -103,6 +105,10 @@ def tags(cell) -> set[str]:
 
 def is_stamp(cell) -> bool:
     return STAMP_TAG in tags(cell)
+
+
+def is_check(cell) -> bool:
+    return CHECK_TAG in tags(cell)
 
 
 # ---- exercises ---------------------------------------------------------------------------------

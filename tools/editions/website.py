@@ -182,6 +182,8 @@ def site_page(executed: Path, page_name: str, present: dict[str, str], pending: 
             if cell.cell_type == "markdown":
                 badges = cell.source
             continue  # the install cell is for Colab, not for a static page
+        if discover.is_check(cell):
+            continue  # a section's regression pins: for the tests, not for the reader
         if cell.cell_type == "markdown":
             cell.source = _relink(cell.source, present, pending, page_name)
             if GLOSSARY_HEADING.match(cell.source.lstrip()) and page_name == "index":

@@ -146,7 +146,7 @@ def dispatch_on_fabrics(*, tokens_per_gpu: int = 128, k: int = 8, n_experts: int
         extra = {}
         if topo.kind == "superpod":
             traffic = superpod_traffic(64, tokens_per_rank=tokens, k=k, n_experts=n_experts,
-                                 hidden=hidden, seed=seed)
+                                       hidden=hidden, seed=seed)
             extra = {label: phase_latency(phase_plan(traffic, CoreCosts(), core_scheme(kind)))
                      for label, kind in (("serialised baseline", "baseline"), ("UBEP", "ubep"))}
         rows.append(trusted(

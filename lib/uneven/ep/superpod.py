@@ -376,8 +376,8 @@ def _hop_matrix(ip, out):  # pragma: no cover - compiled
 
 
 def superpod_traffic(n_ranks: int, *, tokens_per_rank: int = 128, k: int = 8,
-               n_experts: int | None = None, skew: float = 0.0, hidden: int = 7168,
-               topo: Topology | None = None, seed: int = 0) -> SuperpodTraffic:
+                     n_experts: int | None = None, skew: float = 0.0, hidden: int = 7168,
+                     topo: Topology | None = None, seed: int = 0) -> SuperpodTraffic:
     """Route ``tokens_per_rank`` decode tokens on each of ``n_ranks`` ranks to ``k`` experts.
 
     Scores come from :func:`uneven.ep.routing.synthetic_gate_scores` (``skew`` = 0: every
@@ -1287,7 +1287,7 @@ def core_timeline(plan: PhasePlan, jitter: float = 0.0, seed: int = 0, start=Non
     check_bytes("plan", f"{n} ranks x {C} cores", 64 * n * n + 400 * n * C,
                 "the ops and edges of a core timeline")
     a = np.zeros(n) if start is None else as_float_array("start", start, shape=(n,), lo=0.0,
-                                                          hi=_MAX_START, unit="s")
+                                                         hi=_MAX_START, unit="s")
     jit = _Draws(seed, *jit3)((1, 3, n))[0]
     dur, res, rel_all, kind, rk, co, e_src, e_dst, e_dly = _core_ops(plan, a, jit).arrays(n, C)
     ptr, esrc, edly = edges_to_csr(dur.size, e_src, e_dst, e_dly)

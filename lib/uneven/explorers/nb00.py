@@ -35,7 +35,7 @@ class StartState(Checked):
 
 
 def start_state(n_nodes: int = 4, mb_per_pair: float = 1.0, nic_gbps: float = 400.0,
-              hot_factor: float = 1.0, fabric: str = "multi_plane") -> StartState:
+                hot_factor: float = 1.0, fabric: str = "multi_plane") -> StartState:
     """All-to-all where every GPU sends ``mb_per_pair`` MB to every other GPU, except that node 0
     receives ``hot_factor`` times as much (a hot node, at most 1e6). ``nic_gbps`` is each NIC's
     rate in Gb/s (at most 1e9); ``mb_per_pair`` at most 1e9 MB; ``fabric`` is
@@ -52,7 +52,7 @@ def start_state(n_nodes: int = 4, mb_per_pair: float = 1.0, nic_gbps: float = 40
     res = all_to_all(topo, node_weights=W, block=np.full((8, 8), s))
     ideal = (topo.n_gpus - 8) * s / nic  # the uniform, NIC-bound oracle
     return StartState(res.time, res.loads.bottleneck()[1], res.loads.grid("nic_up"),
-                    res.loads.grid("nic_down"), topo.n_gpus, ideal)
+                      res.loads.grid("nic_down"), topo.n_gpus, ideal)
 
 
 @plots.recipe
@@ -106,7 +106,7 @@ def start_explorer(show: bool = True) -> Explorer:
     }
     presets = {
         "DeepSeek-V3 EP group (8 nodes)": {"n_nodes": 8, "mb_per_pair": 1.0, "nic_gbps": 400.0,
-                                          "hot_factor": 1.0, "fabric": "multi_plane"},
+                                           "hot_factor": 1.0, "fabric": "multi_plane"},
         "hot node 8×": {"n_nodes": 8, "hot_factor": 8.0},
     }
     return explore(start_state, draw_start, controls, presets=presets, show=show, figsize=(8, 3.2))

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import lru_cache
+from types import SimpleNamespace
 
 import numpy as np
 
@@ -29,7 +30,10 @@ from ..widgets import Explorer, dropdown, explore, int_slider, reuse, slider, to
 from ._common import check_dict, curve, instances, is_int, is_real
 
 __all__ = ["OP_RATIOS", "PIPELINE_CHOICES", "PipeMorphState", "pipemorph_state", "draw_pipemorph",
-           "pipemorph_explorer", "gantt_panels", "knee_figure", "sweep_figure", "trace_figure"]
+           "pipemorph_explorer", "gantt_panels", "knee_figure", "sweep_figure", "trace_figure",
+           "ARTIFACT_FIG8", "ARTIFACT_14B", "HOL_CONFIGS", "TRACE_APPROACHES", "closed_form_checks",
+           "extra_table", "knee_curves", "replan_report", "schedule_sweeps", "hol_runs",
+           "trace_runs", "trace_report", "artifact_table"]
 
 #: The control ``benchmarks/bench_widgets.py`` moves, and the values it moves it through.
 BENCH_CONTROL = ("delay_ms", (0.0, 5.0, 10.0, 20.0, 30.0))
@@ -63,8 +67,8 @@ class PipeMorphState(Checked):
 
 
 def pipemorph_state(delay_ms: float = 10.0, link: int = 0, schedule: str = "zb-h2",
-                   delta: int = 3, ratio: str = "equal (F = B = W)", t_ms: float = 10.0,
-                   p: int = 4, m: int = 12, hol: bool = False, cap: int = 0) -> PipeMorphState:
+                    delta: int = 3, ratio: str = "equal (F = B = W)", t_ms: float = 10.0,
+                    p: int = 4, m: int = 12, hol: bool = False, cap: int = 0) -> PipeMorphState:
     """Simulate one iteration with ``delay_ms`` ms of one-way delay on link ``link``.
 
     ``schedule``: '1f1b', 'zb-h1', 'zb-h2' (replayed healthy plans), 'pipemorph' (re-planned
@@ -336,7 +340,7 @@ def sweep_figure(sweeps: dict, healthy: float):
 
 @plots.recipe
 def trace_figure(trace, results: dict, m: int, *, lines=("1F1B, HOL", "ZB-H2, HOL",
-                                                          "PipeMorph")):
+                                                         "PipeMorph")):
     """A delay trace replayed iteration by iteration (model): throughput of a few approaches
     over time, stage 0's peak memory, and every approach's mean throughput as bars.
 
@@ -422,6 +426,215 @@ def _trace_key(name: str) -> str:
     if name.startswith("PipeMorph"):
         return "PipeMorph"
     return "ZB-H2"
+
+
+# --------------------------------------------------------------------------- the notebook's runs
+# Each section's computation and its printed summary, so that a notebook cell is a short call.
+# The numbers are the pipeline simulator's (uneven.schedulers.pipeline); these only gather them.
+
+_MS = 1e-3
+
+#: The public artifact's Fig. 8 logs: extra ms over the healthy 910 ms of a 2-stage ZB pipeline
+#: (m = 30, ops of 10 ms) with warm-ups planned for slackness Δ = 2 ... 6, at one-way delays
+#: c = 0, 5, ..., 60 ms on its link [repo].
+ARTIFACT_FIG8 = {
+    2: (0, 5, 10, 110, 210, 310, 410, 510, 610, 710, 810, 910, 1010),
+    3: (0, 5, 10, 15, 20, 100, 180, 260, 340, 420, 500, 580, 660),
+    4: (0, 5, 10, 15, 20, 25, 30, 90, 150, 210, 270, 330, 390),
+    5: (0, 5, 10, 15, 20, 25, 30, 35, 40, 90, 140, 190, 240),
+    6: (0, 5, 10, 15, 20, 25, 30, 35, 40, 45, 50, 100, 150),
+}
+#: The artifact's 8-stage logs (m = 24, ops of 10 ms): (link, delay ms) -> iteration time (s) of
+#: 1F1B, ZB, ZB with offloaded sends, and PipeMorph [repo].
+ARTIFACT_14B = {
+    (0, 30): (1.60, 1.96, 0.97, 0.98),
+    (0, 60): (2.53, 3.40, 1.26, 1.00),
+    (6, 10): (1.08, 0.99, 0.89, 0.85),
+    (6, 60): (2.33, 3.25, 1.65, 0.90),
+}
+
+
+def closed_form_checks(p: int = 4, m: int = 8) -> SimpleNamespace:
+    """Section 1: each schedule simulated with equal ops beside its closed-form iteration time.
+    ``rows``: (name, simulated, closed form, micro-batches held per stage); ``report``."""
+    from ..schedulers.pipeline import pipeline_schedule, simulate_pipeline
+
+    F, Bfull = 1.0, 2.0  # any time unit; for 1F1B, B is the full backward
+    cases = [
+        ("1F1B", pipeline_schedule("1f1b", p, m), (F, Bfull), (m + p - 1) * (F + Bfull)),
+        ("interleaved 1F1B, v = 2", pipeline_schedule("interleaved", p, m, v=2), (F, Bfull),
+         m * (F + Bfull) + (p - 1) * (F + Bfull) / 2),
+        ("GPipe", pipeline_schedule("gpipe", p, m), (F, Bfull), (m + p - 1) * (F + Bfull)),
+        # Zero Bubble with F = B = W = 1: both hand-made schedules take 3m + p - 1
+        ("ZB-H1", pipeline_schedule("zb-h1", p, m), (1.0, 1.0, 1.0), 3 * m + p - 1),
+        ("ZB-H2", pipeline_schedule("zb-h2", p, m), (1.0, 1.0, 1.0), 3 * m + p - 1),
+    ]
+    rows, lines = [], [f"{'schedule':24s} {'simulator':>9s} {'closed form':>11s}   "
+                       "micro-batches held per stage"]
+    for name, sched, times, want in cases:
+        r = simulate_pipeline(sched, *times)
+        rows.append((name, r.iteration_time, want, r.peak_memory.astype(int).tolist()))
+        lines.append(f"{name:24s} {r.iteration_time:9.2f} {want:11.2f}   "
+                     f"{r.peak_memory.astype(int).tolist()}")
+    return SimpleNamespace(rows=rows, report="\n".join(lines))
+
+
+def extra_table(t: float, delays_ms=(10, 20, 30), ms=(12, 24, 48)) -> SimpleNamespace:
+    """Section 2: ZB-H2 on 4 stages (ops of ``t`` s): extra iteration time (ms, rounded) for a
+    delay on link 0↔1 against the number of micro-batches. ``extra[delay_ms]``: one entry per
+    ``ms``."""
+    from ..schedulers.pipeline import pipeline_schedule, simulate_pipeline
+
+    extra, lines = {}, [f"extra ms (model) for    {'   '.join(f'm = {m_}' for m_ in ms)}"]
+    for c in delays_ms:
+        row = []
+        for m_ in ms:
+            s = pipeline_schedule("zb-h2", 4, m_)
+            row.append(round((simulate_pipeline(s, t, t, t, delays=[c * _MS, 0, 0])
+                              .iteration_time - simulate_pipeline(s, t, t, t).iteration_time)
+                             / _MS))
+        extra[c] = row
+        lines.append(f"delay {c:2d} ms on link 0↔1 " + " ".join(f"{v:8d}" for v in row))
+    return SimpleNamespace(extra=extra, report="\n".join(lines))
+
+
+def knee_curves(t: float) -> SimpleNamespace:
+    """Section 3: the artifact's Fig. 8 rebuilt: the 2-stage greedy ZB policy planned for
+    slackness Δ = 2 ... 6 (``curves[Δ]``, a DelaySweep over 0 ... 60 ms), each Δ's absorption
+    bound (``knees``, s), and three orders of one plan up to 40 ms (``orders``)."""
+    from ..schedulers.pipeline import absorption_bound, delay_sweep, pipeline_schedule
+
+    t = check_real("t", t, lo=0.0, lo_open=True, unit="s")
+    cs = np.arange(0, 61, 1) * _MS
+    greedy2 = pipeline_schedule("greedy", 2, 30)
+    curves = {d: delay_sweep(greedy2, t, t, t, delays=cs, plan_delays=[5 * (d - 2) * _MS])
+              for d in range(2, 7)}
+    knees = {d: absorption_bound(d, t, t) for d in curves}
+    c40 = cs[:41]  # 0 ... 40 ms
+    orders = {
+        "artifact's plan (planned under 5 ms)": delay_sweep(greedy2, t, t, t, delays=c40,
+                                                            plan_delays=[5 * _MS]),
+        "planned healthy, W's at the tail": delay_sweep(
+            pipeline_schedule("zb", 2, 30, warmups=[4, 1]), t, t, t, delays=c40),
+        "memory budget 4: a W in every cycle": delay_sweep(
+            pipeline_schedule("zb", 2, 30, warmups=[4, 1], memory=4), t, t, t, delays=c40),
+    }
+    return SimpleNamespace(curves=curves, knees=knees, orders=orders)
+
+
+def replan_report(plan, result, healthy: float) -> str:
+    """Section 4: a re-planned pipeline (``plan``: its warm-ups; ``result``: its run) against
+    the ``healthy`` iteration time (s)."""
+    from ..schedulers.pipeline import slackness
+
+    return "\n".join([
+        f"plan {plan}, slackness {slackness(plan).tolist()}",
+        f"iteration {result.iteration_time / _MS:.0f} ms = healthy {healthy / _MS:.0f} ms + "
+        f"{(result.iteration_time - healthy) / _MS:.0f} ms (model)",
+        f"micro-batches held per stage: {result.peak_memory.astype(int).tolist()}"])
+
+
+def schedule_sweeps(t: float, links=(0, 2), m: int = 30) -> dict:
+    """Section 4: 1F1B, ZB-H2 and PipeMorph on 4 stages against the delay (0 ... 60 ms) on each
+    link of ``links``: ``{(link, name): DelaySweep}``."""
+    from ..schedulers.pipeline import delay_sweep, pipeline_schedule
+
+    out = {}
+    for link in links:
+        for name, kind, mode in (("1F1B", "1f1b", "replay"), ("ZB-H2", "zb-h2", "replay"),
+                                 ("PipeMorph", "zb-h2", "replan")):
+            out[link, name] = delay_sweep(pipeline_schedule(kind, 4, m), t, t, t, link=link,
+                                          delays=np.arange(0, 61, 2) * _MS, mode=mode)
+    return out
+
+
+#: Section 5's four ways to run one slow link: schedule kind, mode, sends on the GPU (HOL).
+HOL_CONFIGS = {
+    "ZB-H2, sends on GPU (HOL)": ("zb-h2", "replay", True),
+    "ZB-H2 + CPU sends (offload only)": ("zb-h2", "replay", False),
+    "re-plan only (HOL)": ("zb-h2", "replan", True),
+    "PipeMorph: re-plan + CPU sends": ("zb-h2", "replan", False),
+}
+
+
+def hol_runs(t: float, p: int = 8, m: int = 24, delay: float = 60e-3) -> SimpleNamespace:
+    """Section 5: each of :data:`HOL_CONFIGS` on ``p`` stages with ``delay`` (s) on link 0↔1;
+    ``times[name]`` (s), ``healthy`` (s) and the printed table."""
+    from ..schedulers.pipeline import pipeline_schedule, simulate_pipeline
+
+    d = np.zeros(p - 1)
+    d[0] = delay
+    times, lines = {}, []
+    for name, (kind, mode, on_gpu) in HOL_CONFIGS.items():
+        r = simulate_pipeline(pipeline_schedule(kind, p, m), t, t, t, delays=d, mode=mode,
+                              hol=on_gpu)
+        times[name] = r.iteration_time
+        lines.append(f"{name:34s} {r.iteration_time:5.2f} s  warm-ups {list(r.warmups)} (model)")
+    healthy = simulate_pipeline(pipeline_schedule("zb-h2", p, m), t, t, t).iteration_time
+    lines.append(f"{'healthy':34s} {healthy:5.2f} s")
+    return SimpleNamespace(times=times, healthy=healthy, report="\n".join(lines))
+
+
+#: Section 6's approaches replayed under a delay trace: kind, mode, HOL, cap on held batches.
+TRACE_APPROACHES = {
+    "1F1B, HOL": ("1f1b", "replay", True, None),
+    "ZB-H2, HOL": ("zb-h2", "replay", True, None),
+    "ZB-H2 + CPU sends": ("zb-h2", "replay", False, None),
+    "re-plan, HOL": ("zb-h2", "replan", True, None),
+    "PipeMorph": ("zb-h2", "replan", False, None),
+    "PipeMorph, cap 16": ("zb-h2", "replan", False, 16),
+}
+
+
+def trace_runs(trace, t: float, p: int = 8, m: int = 24) -> dict:
+    """Section 6: every approach of :data:`TRACE_APPROACHES` replayed under ``trace`` (ops of
+    ``t`` s): ``{name: TraceResult}``."""
+    from ..schedulers.pipeline import pipeline_schedule, simulate_trace
+
+    return {name: simulate_trace(pipeline_schedule(kind, p, m), t, t, t, delay_trace=trace,
+                                 mode=mode, hol=on_gpu, cap=cap)
+            for name, (kind, mode, on_gpu, cap) in TRACE_APPROACHES.items()}
+
+
+def trace_report(results: dict) -> str:
+    """Section 6: total hours of each replayed approach, against 1F1B and ZB-H2, and the most
+    micro-batches stage 0 held; then what the cap of 16 costs."""
+    base = results["1F1B, HOL"].total_time
+    zbt = results["ZB-H2, HOL"].total_time
+    lines = [f"{'approach (model)':20s} {'hours':>6s} {'vs 1F1B':>8s} {'vs ZB-H2':>9s} "
+             f"{'max held':>9s}"]
+    for name, r in results.items():
+        lines.append(f"{name:20s} {r.total_time / 3600:6.3f} {base / r.total_time:7.2f}× "
+                     f"{zbt / r.total_time:8.2f}× {int(r.peak_memory[:, 0].max()):9d}")
+    cap_cost = results["PipeMorph, cap 16"].total_time / results["PipeMorph"].total_time - 1
+    lines.append(f"the cap of 16 costs {100 * cap_cost:.1f}% of PipeMorph's time (model)")
+    return "\n".join(lines)
+
+
+def artifact_table(t: float) -> SimpleNamespace:
+    """Section 7: the model beside the artifact's 8-stage logs (:data:`ARTIFACT_14B`).
+    ``ratios``: ZB over PipeMorph in the model, one per row; ``report``: the table."""
+    from ..schedulers.pipeline import pipeline_schedule, simulate_pipeline
+
+    cols = (("1f1b", "replay", True), ("zb-h2", "replay", True), ("zb-h2", "replay", False),
+            ("zb-h2", "replan", False))
+    lines = [f"{'link, delay':12s} | {'1F1B':>11s} | {'ZB':>11s} | {'offload':>11s} | "
+             f"{'PipeMorph':>11s}",
+             f"{'':12s} | {'logs  model':>11s} | {'logs  model':>11s} | {'logs  model':>11s} | "
+             f"{'logs  model':>11s}"]
+    ratios = []
+    for (link, c), logs in ARTIFACT_14B.items():
+        d = np.zeros(7)
+        d[link] = c * _MS
+        model = [simulate_pipeline(pipeline_schedule(k, 8, 24), t, t, t, delays=d, mode=mo,
+                                   hol=h).iteration_time for k, mo, h in cols]
+        cells = " | ".join(f"{a:5.2f} {b:5.2f}" for a, b in zip(logs, model, strict=True))
+        lines.append(f"{link}↔{link + 1}, {c:2d} ms   | {cells}")
+        ratios.append(model[1] / model[3])
+    lines.append(f"ZB / PipeMorph in the model: {min(ratios):.1f}× to {max(ratios):.1f}×; in the "
+                 f"artifact's logs: "
+                 f"{', '.join(f'{v[1] / v[3]:.2f}×' for v in ARTIFACT_14B.values())}")
+    return SimpleNamespace(ratios=ratios, report="\n".join(lines))
 
 
 # The names before the explorers shared one stem per notebook (one release).

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import lru_cache
+from types import SimpleNamespace
 
 import numpy as np
 
@@ -29,7 +30,8 @@ from ..widgets import Explorer, dropdown, explore, int_slider, reuse, slider
 from ._common import check_dict, is_int, is_real, show_grid
 from ._common import curve as _curve
 
-__all__ = ["DeepSeekState", "deepseek_state", "draw_deepseek", "deepseek_explorer",
+__all__ = ["DeepSeekState", "deepseek_state", "draw_deepseek", "deepseek_explorer", "DEEPEP",
+           "DEEPEP_LABEL", "FABRIC_CASES", "deepep_table", "fabric_times", "decode_bound_curves",
            "bytes_per_token_figure", "deepep_figure", "planes_figure", "tpot_figure"]
 
 #: The control ``benchmarks/bench_widgets.py`` moves, and the values it moves it through.
@@ -70,8 +72,8 @@ def _cached_routing(n_nodes, tokens_per_gpu, k, max_nodes, skew):
 
 
 def deepseek_state(ib_gbps: float = 400.0, nvl_ratio: float = 3.2, max_nodes: int = 4,
-                     k: int = 8, skew: float = 0.0, dispatch_dtype: str = "fp8",
-                     tokens_per_gpu: int = 512, n_nodes: int = 8) -> DeepSeekState:
+                   k: int = 8, skew: float = 0.0, dispatch_dtype: str = "fp8",
+                   tokens_per_gpu: int = 512, n_nodes: int = 8) -> DeepSeekState:
     """Route ``tokens_per_gpu`` tokens per GPU on ``n_nodes`` H800-like nodes (256 experts,
     node-limited top-``k`` with at most ``max_nodes`` nodes per token, capped at the node count)
     and time dispatch and combine. ``ib_gbps``: NIC rate (Gb/s); ``nvl_ratio``: NVLink bandwidth
@@ -377,6 +379,72 @@ def tpot_figure(bws, tpot, tpot_lat, points: dict, *, latency_us: float):
         ax.set_title("decode: EP communication's lower bound on TPOT")
         plots.legend(ax, "inside", loc="upper right")
     return fig
+
+
+# --------------------------------------------------------------------------- the notebook's runs
+# Each section's computation and its printed summary, so that a notebook cell is a short call.
+
+#: DeepEP's normal-kernel bandwidths (GB/s per GPU, dispatch and combine; H800 + CX7) per EP
+#: size: the README table (docs/legacy.md since PR #130) [repo]; EP128 is a third party's reading
+#: of the ISCA paper's Fig. 7 [3rd] (:data:`DEEPEP_LABEL`).
+DEEPEP = {16: (43, 43), 32: (58, 57), 64: (51, 50), 128: (45.3, 41.6)}
+#: Where each row of :data:`DEEPEP` comes from.
+DEEPEP_LABEL = {16: "repo", 32: "repo", 64: "repo", 128: "3rd"}
+
+
+def deepep_table(rows: list, rows_fwd: list) -> SimpleNamespace:
+    """Section 3: DeepEP's dispatch bandwidth beside the model's, links only (``rows``) and with
+    the forwarders' local writes (``rows_fwd``, both from :func:`uneven.ep.deepep_sweep`).
+    ``ratio[ep] = (measured / links only, measured / with local writes)``; ``report``."""
+    lines = [f"{'EP':>5} | {'DeepEP disp / comb':>19} | {'model: links only':>17} | "
+             f"{'+ local writes':>14} | {'measured / model':>16}"]
+    ratio = {}
+    for r, f in zip(rows, rows_fwd, strict=True):
+        d = DEEPEP[r["ep"]]
+        ratio[r["ep"]] = (d[0] / r["dispatch_logical_GBps"], d[0] / f["dispatch_logical_GBps"])
+        lines.append(f"EP{r['ep']:<3} | {d[0]:>7} / {d[1]:<5} [{DEEPEP_LABEL[r['ep']]}] | "
+                     f"{r['dispatch_logical_GBps']:8.1f} {r['dispatch_bound']:>8} | "
+                     f"{f['dispatch_logical_GBps']:6.1f} {f['dispatch_bound']:>7} | "
+                     f"{ratio[r['ep']][0]:.2f} → {ratio[r['ep']][1]:.2f}")
+    return SimpleNamespace(ratio=ratio, report="\n".join(lines))
+
+
+#: Section 4's fabrics: label -> (fabric, cross-rail path) of :func:`uneven.topology.h800_cluster`.
+FABRIC_CASES = {"MPFT (8 planes), PXN": ("multi_plane", "pxn"),
+                "MRFT (shared spines), PXN": ("multi_rail", "pxn"),
+                "MRFT (shared spines), no PXN": ("multi_rail", "spine")}
+
+
+def fabric_times(n_nodes: int = 32, nbytes: float = 1e6, overs=(1.0, 2.0)) -> SimpleNamespace:
+    """Section 4: a uniform all-to-all of ``nbytes`` per pair on ``n_nodes`` H800 nodes (8 per
+    leaf) on each fabric of :data:`FABRIC_CASES`, at each spine oversubscription of ``overs``:
+    ``times[(label, over)]`` (s) and the printed list."""
+    from ..collectives import all_to_all
+    from ..topology import h800_cluster
+    from ..units import to_ms
+
+    times, lines = {}, []
+    for over in overs:
+        lines.append(f"spine oversubscription {over:g}:1")
+        for label, (fabric, cr) in FABRIC_CASES.items():
+            t = h800_cluster(n_nodes, fabric=fabric, cross_rail=cr, nodes_per_leaf=8,
+                             oversubscription=over)
+            times[label, over] = all_to_all(t, nbytes).time
+            lines.append(f"  {label:30s} {to_ms(times[label, over]):7.2f} ms (model)")
+    return SimpleNamespace(times=times, report="\n".join(lines))
+
+
+def decode_bound_curves(bws_gbyte, latency: float = 3.7e-6) -> SimpleNamespace:
+    """Section 5: the paper's decode bound (time per output token, s) at each bandwidth of
+    ``bws_gbyte`` (GB/s), bytes only (``tpot``) and with ``latency`` (s) per exchange
+    (``tpot_lat``)."""
+    from ..ep.model import decode_tpot_bound
+    from ..units import gbyte_per_s
+
+    tpot = [decode_tpot_bound(gbyte_per_s(b)) for b in bws_gbyte]
+    tpot_lat = [decode_tpot_bound(gbyte_per_s(b), latency_per_exchange=latency)
+                for b in bws_gbyte]
+    return SimpleNamespace(tpot=tpot, tpot_lat=tpot_lat)
 
 
 # The names before the explorers shared one stem per notebook (one release).

@@ -8,6 +8,7 @@ notebook computed with :mod:`uneven.parallel_volumes`, :mod:`uneven.overlap` and
 from __future__ import annotations
 
 from dataclasses import dataclass
+from types import SimpleNamespace
 
 import numpy as np
 
@@ -28,7 +29,10 @@ from ._common import check_dict, curve, instances, is_real
 
 __all__ = ["MegaScaleState", "megascale_state", "draw_megascale", "megascale_explorer",
            "STRATEGY_LABELS", "volume_figure", "tile_figure", "layer_figure", "ablation_figure",
-           "hiding_figure"]
+           "hiding_figure", "PAPER_ABLATION", "PAPER_TABLE3", "PAPER_SPEEDUP", "PAPER_MFU",
+           "tp_layer", "layout_volumes", "volume_sweeps", "leave_node", "hiding_curves",
+           "deepseek_hiding", "span", "tile_runs", "overlap_report", "ablation_report",
+           "skewed_cluster", "memory_report", "scaling_table", "mfu_table"]
 
 #: The control ``benchmarks/bench_widgets.py`` moves, and the values it moves it through.
 BENCH_CONTROL = ("h_ffn", (2048, 4096, 8192, 12288, 14336))
@@ -619,3 +623,323 @@ def hiding_figure(h_ffn, curves: dict, marks: dict, points: dict | None = None):
         ax.set_title("the hiding ratio R, forward pass, H800 (989 / 1,979 TFLOPS) (model)")
         ax.legend(loc="lower right", fontsize=plots.NOTE)  # the lower right corner holds no data
     return fig
+
+
+# --------------------------------------------------------------------------- the notebook's runs
+# Each section's computation and its printed summary, so that a notebook cell is a short call.
+# The numbers are the library's (parallel_volumes, overlap, schedulers.moe_layer).
+
+_MB = 1e6
+
+#: The paper's ablation: throughput over the baseline, 240 H800, global batch 720 [paper].
+PAPER_ABLATION = {
+    "baseline: TP+TP, no overlap": 1.00,
+    "+ SP+EP": 1.13,
+    "+ inter-operator overlap": 1.22,
+    "+ intra-operator overlap": 1.28,
+}
+#: Table 3: GPUs -> (Megatron-LM, MegaScale-MoE) tokens/s, 352B model, H800 [paper].
+PAPER_TABLE3 = {
+    240: (151.1e3, 272.9e3), 480: (301.1e3, 498.6e3), 720: (430.5e3, 740.1e3),
+    960: (550.2e3, 963.8e3), 1440: (746.6e3, 1407.7e3),
+}
+#: The speed-ups Table 3 states beside its tokens/s [paper].
+PAPER_SPEEDUP = {240: 1.81, 480: 1.65, 720: 1.72, 960: 1.77, 1440: 1.88}
+#: MegaScale-MoE's MFU, 352B model, H800 [paper].
+PAPER_MFU = {240: 0.3248, 1440: 0.2789}
+
+
+def tp_layer(shape) -> SimpleNamespace:
+    """Section 1: one TP+TP layer of ``shape`` (``layer``), the share of it that is
+    communication (``share``; ``share_fwd`` of the forward pass) and the printed summary."""
+    from ..schedulers.moe_layer import layer_timeline
+    from ..units import to_ms
+
+    tp = layer_timeline(shape, "tp_tp")
+    share = tp.comm_time / tp.layer_time
+    share_fwd = (tp.comm_time / 2) / tp.forward_time  # each forward collective has a backward twin
+    report = "\n".join([
+        f"{shape.name}: {shape.total_params() / 1e9:.0f}B parameters counted from Table 2's "
+        "shapes",
+        f"TP+TP layer, forward + backward: {to_ms(tp.layer_time):.2f} ms, of which "
+        f"{to_ms(tp.comm_time):.2f} ms communication (model)",
+        f"communication: {share:.0%} of the layer, {share_fwd:.0%} of the forward pass (model)"])
+    return SimpleNamespace(layer=tp, share=share, share_fwd=share_fwd, report=report)
+
+
+def layout_volumes(shape, n: int) -> SimpleNamespace:
+    """Section 1: MB one GPU sends per layer, forward, for each layout of attention and experts
+    on ``n`` GPUs (``vol``), the SP volume by the paper's printed Eq. 2 (``printed``), and the
+    per-layer totals."""
+    from ..parallel_volumes import comm_volume
+
+    vol = {label: comm_volume(shape, n, module, strategy) * 2 / _MB  # BF16: 2 bytes per value
+           for label, module, strategy in (("attention, TP", "attention", "tp"),
+                                           ("attention, SP", "attention", "sp"),
+                                           ("experts, TP", "ffn", "tp"),
+                                           ("experts, EP", "ffn", "ep"))}
+    printed = comm_volume(shape, n, "attention", "sp", formula="paper") * 2 / _MB
+    sp_ep = vol["attention, SP"] + vol["experts, EP"]
+    sp_ep_printed = printed + vol["experts, EP"]
+    tp_tp = vol["attention, TP"] + vol["experts, TP"]
+    lines = [f"{label:14s} {mb:6.1f} MB per GPU per layer, forward" for label, mb in vol.items()]
+    lines += [f"SP with the paper's printed Eq. 2: {printed:.1f} MB",
+              f"per layer: SP+EP {sp_ep:.0f} MB ({sp_ep_printed:.0f} MB with the printed Eq. 2), "
+              f"TP+TP {tp_tp:.0f} MB per GPU"]
+    return SimpleNamespace(vol=vol, printed=printed, sp_ep=sp_ep, sp_ep_printed=sp_ep_printed,
+                           tp_tp=tp_tp, report="\n".join(lines))
+
+
+def volume_sweeps(shape, n: int) -> SimpleNamespace:
+    """Section 1: the inputs of :func:`volume_figure`: expert bytes and times against top-k (a
+    Mixtral-8x7B-like layer, ``ks``), attention bytes against the GQA group size (``ms``), the
+    top-k from which EP by all-to-all sends more than by AG/RS (``k_star``), and the ks at which
+    the all-to-all is faster (``faster``)."""
+    from ..overlap import H800
+    from ..parallel_volumes import MIXTRAL_8X7B, collective_time, comm_volume, ep_crossover_k
+    from ..units import to_ms
+
+    ks = np.arange(1, 9)
+    mix = {k: MIXTRAL_8X7B.with_(top_k=int(k)) for k in ks}
+    ring_mb = [comm_volume(mix[k], n, "ffn", "ep_agrs") * 2 / _MB for k in ks]
+    ffn_mb = {"TP, or EP by AG/RS (the same bytes)": [comm_volume(mix[k], n, "ffn", "tp") * 2
+                                                      / _MB for k in ks],
+              "EP all-to-all": [comm_volume(mix[k], n, "ffn", "ep") * 2 / _MB for k in ks]}
+    nvl = H800["nvlink_bw"]
+    ffn_ms = {"EP all-to-all": [to_ms(collective_time(v * _MB, n, "all_to_all", bandwidth=nvl))
+                                for v in ffn_mb["EP all-to-all"]],
+              "EP by AG/RS": [to_ms(collective_time(v * _MB, n, "ring", bandwidth=nvl))
+                              for v in ring_mb]}
+    ms = [1, 2, 4, 8]
+    attn_mb = {"TP": [comm_volume(shape, n, "attention", "tp") * 2 / _MB for _ in ms],
+               "SP (from the shapes)": [comm_volume(shape.with_(kv_heads=32 // m), n,
+                                                    "attention", "sp") * 2 / _MB for m in ms],
+               "SP (paper's printed Eq. 2)": [comm_volume(shape.with_(kv_heads=32 // m), n,
+                                                          "attention", "sp", formula="paper")
+                                              * 2 / _MB for m in ms]}
+    faster = [k for k, a, r in zip(ks, ffn_ms["EP all-to-all"], ffn_ms["EP by AG/RS"],
+                                   strict=True) if a < r]
+    return SimpleNamespace(ks=ks, ring_mb=ring_mb, ffn_mb=ffn_mb, ffn_ms=ffn_ms, ms=ms,
+                           attn_mb=attn_mb, k_star=ep_crossover_k(n), faster=faster)
+
+
+def leave_node(shape) -> SimpleNamespace:
+    """Section 1: each layout's communication time, forward, per layer, on one node of 8 GPUs and
+    on two nodes of 16 (``leave[layout]``: how much longer on two) and the printed table."""
+    from ..parallel_volumes import group_comm_times
+    from ..units import to_ms
+
+    lines = [f"{'layout':8s} {'8 GPUs, 1 node':>16s} {'16 GPUs, 2 nodes':>18s}   busiest link on "
+             "2 nodes"]
+    leave = {}
+    for att, ffn in (("tp", "tp"), ("sp", "ep")):
+        one = group_comm_times(shape, 8, attention=att, ffn=ffn)  # one sequence on 8 GPUs
+        two = group_comm_times(shape.with_(micro_batch=2), 16, attention=att, ffn=ffn)  # two on 16
+        leave[att] = two["total"] / one["total"]
+        lines.append(f"{att.upper()}+{ffn.upper():5s} {to_ms(one['total']):13.2f} ms "
+                     f"{to_ms(two['total']):15.2f} ms   {two['bound']['ffn']} (model, forward, "
+                     "per layer)")
+    return SimpleNamespace(leave=leave, report="\n".join(lines))
+
+
+def hiding_curves() -> SimpleNamespace:
+    """Section 2: the hiding ratio R against the expert width (``h_ffn``) over NVLink and the
+    NIC, BF16 and FP8 (``curves``), and R of the 352B model and DeepSeek-V3 (``R[name] = (over
+    NVLink, over the NIC)``, BF16, forward)."""
+    from ..overlap import H800, hiding_ratio
+    from ..parallel_volumes import DEEPSEEK_V3, INTERNAL_352B
+
+    h_ffn = np.geomspace(1024, 32768, 41)
+    curves = {(link, prec): np.array([hiding_ratio(h, H800[bw], H800[f"{prec.lower()}_flops"])
+                                      for h in h_ffn])
+              for link, bw in (("NVLink", "nvlink_bw"), ("NIC", "nic_bw"))
+              for prec in ("BF16", "FP8")}
+    R = {name: (hiding_ratio(s.ffn_hidden, H800["nvlink_bw"]),
+                hiding_ratio(s.ffn_hidden, H800["nic_bw"]))
+         for name, s in (("Internal-352B", INTERNAL_352B), ("DeepSeek-V3", DEEPSEEK_V3))}
+    report = "\n".join(f"{name:14s} R over NVLink {r_nvl:.2f}, over the NIC {r_nic:.2f} (BF16, "
+                       "forward)" for name, (r_nvl, r_nic) in R.items())
+    return SimpleNamespace(h_ffn=h_ffn, curves=curves, R=R, report=report)
+
+
+def deepseek_hiding(R: dict) -> SimpleNamespace:
+    """Section 2: DeepSeek-V3's R over the NIC with node-limited routing (one copy per node, at
+    most 4 of 8 nodes, ``capped``: notebook 03's copy counts) and FP8 dispatch (``r_ds``;
+    ``r_ds_fp8`` with FP8 GEMMs too), and the figure's annotation (``note``)."""
+    from ..ep.model import fanout_per_token
+    from ..overlap import H800, hiding_ratio
+
+    capped = fanout_per_token(4, 8, n_tokens=8192)  # at most 4 nodes, one copy per node
+    r_ds = hiding_ratio(2048, H800["nic_bw"], remote_fraction=capped["ib_copies"] / 8,
+                        dispatch_bytes=1 + 4 / 128)
+    r_ds_fp8 = hiding_ratio(2048, H800["nic_bw"], H800["fp8_flops"],
+                            remote_fraction=capped["ib_copies"] / 8, dispatch_bytes=1 + 4 / 128)
+    note = (f"over the NIC, not NVLink:\nR {R['DeepSeek-V3'][1]:.2f} → {r_ds:.2f} with capped\n"
+            "routing and FP8 dispatch")
+    report = (f"DeepSeek-V3 over the NIC: R = {R['DeepSeek-V3'][1]:.2f} naive -> {r_ds:.2f} with "
+              f"node-limited routing, one copy per node and FP8 dispatch ({r_ds_fp8:.2f} with its "
+              "FP8 GEMMs)")
+    return SimpleNamespace(capped=capped, r_ds=r_ds, r_ds_fp8=r_ds_fp8, note=note, report=report)
+
+
+def span(timeline, name: str) -> float:
+    """How long operator ``name`` of a layer timeline takes, from its first op's start to its
+    last op's finish (s)."""
+    start, finish = timeline.item_time(name)
+    return finish - start
+
+
+def tile_runs(shape) -> SimpleNamespace:
+    """Section 3: the SP+EP layer's dispatch and fc1/fc3 (``C``, ``G``), fc2 and combine
+    (``G2``, ``C2``, s), unfused and fused tile by tile (``runs``, for :func:`tile_figure`)."""
+    from ..overlap import tile_overlap
+    from ..schedulers.moe_layer import layer_timeline
+    from ..units import to_us
+
+    sp = layer_timeline(shape, "sp_ep")
+    G, C = span(sp, "fc13"), span(sp, "dispatch")
+    G2, C2 = span(sp, "fc2"), span(sp, "combine")
+    runs = {
+        "dispatch → fc1/fc3, unfused": (G, C, "a2a_gemm"),
+        "fused, tokens sorted by source": tile_overlap(G, C, n_tiles=16, direction="a2a_gemm"),
+        "fused, tokens in random order": tile_overlap(G, C, n_tiles=16, direction="a2a_gemm",
+                                                      order="random"),
+        "fc2 → combine, fused (8 SMs send)": tile_overlap(G2, C2, n_tiles=16, comm_sms=8),
+    }
+    report = (f"dispatch {to_us(C):.0f} µs, fc1/fc3 {to_us(G):.0f} µs; fc2 {to_us(G2):.0f} µs, "
+              f"combine {to_us(C2):.0f} µs (model)")
+    return SimpleNamespace(G=G, C=C, G2=G2, C2=C2, runs=runs, report=report)
+
+
+def overlap_report(tp, plain, best) -> SimpleNamespace:
+    """Section 4: SM idle time of TP+TP, SP+EP and SP+EP with both overlaps, and ``short``: by how
+    much the attention all-to-alls outlast their GEMMs, forward and backward (s)."""
+    from ..units import to_ms
+
+    short = 2 * sum(span(plain, a2a) - span(plain, gemm)
+                    for gemm, a2a in (("qkv", "a2a_qkv"), ("proj", "a2a_out")))
+    report = "\n".join([
+        f"SMs idle: TP+TP {to_ms(tp.exposed_comm):.2f} ms, SP+EP {to_ms(plain.exposed_comm):.2f} "
+        f"ms, with both overlaps {to_ms(best.exposed_comm):.2f} ms (model)",
+        f"attention all-to-alls longer than their GEMMs by {to_ms(short):.2f} ms per layer"])
+    return SimpleNamespace(short=short, report=report)
+
+
+def ablation_report(rows: list) -> str:
+    """Section 4: each rung of :func:`uneven.schedulers.moe_layer.ablation` beside the paper's."""
+    from ..units import to_ms
+
+    return "\n".join(f"{r['label']:30s} {to_ms(r['layer_time']):5.2f} ms  {r['speedup']:.2f}× "
+                     f"(model)  {PAPER_ABLATION[r['label']]:.2f}× [paper]" for r in rows)
+
+
+def skewed_cluster(shape, n_nodes: int = 180, cap: float = 1.1) -> SimpleNamespace:
+    """Section 4: ``n_nodes`` nodes whose GPUs' expert loads are skewed (``loads``, over the
+    mean), timed balanced, skewed, and with token copies above ``cap`` times the mean dropped;
+    ``dropped``: the share of copies dropped; ``over``: which GPUs are above the cap."""
+    from ..schedulers.moe_layer import cluster_layer_timeline
+    from ..units import to_ms
+    from ..workloads import expert_loads
+
+    loads = []
+    for node in range(n_nodes):
+        per_expert = expert_loads(32, shape.tokens * shape.top_k, 1.5, seed=node)
+        per_gpu = per_expert.reshape(8, 4).sum(axis=1)  # four experts per GPU
+        loads.append(per_gpu / per_gpu.mean())
+    loads = np.concatenate(loads)
+    balanced = cluster_layer_timeline(n_nodes)
+    skewed = cluster_layer_timeline(n_nodes, loads=loads)
+    capped = cluster_layer_timeline(n_nodes, loads=np.minimum(loads, cap))
+    over = loads > cap
+    dropped = np.maximum(loads - cap, 0.0).sum() / loads.sum()  # token copies above the cap
+    report = "\n".join([
+        f"{skewed.n_ops:,} ops on {loads.size:,} GPUs in one run of the timeline engine",
+        f"balanced {to_ms(balanced.makespan):.2f} ms; skewed: median node "
+        f"{to_ms(np.median(skewed.node_time)):.2f} ms, slowest node {to_ms(skewed.makespan):.2f} "
+        f"ms; capacity 1.1x: slowest {to_ms(capped.makespan):.2f} ms (model)",
+        f"the cap drops {dropped:.2%} of the token copies, on the {over.mean():.1%} of GPUs above "
+        "it (model)"])
+    return SimpleNamespace(loads=loads, balanced=balanced, skewed=skewed, capped=capped,
+                           over=over, dropped=dropped, report=report)
+
+
+def memory_report(shape, pp: int = 15, dp: int = 2) -> SimpleNamespace:
+    """Section 4: memory per GPU of TP+TP and SP+EP (``mem[layout]``, bytes by kind) and how much
+    more SP+EP needs (``extra``)."""
+    from ..schedulers.moe_layer import memory_per_gpu
+
+    mem = {s: memory_per_gpu(shape, s, pp=pp, dp=dp) for s in ("tp_tp", "sp_ep")}
+    lines = [f"{s}: " + ", ".join(f"{k} {v / 1e9:.1f} GB" for k, v in m.items()) + " (model)"
+             for s, m in mem.items()]
+    extra = mem["sp_ep"]["total"] / mem["tp_tp"]["total"] - 1
+    lines.append(f"SP+EP needs {extra:.1%} more (model); the paper measured +1.2% to +5.4% "
+                 "[paper]")
+    return SimpleNamespace(mem=mem, extra=extra, report="\n".join(lines))
+
+
+def scaling_table(shape, tp, best) -> SimpleNamespace:
+    """Section 6: Table 3 beside the model (``model[gpus][name]``: the iteration model of TP+TP
+    and of MegaScale's layer), the speed-ups stated against those Table 3's own tokens/s give
+    (``derived``, ``gap``), the scaling efficiency from 240 to 1,440 GPUs (``eff_paper``
+    [derived], ``eff_model``), and paper over model per row (``ratio``) and the model's gain
+    (``gain``)."""
+    from ..overlap import H800
+    from ..schedulers.moe_layer import iteration_model
+
+    send = shape.tokens / 8 * shape.hidden * 2 / H800["nic_bw"]  # one PP send per stage boundary
+    model = {g: {name: iteration_model(t.forward_time, t.backward_time, n_gpus=g, pp_send=send)
+                 for name, t in (("TP+TP", tp), ("MegaScale", best))} for g in PAPER_TABLE3}
+    lines = [f"{'GPUs':>5s} | {'paper tokens/s':>19s} | {'model tokens/s':>19s} | "
+             f"{'speed-up over the baseline':>38s} | paper / model",
+             f"{'':5s} | {'Megatron MegaScale':>19s} | {'TP+TP MegaScale':>19s} | "
+             f"{'stated [paper] ratio [derived] model':>38s} |"]
+    derived = {}
+    for g, (meg, msc) in PAPER_TABLE3.items():
+        a, b = model[g]["TP+TP"]["tokens_per_s"], model[g]["MegaScale"]["tokens_per_s"]
+        derived[g] = msc / meg  # the ratio of Table 3's own tokens/s
+        lines.append(f"{g:5d} | {meg / 1e3:8.1f}k {msc / 1e3:8.1f}k | {a / 1e3:8.1f}k "
+                     f"{b / 1e3:8.1f}k | {PAPER_SPEEDUP[g]:13.2f}× {derived[g]:14.2f}× "
+                     f"{b / a:6.2f}× | {msc / b:.2f}")
+    eff_paper = PAPER_TABLE3[1440][1] / PAPER_TABLE3[240][1] / 6  # [derived] from Table 3
+    tps = {g: model[g]["MegaScale"]["tokens_per_s"] for g in PAPER_TABLE3}
+    eff_model = tps[1440] / tps[240] / 6
+    it = model[1440]["MegaScale"]["iteration_s"]
+    lines.append(f"scaling efficiency 240 -> 1,440 GPUs: paper {eff_paper:.1%} [derived], model "
+                 f"{eff_model:.1%}; iteration at 1,440: paper 4.19 s, model {it:.2f} s")
+    return SimpleNamespace(
+        model=model, derived=derived,
+        gap={g: abs(PAPER_SPEEDUP[g] - derived[g]) for g in PAPER_TABLE3}, eff_paper=eff_paper,
+        eff_model=eff_model, it=it, ratio=[PAPER_TABLE3[g][1] / tps[g] for g in PAPER_TABLE3],
+        gain=[tps[g] / model[g]["TP+TP"]["tokens_per_s"] for g in PAPER_TABLE3],
+        report="\n".join(lines))
+
+
+def mfu_table(shape, best, model: dict) -> SimpleNamespace:
+    """Section 6: the paper's MFU beside the model's, at the paper's FLOPs per token
+    (``paper_flops``, [derived] from its MFU and tokens/s; ``implied``) and at the layer model's
+    own (``own_flops``, ``own``), and the model's MFU as kernels x (1 - exposed communication) x
+    (1 - the 1F1B bubble) (``kernels``, ``exposed``, ``bubble``; ``m_mb``: micro-batches per
+    pipeline)."""
+    from ..overlap import H800
+    from ..schedulers.moe_layer import mfu, training_flops_per_token
+
+    peak = H800["bf16_flops"]
+    per_end = {g: PAPER_MFU[g] * g * peak / PAPER_TABLE3[g][1] for g in PAPER_MFU}  # [derived]
+    paper_flops = float(np.mean(list(per_end.values())))  # FLOPs per token the paper counts
+    own_flops = training_flops_per_token(shape)  # what the layer model computes (model)
+    tps = {g: model[g]["MegaScale"]["tokens_per_s"] for g in PAPER_MFU}
+    implied = {g: mfu(tps[g], paper_flops, g) for g in PAPER_MFU}
+    own = {g: mfu(tps[g], own_flops, g) for g in PAPER_MFU}
+    lines = [f"{g:5,d} GPUs: MFU {PAPER_MFU[g]:.2%} [paper]; the model's tokens/s give "
+             f"{implied[g]:.0%} at the paper's {paper_flops / 1e9:.0f} GFLOP per token "
+             f"[derived], {own[g]:.0%} at its own {own_flops / 1e9:.0f} (model)" for g in PAPER_MFU]
+    kernels = own_flops / shape.layers * shape.tokens / 8 / (best.compute_time * peak)
+    exposed = best.exposed_comm / best.layer_time
+    bubble = {g: model[g]["MegaScale"]["bubble"] for g in PAPER_MFU}
+    lines.append(f"the model's own MFU = kernels at {kernels:.0%} of peak x (1 - {exposed:.1%} "
+                 f"exposed communication) x (1 - the 1F1B bubble: {bubble[240]:.0%} at 240 GPUs, "
+                 f"{bubble[1440]:.0%} at 1,440) (model)")
+    return SimpleNamespace(per_end=per_end, paper_flops=paper_flops, own_flops=own_flops,
+                           implied=implied, own=own, kernels=kernels, exposed=exposed,
+                           bubble=bubble, m_mb={g: model[g]["MegaScale"]["m"] for g in PAPER_MFU},
+                           report="\n".join(lines))

@@ -37,6 +37,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from functools import lru_cache
+from types import SimpleNamespace
 
 import numpy as np
 from matplotlib.ticker import MaxNLocator
@@ -62,18 +63,27 @@ from ..ep.decode import (
     DecodeSetup,
     decode_layer,
     drifting_popularity,
+    isolated_phases,
     make_placement,
     sample_routing,
+    simulate_decode,
 )
 from ..ep.placement import (
     MAX_EXPERTS,
     Placement,
+    contiguous_slots,
+    eplb_placement,
     gpu_loads,
+    host_loads,
+    nic_aware_placement,
     nic_loads,
     nvlink_swaps,
+    placement_from_phy2log,
+    rebalance_experts,
     route_to_slots,
 )
-from ..ep.transport import DEEPEP_LL, SM_FREE, decode_traffic
+from ..ep.routing import load_ratio
+from ..ep.transport import DEEPEP_LL, SM_FREE, decode_traffic, expected_remote_hosts
 from ..units import gbit_per_s, gbyte_per_s, to_us
 from ..widgets import Explorer, dropdown, explore, int_slider, reuse, slider, toggle
 from ._common import check_dict, is_real
@@ -81,7 +91,12 @@ from ._common import curve as _curve
 
 __all__ = ["BalancingState", "balancing_state", "draw_balancing", "balancing_explorer",
            "TRANSPORTS", "STALE_STEP", "swap_to_steady", "load_figure", "swaps_figure",
-           "waterfall_figure", "transport_figure", "batch_figure"]
+           "waterfall_figure", "transport_figure", "batch_figure",
+           # the notebook's runs, one per section
+           "ABLATION", "BATCH_OPTIONS", "DEEPEP_LL_TABLE", "step_skew", "placement_loads",
+           "replica_rows", "swap_runs", "swap_report", "relay_step", "shuffled_host",
+           "layer_report", "ablation_runs", "ablation_report", "stale_report", "transport_table",
+           "batch_sweep", "deepep_ll_check"]
 
 #: The control ``benchmarks/bench_widgets.py`` moves, and the values it moves it through.
 BENCH_CONTROL = ("skew", (2.0, 4.0, 6.0, 8.0, 12.0))
@@ -156,10 +171,10 @@ def swap_to_steady(placement, load, threshold, *, max_rounds=32, expert_bytes=44
 
 
 def balancing_state(placement: str = "contiguous", mode: str = "direct", overlap: bool = False,
-                  transport: str = "DeepEP-LL-like", swaps: bool = False,
-                  swap_threshold: float = 0.02, skew: float = 8.0, tokens_per_gpu: int = 64,
-                  n_hosts: int = 4, gpus_per_nic: int = 2, nic_gbps: float = 400.0,
-                  nvlink_gbps: float = 450.0) -> BalancingState:
+                    transport: str = "DeepEP-LL-like", swaps: bool = False,
+                    swap_threshold: float = 0.02, skew: float = 8.0, tokens_per_gpu: int = 64,
+                    n_hosts: int = 4, gpus_per_nic: int = 2, nic_gbps: float = 400.0,
+                    nvlink_gbps: float = 450.0) -> BalancingState:
     """One step, ``STALE_STEP`` steps after the placement was planned, of an EP group of
     ``n_hosts`` H20-like hosts (256 experts, no spare slots, top-8). ``skew``: busiest/median
     expert popularity; ``swaps``: NVLink swaps that track this step's expected load, run to a
@@ -574,6 +589,266 @@ def _positive_times(value, n) -> bool:
     except ValueError:
         return False
     return bool(arr.max() <= _MAX_SECONDS)
+
+
+# --------------------------------------------------------------------------- the notebook's runs
+# Each section's computation and its printed summary, so that a notebook cell is a short call.
+# The numbers are the library's (uneven.ep: placement, transport, decode).
+
+#: Section 6's ablation, in order: label -> the keywords of :func:`uneven.ep.simulate_decode`.
+ABLATION = (
+    ("DeepEP default:\ncontiguous, direct", dict(placement="contiguous")),
+    ("+ NIC-aware\nplacement", dict(placement="NIC-aware")),
+    ("+ NVLink swaps", dict(placement="NIC-aware", swaps=True)),
+    ("+ relay", dict(placement="NIC-aware", swaps=True, mode="relay")),
+    ("+ per-expert\noverlap", dict(placement="NIC-aware", swaps=True, mode="relay", overlap=True)),
+    ("+ SM-free\ntransport", dict(placement="NIC-aware", swaps=True, mode="relay", overlap=True,
+                                  transport="SM-free")),
+)
+#: DeepEP's low-latency times, µs, H800 + CX7, per EP size: (dispatch, combine) now
+#: (docs/legacy.md), then (dispatch, combine) in February 2025 (README at ebfe47e) [repo].
+DEEPEP_LL_TABLE = {8: (77, 114, 163, 318), 32: (155, 273, 182, 350), 256: (194, 360, 194, 360)}
+
+
+def _decode_kw(kw: dict) -> dict:
+    """``kw`` with a transport named by its key in :data:`TRANSPORTS` replaced by the object."""
+    return {**kw, "transport": TRANSPORTS[kw["transport"]]} if "transport" in kw else dict(kw)
+
+
+def step_skew(setup, seed: int = 0) -> SimpleNamespace:
+    """Section 1: one decode step of ``setup`` with a skewed popularity (busiest / median = 8):
+    ``pop``, the routed ``ids``, each expert's token ``counts`` and the expected ``load``."""
+    n_tok = setup.n_gpus * setup.tokens_per_gpu
+    pop = drifting_popularity(setup.n_experts, 1, 8.0, seed=seed)[0]
+    ids = sample_routing(pop, n_tok, setup.k, seed=seed + 1)
+    counts = np.bincount(ids.ravel(), minlength=setup.n_experts)
+    load = pop * n_tok * setup.k  # expected tokens per expert: what a moving average would predict
+    report = "\n".join([
+        f"popularity: busiest / median = {load_ratio(pop):.1f}; this step's token counts: "
+        f"{load_ratio(counts):.1f} (model)",
+        f"the busiest expert alone: {load.max() / (load.sum() / setup.n_gpus):.2f} of one GPU's "
+        "fair share of the tokens (model)"])
+    return SimpleNamespace(pop=pop, ids=ids, counts=counts, load=load, report=report)
+
+
+def placement_loads(load, n_gpus: int = 32) -> SimpleNamespace:
+    """Section 1: contiguous, EPLB and NIC-aware placements of the experts of ``load`` (tokens
+    per expert, one slot each) on ``n_gpus`` GPUs; each one's busiest GPU and NIC over the mean
+    (``gpu_max``, ``nic_max``)."""
+    n = len(load)  # one slot per expert
+    placements = {"contiguous": contiguous_slots(n, n_gpus),
+                  "EPLB": eplb_placement(load, n, n_gpus),
+                  "NIC-aware": nic_aware_placement(load, n, n_gpus)}
+    gpu_max, nic_max, lines = {}, {}, []
+    for name, p in placements.items():
+        g, c = gpu_loads(p, load), nic_loads(p, load)
+        gpu_max[name], nic_max[name] = g.max() / g.mean(), c.max() / c.mean()
+        lines.append(f"{name:11s} busiest GPU {gpu_max[name]:.2f}x mean, busiest NIC "
+                     f"{nic_max[name]:.2f}x mean, two heaviest GPUs: "
+                     f"{np.argsort(-g)[:2].tolist()} (model)")
+    return SimpleNamespace(placements=placements, gpu_max=gpu_max, nic_max=nic_max,
+                           report="\n".join(lines))
+
+
+def replica_rows(load, placements: dict, hw=None) -> SimpleNamespace:
+    """Section 2: EPLB hierarchical and global with 256 slots, EPLB and NIC-aware with 288
+    (``ratios[name] = (busiest GPU, NIC, host over the mean)``), and the price of the spare
+    slots in weights read per layer."""
+    hw = H20_DECODE if hw is None else hw
+    hier = placement_from_phy2log(rebalance_experts(load[None], 256, 8, 4, 32)[0][0], 256, 32)
+    rows = {"EPLB hierarchical, 256 slots": hier, "EPLB global, 256 slots": placements["EPLB"],
+            "EPLB global, 288 slots": eplb_placement(load, 288, 32),
+            "NIC-aware, 288 slots": nic_aware_placement(load, 288, 32)}
+    ratios, lines = {}, []
+    for name, p in rows.items():
+        g, c, h = gpu_loads(p, load), nic_loads(p, load), host_loads(p, load)
+        ratios[name] = (g.max() / g.mean(), c.max() / c.mean(), h.max() / h.mean())
+        lines.append(f"{name:29s} busiest GPU {ratios[name][0]:.3f}, NIC {ratios[name][1]:.3f}, "
+                     f"host {ratios[name][2]:.3f} (x mean, model)")
+    weights_per_layer = 9 * hw.expert_bytes / hw.hbm_bw
+    lines.append(f"price: 9 instead of 8 experts' weights read per GPU and layer, "
+                 f"{to_us(weights_per_layer):.0f} instead of "
+                 f"{to_us(weights_per_layer) * 8 / 9:.0f} µs at 4.0 TB/s")
+    return SimpleNamespace(ratios=ratios, report="\n".join(lines))
+
+
+def swap_runs(setup, n_steps: int = 120) -> SimpleNamespace:
+    """Section 3: EPLB, NIC-aware, and NIC-aware with per-step swaps over ``n_steps`` drifting
+    steps (``runs``); the busiest / mean NIC over the first 20 and last 50 steps (``early``,
+    ``late``) and how much the swaps gain per step (``gap``)."""
+    runs = {name: simulate_decode(setup, placement=kind, swaps=sw, n_steps=n_steps, seed=0)
+            for name, kind, sw in (("EPLB", "EPLB", False), ("NIC-aware", "NIC-aware", False),
+                                   ("NIC-aware + swaps", "NIC-aware", True))}
+    return SimpleNamespace(
+        runs=runs, early={name: r.nic_ratio[:20].mean() for name, r in runs.items()},
+        late={name: r.nic_ratio[-50:].mean() for name, r in runs.items()},
+        gap=runs["NIC-aware"].nic_ratio - runs["NIC-aware + swaps"].nic_ratio)
+
+
+def swap_report(swaps, hw=None) -> SimpleNamespace:
+    """Section 3: how many swaps the run made, what one costs over NVLink (``per_swap``, s)
+    against a decode step of 58 MoE layers (``step_time``, s), and the NIC ratios."""
+    hw = H20_DECODE if hw is None else hw
+    sw = swaps.runs["NIC-aware + swaps"]
+    per_swap = hw.expert_bytes / hw.nvlink_bw
+    step_time = 58 * sw.median()
+    report = "\n".join([
+        f"swaps: {sw.swaps.sum()} in 120 steps ({sw.swaps.sum() / 120:.2f} per step, for 4 "
+        f"hosts); each copies two 44 MB experts in opposite directions over NVLink: "
+        f"{to_us(per_swap):.0f} µs",
+        f"one decode step runs 58 MoE layers: about {to_us(step_time) / 1e3:.1f} ms (model), so a "
+        "copy hides behind the other layers, hundreds of times over",
+        "busiest / mean NIC, first 20 steps: "
+        + str({k: round(float(v), 2) for k, v in swaps.early.items()})
+        + " \nlast 50 steps: " + str({k: round(float(v), 2) for k, v in swaps.late.items()})
+        + " (model)"])
+    return SimpleNamespace(per_swap=per_swap, step_time=step_time, report=report)
+
+
+def relay_step(placement, ids, setup) -> SimpleNamespace:
+    """Section 4: one routed step (``ids``) on ``placement``, one copy per expert (``direct``)
+    and through the same-index relay (``relay``); ``src``: each token's GPU."""
+    src = np.repeat(np.arange(setup.n_gpus), setup.tokens_per_gpu)
+    slots = route_to_slots(placement, ids, src)
+    direct = decode_traffic(placement, slots, src, "direct")
+    relay = decode_traffic(placement, slots, src, "relay")
+    report = "\n".join([
+        f"closed form: {expected_remote_hosts(8, 4):.2f} remote hosts against {8 * 3 / 4:.1f} "
+        "remote experts per token",
+        f"this step (skewed routing): {relay.remote_hosts.mean():.2f} RDMA copies per token with "
+        f"the relay, {direct.remote_slots.mean():.2f} with one copy per expert: "
+        f"{direct.rdma_copies / relay.rdma_copies:.2f}x fewer (model)"])
+    return SimpleNamespace(src=src, direct=direct, relay=relay, report=report)
+
+
+def shuffled_host(placement, ids, src, seed: int = 0) -> SimpleNamespace:
+    """Section 4: ``placement`` with host 0's experts moved between its GPUs, and the same step's
+    traffic on it through the relay and directly (``relay``, ``direct``)."""
+    rng = np.random.default_rng(seed)
+    shuffled = placement.phy2log.copy()
+    shuffled[:64] = rng.permutation(shuffled[:64])  # move experts between the GPUs of host 0
+    moved = placement_from_phy2log(shuffled, 256, 32)
+    slots = route_to_slots(moved, ids, src)
+    return SimpleNamespace(relay=decode_traffic(moved, slots, src, "relay"),
+                           direct=decode_traffic(moved, slots, src, "direct"))
+
+
+def layer_report(placement, direct, relay) -> str:
+    """Section 5: one decode layer, direct and relay, with and without per-expert overlap."""
+    lines = []
+    for mode in ("direct", "relay"):
+        for overlap in (False, True):
+            t = direct if mode == "direct" else relay
+            lr = decode_layer(placement, t, overlap=overlap)
+            lines.append(f"{mode:6s} overlap={str(overlap):5s}: inputs all in at "
+                         f"{to_us(lr.dispatch_end):4.0f} µs, busiest GPU's experts "
+                         f"{to_us(lr.compute_time.max()):3.0f} µs, layer "
+                         f"{to_us(lr.layer_time):4.0f} µs, exposed communication "
+                         f"{to_us(lr.exposed_comm):4.0f} µs (model)")
+    return "\n".join(lines)
+
+
+def ablation_runs(setup, rungs=ABLATION, *, n_steps: int = 60, seed: int = 1,
+                  start: int = 0) -> SimpleNamespace:
+    """Sections 6-7: each rung of ``rungs`` run for ``n_steps`` (``runs``), and per rung, µs:
+    median and P99 exposed communication (``med``, ``p99``), median layer (``layer``), the busiest
+    GPU's experts (``busiest``), and the busiest / mean NIC (``nic``)."""
+    runs = {name: simulate_decode(setup, n_steps=n_steps, seed=seed, start=start,
+                                  **_decode_kw(kw)) for name, kw in rungs}
+    return SimpleNamespace(
+        runs=runs, nic=[r.nic_ratio.mean() for r in runs.values()],
+        med=[to_us(r.median("exposed_comm")) for r in runs.values()],
+        p99=[to_us(r.p99("exposed_comm")) for r in runs.values()],
+        layer=[to_us(r.median()) for r in runs.values()],
+        busiest=[to_us(np.median(r.layer_time - r.exposed_comm)) for r in runs.values()])
+
+
+def ablation_report(abl) -> SimpleNamespace:
+    """Section 6: each rung's exposed time, layer, experts and NIC ratio, and the total cut of
+    exposed communication and of the layer (``cut``, ``cut_layer``) beside the chapter's."""
+    lines = []
+    for name, m, q, lt, b, n in zip(abl.runs, abl.med, abl.p99, abl.layer, abl.busiest, abl.nic,
+                                    strict=True):
+        lines.append(f"{name.replace(chr(10), ' '):36s} exposed {m:4.0f} µs (P99 {q:4.0f}), "
+                     f"layer {lt:4.0f} µs, busiest GPU's experts {b:4.0f} µs, busiest / mean NIC "
+                     f"{n:.2f} (model)")
+    cut, cut_layer = 1 - abl.med[-1] / abl.med[0], 1 - abl.layer[-1] / abl.layer[0]
+    lines.append(f"total cut (model): exposed communication {cut:.0%}, layer {cut_layer:.0%}; the "
+                 f"paper: 190.21 → 134.00 µs [chapter], a cut of {1 - 134.00 / 190.21:.1%} "
+                 "[derived from chapter]")
+    return SimpleNamespace(cut=cut, cut_layer=cut_layer, report="\n".join(lines))
+
+
+def stale_report(stale) -> str:
+    """Section 6: the first rungs timed 100 steps after planning (``stale``: from
+    :func:`ablation_runs` with ``start=100``)."""
+    return "\n".join(
+        f"100 steps after planning: {name.replace(chr(10), ' '):35s} busiest / mean NIC "
+        f"{n:.2f}, layer {lt:4.0f} µs (P99 {to_us(r.p99()):4.0f}), exposed {m:4.0f} µs (model)"
+        for name, n, lt, m, r in zip(stale.runs, stale.nic, stale.layer, stale.med,
+                                     stale.runs.values(), strict=True))
+
+
+def transport_table(setup) -> SimpleNamespace:
+    """Section 7: the median exposed communication (s) of DeepEP-LL-like and SM-free transports,
+    skewed (contiguous, direct) and balanced (NIC-aware, swaps, relay), all with overlap:
+    ``table[(balance, transport)]``; ``gain`` (s) and ``rel`` (share) of the better transport."""
+    table = {}
+    for bal, kw in (("skewed", dict(placement="contiguous")),
+                    ("balanced", dict(placement="NIC-aware", swaps=True, mode="relay"))):
+        for name, tr in (("DeepEP-LL-like", None), ("SM-free", SM_FREE)):
+            extra = {} if tr is None else {"transport": tr}
+            table[bal, name] = simulate_decode(setup, n_steps=40, seed=2, overlap=True, **kw,
+                                               **extra).median("exposed_comm")
+    gain = {b: table[b, "DeepEP-LL-like"] - table[b, "SM-free"] for b in ("skewed", "balanced")}
+    rel = {b: gain[b] / table[b, "DeepEP-LL-like"] for b in gain}
+    report = str({b: f"-{to_us(gain[b]):.0f} µs ({rel[b]:.0%})" for b in gain}) + " (model)"
+    return SimpleNamespace(table=table, gain=gain, rel=rel, report=report)
+
+
+#: Section 8's transport and overlap options.
+BATCH_OPTIONS = {"one copy per expert": dict(mode="direct"),
+                 "one copy per expert, overlap": dict(mode="direct", overlap=True),
+                 "relay": dict(mode="relay"), "relay, overlap": dict(mode="relay", overlap=True)}
+
+
+def batch_sweep(batches) -> SimpleNamespace:
+    """Section 8: the median layer time (s) of each option of :data:`BATCH_OPTIONS` at each batch
+    (tokens per GPU, ``times[option]``), the best per batch, and what overlap saves the relay and
+    the relay saves one copy per expert (``gain_overlap``, ``gain_relay``)."""
+    times = {label: [] for label in BATCH_OPTIONS}
+    for b in batches:
+        s = DecodeSetup(tokens_per_gpu=b)
+        for label, kw in BATCH_OPTIONS.items():
+            r = simulate_decode(s, placement="NIC-aware", swaps=True, n_steps=20, seed=3, **kw)
+            times[label].append(r.median())
+    n = len(batches)
+    best = [min(BATCH_OPTIONS, key=lambda lab: times[lab][i]) for i in range(n)]
+    lines = [f"{'tokens/GPU':>10s} | " + " | ".join(f"{lab:>28s}" for lab in BATCH_OPTIONS)
+             + " | best"]
+    lines += [f"{b:10d} | "
+              + " | ".join(f"{to_us(times[lab][i]):25.0f} µs" for lab in BATCH_OPTIONS)
+              + f" | {best[i]}" for i, b in enumerate(batches)]
+    gain_overlap = [1 - times["relay, overlap"][i] / times["relay"][i] for i in range(n)]
+    gain_relay = [1 - times["relay"][i] / times["one copy per expert"][i] for i in range(n)]
+    lines.append("overlap saves " + str([f"{g:.0%}" for g in gain_overlap]) + " of the relay's "
+                 "layer time; the relay saves " + str([f"{g:.0%}" for g in gain_relay])
+                 + " of one copy per expert's (model)")
+    return SimpleNamespace(times=times, best=best, gain_overlap=gain_overlap,
+                           gain_relay=gain_relay, report="\n".join(lines))
+
+
+def deepep_ll_check() -> SimpleNamespace:
+    """Section 10: DeepEP's low-latency table (:data:`DEEPEP_LL_TABLE`) beside the model's
+    isolated dispatch and combine; ``errs``: the relative errors against today's table."""
+    lines = [f"{'EP':>4s} | {'DeepEP now':>13s} | {'Feb 2025':>11s} | {'model':>11s} "
+             "[repo vs model]"]
+    errs = []
+    for ep, (d, c, d0, c0) in DEEPEP_LL_TABLE.items():
+        md_, mc = (to_us(x) for x in isolated_phases(ep // 8))
+        errs += [md_ / d - 1, mc / c - 1]
+        lines.append(f"{ep:4d} | {d:5d} / {c:5d} | {d0:4d} / {c0:4d} | {md_:4.0f} / {mc:4.0f}")
+    return SimpleNamespace(errs=errs, report="\n".join(lines))
 
 
 # The names before the explorers shared one stem per notebook (one release).

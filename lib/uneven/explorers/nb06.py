@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import lru_cache
+from types import SimpleNamespace
 
 import numpy as np
 
@@ -28,7 +29,11 @@ from ._common import check_dict, curve, instances, is_int, is_real
 
 __all__ = ["GANTT_KINDS", "GANTT_COLORS", "SCHEME_COLORS", "UbepState", "ubep_state",
            "draw_ubep", "ubep_explorer", "hop_cost_figure", "gantt_figure", "ablation_figure",
-           "ep_sweep_figure", "tpot_figure"]
+           "ep_sweep_figure", "tpot_figure",
+           # the notebook's runs, one per section
+           "ABLATION_STEPS", "PAPER_DISPATCH", "CHAPTER_CUT", "write_costs", "split_plans",
+           "die_timelines", "timeline_report", "ablation_rows", "core_split", "block_table",
+           "ep_sweep", "sweep_report", "tpot_runs", "barrier_needed", "phase_table"]
 
 #: The control ``benchmarks/bench_widgets.py`` moves, and the values it moves it through.
 BENCH_CONTROL = ("barrier_us", (0.0, 10.0, 20.0, 30.0, 40.0))
@@ -553,3 +558,257 @@ def tpot_figure(steps: dict, sigmas, extra: dict, *, ep: int = 64):
         ax_j.set_ylim(0, None)
         plots.legend(ax_j, "below", ncol=2)
     return fig
+
+
+# --------------------------------------------------------------------------- the notebook's runs
+# Each section's computation and its printed summary, so that a notebook cell is a short call.
+# The numbers are the library's (uneven.ep.superpod); times in seconds unless a name says µs.
+
+_US = 1e-6
+_PARTS = ("count", "barrier", "send", "poll", "wait")
+#: Section 2's ablation: label -> the keywords of :func:`uneven.ep.superpod.scheme`.
+ABLATION_STEPS = (
+    ("serialised baseline", dict(kind="baseline")),
+    ("+ equal hop mix", dict(kind="baseline", assignment="hop_mix")),
+    ("+ concurrent core groups", dict(kind="baseline", assignment="hop_mix", concurrent=True,
+                                      count_cores=1)),
+    ("+ no 2nd barrier: fence, then flags", dict(kind="baseline", assignment="hop_mix",
+                                                 concurrent=True, count_cores=1, sync="flag")),
+    ("UBEP: the flag inside each block", dict(kind="ubep")),
+)
+#: Dispatch latency (µs) at 128 tokens per rank, hidden 7,168, top-8, by EP size: CloudMatrix-
+#: Infer on CloudMatrix384 [paper] and DeepEP's low-latency kernels on H800 + 400 Gb/s IB [repo].
+PAPER_DISPATCH = {
+    "CloudMatrix-Infer dispatch, CloudMatrix384 [paper]": {8: 116, 256: 152},
+    "DeepEP low-latency dispatch, H800 + 400 Gb/s IB [repo]": {
+        8: 163, 16: 173, 32: 182, 64: 186, 128: 192, 256: 194},
+}
+#: "Up to 52.4% lower at 64 NPUs" [chapter], at both readings of "64 NPUs": label -> (EP, %).
+CHAPTER_CUT = {
+    "52.4% at 64 NPUs [chapter], read as 64 dies": (64, 52.4),
+    "52.4% at 64 NPUs [chapter], read as 64 two-die NPUs": (128, 52.4),
+}
+
+
+def _scheme(kw: dict):
+    from ..ep.superpod import scheme
+
+    kw = dict(kw)
+    return scheme(kw.pop("kind"), **kw)
+
+
+def write_costs(costs) -> SimpleNamespace:
+    """Section 1: what one 512-B write costs a core at each hop class (``per_write``, s), how much
+    of it is pushing bytes (``push``), and the access latencies (``lat``)."""
+    lat = np.array(costs.hop_latency)
+    per_write = np.array([costs.write_time(h, 512) for h in range(3)])
+    push = 512 / costs.core_bandwidth
+    report = "\n".join(
+        f"hop class {h} ({name:12s}): access {lat[h] / _US:.2f} µs; one 512-B write costs a core "
+        f"{per_write[h] / _US * 1e3:3.0f} ns, {push / _US * 1e3:.0f} ns of it pushing bytes "
+        "(model)" for h, name in enumerate(("own die", "same node", "another node")))
+    return SimpleNamespace(lat=lat, per_write=per_write, push=push, report=report)
+
+
+def split_plans(traffic, costs) -> SimpleNamespace:
+    """Section 1: the baseline's send phase with the contiguous and the hop-mix split of a die's
+    copies over its cores (``plans``); each split's mean and slowest core (``mean``,
+    ``slowest``) and the slowest cores' ratio (``ratio``)."""
+    from ..ep.superpod import phase_plan, scheme
+
+    plans = {"contiguous": phase_plan(traffic, costs, scheme("baseline")),
+             "hop mix": phase_plan(traffic, costs, scheme("baseline", assignment="hop_mix"))}
+    slowest = {k: p.send_time.max() for k, p in plans.items()}
+    mean = {k: p.send_time.mean() for k, p in plans.items()}
+    ratio = slowest["contiguous"] / slowest["hop mix"]
+    lines = [f"{k:10s}: mean core {mean[k] / _US:5.1f} µs, slowest core {slowest[k] / _US:5.1f} "
+             "µs (model)" for k in plans]
+    lines.append(f"slowest core, contiguous / hop mix: {ratio:.2f}")
+    return SimpleNamespace(plans=plans, slowest=slowest, mean=mean, ratio=ratio,
+                           report="\n".join(lines))
+
+
+def die_timelines(traffic, costs, jitter: float, seed: int = 0) -> dict:
+    """Section 2: the per-core timelines of the serialised baseline and of UBEP with ``jitter``
+    (s) per op: ``{"serialised baseline": CoreTimeline, "UBEP": CoreTimeline}``."""
+    from ..ep.superpod import core_timeline, phase_plan, scheme
+
+    return {label: core_timeline(phase_plan(traffic, costs, scheme(kind)), jitter=jitter,
+                                 seed=seed)
+            for label, kind in (("serialised baseline", "baseline"), ("UBEP", "ubep"))}
+
+
+def timeline_report(timelines: dict) -> SimpleNamespace:
+    """Section 2: die 0's mean time per core in each part (``parts[label][part]``, s), both
+    dispatch latencies (``lat_b``, ``lat_u``), when die 0 alone is done (``end0``), the
+    baseline's wait per core of die 0 (``per_core``) and UBEP's send ends on die 0 (``ends``)."""
+    lines = [f"{'die 0, mean µs per core':24s}" + "".join(f"{k:>9s}" for k in _PARTS)]
+    parts = {}
+    for name, tl in timelines.items():
+        parts[name] = tl.breakdown(0)
+        lines.append(f"{name:24s}" + "".join(f"{parts[name][k] / _US:9.1f}" for k in _PARTS))
+    lat_b, lat_u = (tl.latency for tl in timelines.values())
+    lines.append(f"dispatch: {lat_b / _US:.0f} µs → {lat_u / _US:.0f} µs (model; the phase ends "
+                 "when the last die's last core ends)")
+    end0 = {name: tl.end[0] for name, tl in timelines.items()}
+    lines.append("die 0 alone is done at "
+                 + ", ".join(f"{v / _US:.0f} µs ({k})" for k, v in end0.items()))
+    base, ubep = timelines["serialised baseline"], timelines["UBEP"]
+    waits = base.waits(0)
+    per_core = np.bincount(waits["core"], weights=waits["finish"] - waits["start"],
+                           minlength=base.cores)
+    ops = ubep.of_rank(0)
+    return SimpleNamespace(parts=parts, lat_b=lat_b, lat_u=lat_u, end0=end0, per_core=per_core,
+                           ends=ops["finish"][ops["kind"] == 2], report="\n".join(lines))
+
+
+def ablation_rows(traffic, costs, steps=ABLATION_STEPS) -> SimpleNamespace:
+    """Section 2: the dispatch latency (s, no jitter) after each step of ``steps`` (``rows``:
+    (label, s) pairs) and what each step saves over the one before (``saved``)."""
+    from ..ep.superpod import phase_latency, phase_plan
+
+    rows = [(label, phase_latency(phase_plan(traffic, costs, _scheme(kw)))) for label, kw in steps]
+    saved = [a[1] - b[1] for a, b in zip(rows, rows[1:], strict=False)]
+    return SimpleNamespace(rows=rows, latency=dict(rows), saved=saved)
+
+
+def core_split(traffic, costs, batches=(16, 128, 512)) -> SimpleNamespace:
+    """Section 2: how long counting takes on all cores (``count_all``); with 48 and with 8 cores,
+    UBEP's best split of counting and sending cores beside counting first on all of them
+    (``by_cores[cores] = (k, best, serial)``); the best split per batch (``split``)."""
+    from ..ep.superpod import best_split, phase_latency, phase_plan, scheme, superpod_traffic
+
+    count_all = phase_plan(traffic, costs, scheme("baseline")).count_time.max()
+    lines = [f"counting on all 48 cores takes {count_all / _US:.1f} µs (model)"]
+    by_cores = {}
+    for cores in (48, 8):
+        c = costs.with_(cores=cores)
+        k, best = best_split(traffic, c, scheme("ubep"))
+        serial = phase_latency(phase_plan(traffic, c, scheme("baseline", assignment="hop_mix",
+                                                             sync="block")))
+        by_cores[cores] = (k, best, serial)
+        lines.append(f"{cores:2d} cores: best split {k} counting + {cores - k} sending, "
+                     f"{best / _US:.0f} µs; all cores count then send (hop mix, flag in block): "
+                     f"{serial / _US:.0f} µs (model)")
+    split = {b: best_split(superpod_traffic(traffic.n_ranks, tokens_per_rank=b, seed=0), costs,
+                           scheme("ubep"))[0] for b in batches}
+    lines.append(f"best number of counting cores by tokens per die: {split}")
+    return SimpleNamespace(count_all=count_all, by_cores=by_cores, split=split,
+                           report="\n".join(lines))
+
+
+def block_table(traffic, costs) -> SimpleNamespace:
+    """Section 3: blocks per token copy with the flag inside and with payload only, at 512- and
+    128-B blocks; the dispatch with 128-B blocks (``b128[kind]``, s)."""
+    from ..ep.superpod import blocks_per_copy, phase_latency, phase_plan, scheme
+
+    lines = [f"{'copy':28s}{'block':>7s}{'flag inside':>13s}{'payload only':>14s}"]
+    for name, nbytes in (("dispatch, INT8 7,172 B", 7172), ("combine, BF16 14,336 B", 14336)):
+        for block in (512, 128):
+            lines.append(f"{name:28s}{block:7d}{blocks_per_copy(nbytes, block, 8, True):13d}"
+                         f"{blocks_per_copy(nbytes, block, 8, False):14d}")
+    b128 = {s: phase_latency(phase_plan(traffic, costs, scheme(s, block_bytes=128)))
+            for s in ("baseline", "ubep")}
+    lines.append(f"EP{traffic.n_ranks} dispatch with 128-B blocks: baseline "
+                 f"{b128['baseline'] / _US:.0f} µs, UBEP {b128['ubep'] / _US:.0f} µs (model)")
+    return SimpleNamespace(b128=b128, report="\n".join(lines))
+
+
+def ep_sweep(costs, ep_sizes, jitter: float, runs: int = 500) -> SimpleNamespace:
+    """Section 4: the median and P99 dispatch latency (s) of ``runs`` jittered runs per EP size,
+    baseline and UBEP (``median[label]``, ``p99[label]``)."""
+    from ..ep.superpod import latency_samples, phase_plan, scheme, superpod_traffic
+
+    median = {"serialised baseline": [], "UBEP": []}
+    p99 = {"serialised baseline": [], "UBEP": []}
+    for ep in ep_sizes:
+        t = superpod_traffic(ep, seed=0)
+        for label, kind in (("serialised baseline", "baseline"), ("UBEP", "ubep")):
+            samples = latency_samples(phase_plan(t, costs, scheme(kind)), runs, jitter, seed=1)
+            median[label].append(np.median(samples))
+            p99[label].append(np.percentile(samples, 99))
+    return SimpleNamespace(ep_sizes=tuple(ep_sizes), median=median, p99=p99)
+
+
+def sweep_report(sweep, costs) -> SimpleNamespace:
+    """Section 4: how much lower UBEP's median is per EP size (``cut[ep]``, share) and what the
+    equal hop mix alone saves at EP64 and EP128 without jitter (``mix[ep]``, s)."""
+    from ..ep.superpod import phase_latency, phase_plan, scheme, superpod_traffic
+
+    base, ubep = sweep.median["serialised baseline"], sweep.median["UBEP"]
+    cut = {ep: 1 - u / b for ep, b, u in zip(sweep.ep_sizes, base, ubep, strict=True)}
+    lines = ["EP     baseline   UBEP    lower by  (median of 500 jittered runs, µs, model)"]
+    lines += [f"{ep:<5d}{base[i] / _US:9.0f}{ubep[i] / _US:7.0f}{100 * cut[ep]:9.0f}%"
+              for i, ep in enumerate(sweep.ep_sizes)]
+    mix = {}
+    for ep in (64, 128):
+        t = superpod_traffic(ep, seed=0)
+        contiguous = phase_latency(phase_plan(t, costs, scheme("baseline")))
+        hop_mix = phase_latency(phase_plan(t, costs, scheme("baseline", assignment="hop_mix")))
+        mix[ep] = contiguous - hop_mix
+    lines.append(f"the hop mix alone saves {mix[64] / _US:.0f} µs at EP64, {mix[128] / _US:.0f} "
+                 "µs at EP128")
+    return SimpleNamespace(cut=cut, mix=mix, report="\n".join(lines))
+
+
+def tpot_runs(traffic, costs, jitter: float, sigmas, n_steps: int = 1000) -> SimpleNamespace:
+    """Section 5: ``n_steps`` decode steps of baseline and UBEP with ``jitter`` (``tpot[label]``:
+    DecodeSteps) and the median dispatch latency each jitter of ``sigmas`` (µs) adds
+    (``extra[label]``, µs)."""
+    from ..ep.superpod import decode_steps, latency_samples, phase_latency, phase_plan, scheme
+
+    kinds = (("serialised baseline", "baseline"), ("UBEP", "ubep"))
+    tpot = {label: decode_steps(traffic, costs, scheme(kind), n_steps=n_steps, jitter=jitter,
+                                seed=7) for label, kind in kinds}
+    extra = {}
+    for label, kind in kinds:
+        plan = phase_plan(traffic, costs, scheme(kind))
+        calm = phase_latency(plan)
+        extra[label] = [(np.median(latency_samples(plan, 500, s * _US, seed=3)) - calm) / _US
+                        for s in sigmas]
+    b, u = tpot["serialised baseline"], tpot["UBEP"]
+    gain50, gain99 = 1 - u.p50 / b.p50, 1 - u.p99 / b.p99
+    report = "\n".join([
+        f"time per output token: P50 {b.p50 * 1e3:.2f} → {u.p50 * 1e3:.2f} ms "
+        f"({100 * gain50:.1f}% lower), P99 {b.p99 * 1e3:.2f} → {u.p99 * 1e3:.2f} ms "
+        f"({100 * gain99:.1f}% lower) (model)",
+        f"added median dispatch latency at σ = {sigmas[-1]:g} µs: baseline "
+        f"{extra['serialised baseline'][-1]:.0f} µs, UBEP {extra['UBEP'][-1]:.0f} µs (model)"])
+    return SimpleNamespace(tpot=tpot, extra=extra, gain50=gain50, gain99=gain99, report=report)
+
+
+def barrier_needed(costs, jitter: float, barrier_us=tuple(range(20, 141, 20)),
+                   target: float = 0.524) -> SimpleNamespace:
+    """Section 7: at EP64 and EP128, how much lower UBEP's median is for each barrier cost of
+    ``barrier_us`` (µs) (``cuts[ep]``) and the barrier cost that reaches ``target``
+    (``needed[ep]``, µs, interpolated)."""
+    from ..ep.superpod import latency_samples, phase_plan, scheme, superpod_traffic
+
+    needed, cuts, lines = {}, {}, []
+    for ep in (64, 128):
+        t = superpod_traffic(ep, seed=0)
+        ubep = np.median(latency_samples(phase_plan(t, costs, scheme("ubep")), 500, jitter,
+                                         seed=1))
+        cuts[ep] = [1 - ubep / np.median(latency_samples(
+            phase_plan(t, costs.with_(barrier_cost=tb * _US), scheme("baseline")), 500, jitter,
+            seed=1)) for tb in barrier_us]
+        needed[ep] = float(np.interp(target, cuts[ep], barrier_us))
+        lines.append(f"EP{ep} cut at barrier costs {list(barrier_us)} µs: "
+                     + ", ".join(f"{100 * c:.0f}%" for c in cuts[ep]))
+        lines.append(f"  {100 * target:.1f}% needs about {needed[ep]:.0f} µs per barrier (model)")
+    return SimpleNamespace(cuts=cuts, needed=needed, report="\n".join(lines))
+
+
+def phase_table(costs, eps=(8, 256)) -> SimpleNamespace:
+    """Section 7: dispatch and combine latency (µs, no jitter) of baseline and UBEP at each EP
+    size of ``eps``: ``table[ep][(kind, phase)]``."""
+    from ..ep.superpod import phase_latency, phase_plan, scheme, superpod_traffic
+
+    table, lines = {}, []
+    for ep in eps:
+        t = superpod_traffic(ep, seed=0)
+        table[ep] = {(kind, phase): phase_latency(phase_plan(t, costs, scheme(kind), phase)) / _US
+                     for kind in ("baseline", "ubep") for phase in ("dispatch", "combine")}
+        lines.append(f"EP{ep}: " + ", ".join(f"{k} {ph} {v:.0f}"
+                                             for (k, ph), v in table[ep].items()))
+    return SimpleNamespace(table=table, report="\n".join(lines))

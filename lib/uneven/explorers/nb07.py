@@ -43,6 +43,7 @@ True
 from __future__ import annotations
 
 from dataclasses import dataclass
+from types import SimpleNamespace
 
 import numpy as np
 
@@ -83,6 +84,21 @@ __all__ = [
     "evidence_figure",
     "evidence_markdown",
     "KIND_COLORS",
+    # the notebook's runs, one per section
+    "DEFAULT_POLICIES",
+    "DISTRIBUTIONS",
+    "TRANSPORT_BATCHES",
+    "SM_BOUND",
+    "delay_profiles",
+    "policy_tables",
+    "max_gaps",
+    "knob_report",
+    "slow_pieces_report",
+    "network_fixes",
+    "tax_report",
+    "fabrics_report",
+    "overlap_gains",
+    "evidence_counts",
 ]
 
 #: The control ``benchmarks/bench_widgets.py`` moves, and the values it moves it through.
@@ -158,7 +174,7 @@ class UnevennessState(Checked):
 
 
 def unevenness_state(pipemorph: float = 0.5, bytescale: float = 0.5, deepseek: float = 0.5,
-                 megascale: float = 0.5, balancing: float = 0.5, ubep: float = 0.5
+                     megascale: float = 0.5, balancing: float = 0.5, ubep: float = 0.5
                  ) -> UnevennessState:
     """Each paper's slow piece at its own shared-scale value (0 balanced … 1 twice the paper's
     setting); results are cached per value, the curves once."""
@@ -827,6 +843,215 @@ def _rows(name, rows, keys, *, lo=1, hi=1000) -> list:
         if r.get("source") is not None:
             check_str(f"{where}['source']", r["source"])
     return list(rows)
+
+
+
+# --------------------------------------------------------------------------- the notebook's runs
+# Each section's computation and its printed summary, so that a notebook cell is a short call.
+# The numbers are the library's (policies, order_stats, unevenness, counterfactuals, ep).
+
+_MS, _US = 1e-3, 1e-6
+#: Each table's default policy: what the paper's system does without a per-workload choice.
+DEFAULT_POLICIES = {"PipeMorph: warm-ups per delay profile": "ZB-H2, planned healthy",
+                    "Balancing and Beyond: transport and overlap per batch": "relay + overlap",
+                    "UBEP: counting cores per EP size and batch": "count on 1, send on 47"}
+#: Section 2's per-rank time distributions: label -> (name in uneven.order_stats, parameters).
+DISTRIBUTIONS = {"Gaussian": ("gaussian", {}), "exponential": ("exponential", {}),
+                 "Pareto α = 3": ("pareto", {"alpha": 3.0}),
+                 "Pareto α = 2.5": ("pareto", {"alpha": 2.5})}
+#: Batches (tokens per GPU) of the transport policy table, which Section 6 reads again.
+TRANSPORT_BATCHES = (1, 4, 16, 64, 256)
+
+
+def delay_profiles(p: int = 8, delays_ms=(40, 80), links=(0, 3, 6)) -> dict:
+    """Section 1's workloads for the warm-up table: healthy, and each of ``delays_ms`` on each of
+    ``links`` of a ``p``-stage pipeline (per-link delays, s)."""
+    profiles = {"healthy": np.zeros(p - 1)}
+    for link in links:
+        for c in delays_ms:
+            d = np.zeros(p - 1)
+            d[link] = c * _MS
+            profiles[f"{c} ms on {link}↔{link + 1}"] = d
+    return profiles
+
+
+def policy_tables() -> SimpleNamespace:
+    """Section 1: the three policy tables (``warm``, ``trans``, ``cores``; together ``tables``)
+    and what the best fixed policy and each table's default lose; ``zb_loss``: ZB-H2 planned
+    healthy on each delay profile; ``one_core``: counting on one core, over each workload's best."""
+    from ..policies import core_split_table, transport_policy_table, warmup_policy_table
+
+    warm = warmup_policy_table(delay_profiles(), p=8, m=24, t_op=10 * _MS, cap=16)
+    trans = transport_policy_table(list(TRANSPORT_BATCHES), n_steps=6)
+    cores = core_split_table([(ep, tok) for ep in (16, 64, 256) for tok in (2, 16, 128)])
+    tables = dict(zip(DEFAULT_POLICIES, (warm, trans, cores), strict=True))
+    lines = []
+    for title, t in tables.items():
+        chosen = sorted(set(t.best_names()), key=t.policies.index)
+        d = DEFAULT_POLICIES[title]
+        lines.append(f"{title}\n  per-workload best: {', '.join(chosen)}\n  best fixed "
+                     f"'{t.policies[t.fixed]}' loses up to {t.loss.max():.0%}; the default '{d}' "
+                     f"up to {t.loss_of(d).max():.0%} (model)")
+    return SimpleNamespace(
+        warm=warm, trans=trans, cores=cores, tables=tables,
+        zb_loss=warm.loss_of("ZB-H2, planned healthy"),
+        one_core=cores.ratio[cores.policies.index("count on 1, send on 47")],
+        report="\n".join(lines))
+
+
+def _gap(dist, n, kw):
+    """How far the expected largest of ``n`` draws is above the mean, in standard deviations."""
+    from ..order_stats import expected_max, expected_mean, standard_deviation
+
+    mu, sd = expected_mean(dist, **kw), standard_deviation(dist, **kw)
+    return (expected_max(dist, n, **kw) - mu) / sd
+
+
+def max_gaps(ns, dists=DISTRIBUTIONS, sim_ns=(2, 8, 64, 512),
+             trials: int = 4000) -> SimpleNamespace:
+    """Section 2: the largest of N ranks above the mean, in standard deviations, for each
+    distribution: closed form at each N of ``ns`` (``closed``) and simulated at ``sim_ns``
+    (``simulated[label] = (ns, gaps, standard errors)``); ``worst_z``: the largest gap between
+    the two in standard errors; ``z[n]``: every distribution's gap at N = 64 and 4,096."""
+    from ..order_stats import expected_max, expected_mean, simulate_max, standard_deviation
+
+    closed, simulated, worst_z = {}, {}, 0.0
+    for label, (dist, kw) in dists.items():
+        mu, sd = expected_mean(dist, **kw), standard_deviation(dist, **kw)
+        closed[label] = (expected_max(dist, ns, **kw) - mu) / sd
+        sims = [simulate_max(dist, n, trials=trials, seed=i, **kw) for i, n in enumerate(sim_ns)]
+        for n, (m, se) in zip(sim_ns, sims, strict=True):
+            worst_z = max(worst_z, abs(m - expected_max(dist, n, **kw)) / se)
+        simulated[label] = (list(sim_ns), [(m - mu) / sd for m, _ in sims],
+                            [se / sd for _, se in sims])
+    lines = [f"largest gap between simulation and closed form: {worst_z:.1f} standard errors",
+             f"{'N':>6s} " + " ".join(f"{label:>15s}" for label in dists)]
+    lines += [f"{n:6d} " + " ".join(f"{_gap(d, n, kw):13.2f} σ" for d, kw in dists.values())
+              for n in (8, 64, 512, 4096)]
+    z = {n: [_gap(d, n, kw) for d, kw in dists.values()] for n in (64, 4096)}
+    return SimpleNamespace(closed=closed, simulated=simulated, worst_z=worst_z, z=z,
+                           report="\n".join(lines))
+
+
+def knob_report() -> str:
+    """Section 2: each paper's unevenness knob, its range, and what s = 0.5 means."""
+    from ..unevenness import KNOBS
+
+    lines = []
+    for key in PAPER_KEYS:
+        k = KNOBS[key]
+        unit = f" {k.unit}" if k.unit else ""
+        lines.append(f"{key:10s} {k.piece:28s} knob: {k.name} ({k.lo:g} → {k.hi:g}{unit}); "
+                     f"s = 0.5: {k.reference}\n{'':11s}baseline: {k.baseline}; system: "
+                     f"{k.system}; ideal: {k.ideal}")
+    return "\n".join(lines)
+
+
+def slow_pieces_report(pieces: dict) -> SimpleNamespace:
+    """Section 2: per paper, ranks, max / mean rank, and baseline and system over the ideal;
+    ``ratios[key] = (baseline, system)`` and ``spread[key]`` (max / mean), rounded."""
+    lines = [f"{'paper':10s} {'ranks':>5s} {'max/mean':>9s} {'baseline/ideal':>15s} "
+             f"{'system/ideal':>13s}"]
+    for key, pc in pieces.items():
+        v = pc.per_rank
+        lines.append(f"{key:10s} {v.size:5d} {v.max() / v.mean():9.2f} "
+                     f"{pc.baseline_ratio:15.2f} {pc.system_ratio:13.2f}   (model)")
+    return SimpleNamespace(
+        ratios={k: (round(p.baseline_ratio, 2), round(p.system_ratio, 2))
+                for k, p in pieces.items()},
+        spread={k: round(p.per_rank.max() / p.per_rank.mean(), 1) for k, p in pieces.items()},
+        report="\n".join(lines))
+
+
+def network_fixes(delay: float = 60 * _MS) -> SimpleNamespace:
+    """Section 3: how much of a ``delay`` (s) the network must remove before fixed ZB-H2 matches
+    PipeMorph (``need[kind]``, share; ``sweep``), what the better EP transport saves skewed and
+    balanced (``before_after``, ``gain``), and the UBEP dispatch as bytes get cheaper (``bw``;
+    ``base_inf``: the baseline with free bytes, ``ubep_1x``: UBEP at today's bandwidth, s)."""
+    from ..counterfactuals import bandwidth_sweep, network_fix_sweep, transport_before_after
+
+    sweep = network_fix_sweep(delay, np.linspace(0, 1, 41))
+    # the share the network must remove before the fixed schedule matches PipeMorph
+    need = {kind: float(np.interp(sweep["pipemorph"], sweep[kind][::-1], sweep["shares"][::-1]))
+            for kind in ("zb_cpu", "zb_hol")}
+    before_after = transport_before_after()
+    gain = {s: 1 - before_after[s, "SM-free"] / before_after[s, "DeepEP-LL-like"]
+            for s in ("skewed", "balanced")}
+    bw = bandwidth_sweep([0.5, 1, 2, 4, 8, 16, np.inf])
+    base_inf, ubep_1x = bw["baseline"][-1], bw["ubep"][1]
+    report = "\n".join([
+        f"PipeMorph under the whole {delay / _MS:.0f} ms: {sweep['pipemorph'] / _MS:.0f} ms "
+        f"(healthy {sweep['healthy'] / _MS:.0f} ms); ZB-H2 needs the network to remove "
+        f"{need['zb_cpu']:.0%} of the delay with CPU sends, {need['zb_hol']:.0%} with sends on "
+        "the GPU stream (model)",
+        "better transport saves " + str({s: f"{g:.0%}" for s, g in gain.items()})
+        + " of the exposed communication (model)",
+        f"serialised baseline: {bw['baseline'][1] / _US:.0f} µs at 1×, {base_inf / _US:.0f} µs "
+        f"with free bytes; UBEP at 1×: {ubep_1x / _US:.0f} µs; the two barriers alone: "
+        f"{bw['barriers'] / _US:.0f} µs (model)"])
+    return SimpleNamespace(sweep=sweep, need=need, before_after=before_after, gain=gain, bw=bw,
+                           base_inf=base_inf, ubep_1x=ubep_1x, report=report)
+
+
+#: Section 4's upper bound: DeepEP's 20 of an H800's 132 SMs held for the whole step [derived].
+SM_BOUND = 20 / 132
+
+
+def tax_report(tax) -> str:
+    """Section 4: each system's step with its communication on and off the compute units."""
+    lines = [f"{r.system:38s} {r.setting:32s} {r.on / _MS:9.3f} ms vs {r.off / _MS:9.3f} ms off "
+             f"the compute units: {r.share:6.1%} of the step (model)" for r in tax]
+    lines.append(f"20 of 132 SMs held for the whole step: {SM_BOUND:.1%} of the compute "
+                 "[derived]")
+    return "\n".join(lines)
+
+
+def fabrics_report(fabrics) -> str:
+    """Section 5: one dispatch on each fabric, what binds it, and the core model on the pod."""
+    lines = []
+    for r in fabrics:
+        extra = ("; core model " + ", ".join(f"{k} {v / _US:.0f} µs"
+                                             for k, v in r.core_model.items())
+                 if r.core_model else "")
+        lines.append(f"{r.family:9s} {r.name:58s} {r.time / _US:6.1f} µs, busiest: {r.bound:8s} "
+                     f"network {r.network / 1e6:4.2f} of {r.offered / 1e6:4.2f} MB per rank"
+                     f"{extra} (model)")
+    return "\n".join(lines)
+
+
+def overlap_gains(trans, batches=TRANSPORT_BATCHES) -> SimpleNamespace:
+    """Section 6: the roofline of each expert (printed), what per-expert overlap saves a decode
+    layer at each of the ``batches`` of ``trans`` (the transport policy table of
+    :func:`policy_tables`; ``decode_gain``) and what both overlaps save a training layer
+    (``training_gain``, notebook 04's ablation)."""
+    from ..ep.roofline import EXPERT_COSTS, crossover_tokens, roofline_hiding_ratio
+    from ..schedulers.moe_layer import ablation
+
+    lines = [f"{name:52s} memory-bound below {crossover_tokens(c):5.0f} tokens; R at 1 token "
+             f"{roofline_hiding_ratio(c, 1):7.2f}, compute-bound "
+             f"{roofline_hiding_ratio(c, 1e5):5.2f} (model)" for name, c in EXPERT_COSTS.items()]
+    relay, relay_ov = (trans.times[trans.policies.index(p)] for p in ("relay", "relay + overlap"))
+    decode_gain = 1 - relay_ov / relay
+    layers = ablation()
+    training_gain = 1 - layers[3]["layer_time"] / layers[1]["layer_time"]
+    lines.append("per-expert overlap saves " + str([f"{g:+.0%}" for g in decode_gain])
+                 + " of a decode layer at " + str(list(batches))
+                 + f" tokens per GPU; both overlaps save {training_gain:.0%} of a training "
+                 "layer (model)")
+    return SimpleNamespace(batches=list(batches), decode_gain=decode_gain,
+                           training_gain=training_gain, report="\n".join(lines))
+
+
+def evidence_counts(rows) -> SimpleNamespace:
+    """Section 6: how many headline numbers each kind of evidence and each source label holds."""
+    from ..papers import EVIDENCE_KINDS
+
+    kinds = {k: sum(r["kind"] == k for r in rows) for k in EVIDENCE_KINDS}
+    labels = {lab: sum(r["label"] == f"[{lab}]" for r in rows)
+              for lab in ("paper", "repo", "chapter")}
+    return SimpleNamespace(kinds=kinds, labels=labels,
+                           report=f"{len(rows)} headline numbers; measured on: {kinds}; read in: "
+                                  f"{labels}")
 
 
 # The names before the explorers shared one stem per notebook (one release).

@@ -307,7 +307,7 @@ _FUSIONS = {
               ("fc13", "dispatch", "a2a_gemm", True), ("fc2", "combine", "gemm_a2a", False)],
 }
 _FUSIONS["sp_agrs"] = _FUSIONS["sp_ep"][:2] + [("fc13", "ag_ffn", "a2a_gemm", True),
-                                              ("fc2", "rs_ffn", "gemm_a2a", False)]
+                                               ("fc2", "rs_ffn", "gemm_a2a", False)]
 
 
 def _program(shape, strategy, n, hw, inter_op, intra_op):
@@ -445,7 +445,7 @@ def _expand(items, hw, n_tiles, order, seed, n_ranks):
         o = order if order_matters else "sorted"
         t = tax if direction == "gemm_a2a" else 1.0  # A2A -> GEMM moves data with copy engines
         d, r, _tile, s, dd, fst, lst, _ = _fused_block(G, C, n_tiles, direction, o, n_ranks,
-                                                      seed, t, hw.tile_latency)
+                                                       seed, t, hw.tile_latency)
         dur.extend(d.tolist())
         res.extend(r.tolist())
         kind.extend(np.where(r == 1, _COMM, it.kind).tolist())
