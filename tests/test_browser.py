@@ -265,6 +265,7 @@ COLLECT = """() => {
       index: Number(c.getAttribute('data-windowed-list-index')),
       code: c.classList.contains('jp-CodeCell'),
       prompt: ((c.querySelector('.jp-InputArea-prompt') || {}).textContent || '').trim(),
+      collapsed: !!c.querySelector('.jp-InputPlaceholder'),
       images: outs.flatMap(o => Array.from(o.querySelectorAll('img')))
                   .filter(i => i.complete && i.naturalWidth > 0).length,
       errors: outs.filter(o => o.getAttribute('data-mime-type') === 'application/vnd.jupyter.stderr'
@@ -378,6 +379,7 @@ def _scroll_and_collect(page, name: str, shots: Path) -> tuple[dict[int, dict], 
                 old["errors"] = old["errors"] or c["errors"]
                 old["widgetErrors"] = old["widgetErrors"] or c["widgetErrors"]
                 old["prompt"] = c["prompt"] or old["prompt"]
+                old["collapsed"] = old["collapsed"] or c["collapsed"]
         shot = shots / f"{step:02d}.png"
         page.screenshot(path=str(shot))
         files.append(str(shot.relative_to(ROOT)))
@@ -574,7 +576,12 @@ def test_notebook_runs_and_renders_in_jupyterlab(path, lab, browser):
             if c is None:
                 problems.append(f"{where}: never rendered")
                 continue
-            if not re.fullmatch(r"\[\d+\]:", c["prompt"]):
+            if "check" in tags[i]:
+                # a section's pins start collapsed: the reader sees a one-line placeholder (and
+                # a traceback if a pin fails, caught below); a collapsed cell shows no prompt
+                if not c["collapsed"]:
+                    problems.append(f"{where}: the check cell is not collapsed")
+            elif not re.fullmatch(r"\[\d+\]:", c["prompt"]):
                 problems.append(f"{where}: no execution count (prompt {c['prompt']!r})")
             for err in c["errors"]:
                 problems.append(f"{where}: error output: {err[:300]!r}")
