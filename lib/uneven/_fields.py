@@ -34,7 +34,12 @@ numbers, the name of an earlier field, or a callable ``bound(obj)``.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import importlib
+import inspect
+from types import SimpleNamespace
+
+import numpy as np
 
 from ._validate import (
     _check_shape,
@@ -49,8 +54,9 @@ from ._validate import (
     frozen_array,
 )
 
-__all__ = ["Checked", "check_fields", "real", "integer", "choice", "text", "flag", "instance",
-           "array", "strings", "mapping", "per_key", "any_value"]
+__all__ = ["Checked", "check_fields", "arguments", "real", "integer", "choice", "text", "flag",
+           "instance", "array", "strings", "mapping", "per_key", "items", "named", "namespace",
+           "any_value"]
 
 _KEY = "uneven.check"
 
@@ -93,12 +99,12 @@ def instance(cls, hint: str = "", **field_kw):
 
 
 def array(dtype: str = "float", *, ndim=None, shape=None, lo=None, hi=None, allow_nan=False,
-          nonempty=False, **field_kw):
+          nonempty=False, max_size=None, **field_kw):
     """A read-only array (:func:`uneven._validate.frozen_array`): ``dtype`` "float", "int" or
     "bool"; ``shape`` of ints, ``None`` (any), dimension names or a callable; entries in
-    ``[lo, hi]``; at least one entry if ``nonempty``."""
+    ``[lo, hi]``; at least one entry if ``nonempty``, at most ``max_size``."""
     return _spec("array", field_kw, dtype=dtype, ndim=ndim, shape=shape, lo=lo, hi=hi,
-                 allow_nan=allow_nan, nonempty=nonempty)
+                 allow_nan=allow_nan, nonempty=nonempty, max_size=max_size)
 
 
 def strings(**field_kw):
@@ -117,6 +123,24 @@ def per_key(keys, item, **field_kw):
     their dimension names, so ``per_key(("s", "y"), array(shape=("n",)))`` gives ``s`` and ``y``
     one length; each dict of a nested ``per_key`` has its own."""
     return _spec("per_key", field_kw, keys=keys, item=item.metadata[_KEY])
+
+
+def items(item, lo: int = 1, hi: int = 4096, **field_kw):
+    """A list or tuple of ``lo`` to ``hi`` entries, each checked by ``item`` (another spec), as a
+    tuple."""
+    return _spec("items", field_kw, item=item.metadata[_KEY], lo=lo, hi=hi)
+
+
+def named(item, lo: int = 1, hi: int = 64, **field_kw):
+    """A dict of ``lo`` to ``hi`` entries with string keys (labels), each value checked by
+    ``item`` (another spec)."""
+    return _spec("named", field_kw, item=item.metadata[_KEY], lo=lo, hi=hi)
+
+
+def namespace(*attrs, made_by: str = "", **field_kw):
+    """What a function of the library returns as a namespace (``made_by``): an object with the
+    attributes ``attrs``."""
+    return _spec("namespace", field_kw, attrs=attrs, made_by=made_by)
 
 
 def any_value(**field_kw):
@@ -185,13 +209,18 @@ def _shape(obj, name, shape, dims, arr):
     return tuple(out)
 
 
-def _array(obj, name, value, dims, *, dtype, ndim, shape, lo, hi, allow_nan, nonempty):
+def _array(obj, name, value, dims, *, dtype, ndim, shape, lo, hi, allow_nan, nonempty,
+           max_size):
+    if max_size is not None and isinstance(value, np.ndarray) and value.size > max_size:
+        raise ValueError(f"{name} must have at most {max_size} entries; got {value.size}")
     arr = frozen_array(name, value, dtype=dtype, ndim=ndim if shape is None else None,
                        lo=_resolve(obj, lo), allow_nan=allow_nan)
     if shape is not None:
         _check_shape(name, arr, None, _shape(obj, name, shape, dims, arr))
     if nonempty and arr.size == 0:
         raise ValueError(f"{name} must have at least one entry; got an empty array")
+    if max_size is not None and arr.size > max_size:
+        raise ValueError(f"{name} must have at most {max_size} entries; got {arr.size}")
     hi = _resolve(obj, hi)
     if hi is not None and arr.size:
         top = arr[arr == arr].max() if allow_nan else arr.max()
@@ -219,13 +248,41 @@ def _per_key(obj, name, value, dims, *, keys, item):
     return {k: _CHECKS[kind](obj, f"{name}[{k!r}]", value[k], inner, **kw) for k in keys}
 
 
+def _items(obj, name, value, dims, *, item, lo, hi):
+    if not isinstance(value, (list, tuple)) or not lo <= len(value) <= hi:
+        raise ValueError(f"{name} must be a list or tuple of {lo} to {hi} entries; got "
+                         f"{_show(value)}")
+    kind, kw = item
+    return tuple(_CHECKS[kind](obj, f"{name}[{i}]", v, {"__fields__": frozenset()}, **kw)
+                 for i, v in enumerate(value))
+
+
+def _named(obj, name, value, dims, *, item, lo, hi):
+    if not isinstance(value, dict) or not lo <= len(value) <= hi:
+        raise ValueError(f"{name} must be a dict of {lo} to {hi} entries; got {_show(value)}")
+    kind, kw = item
+    out = {}
+    for k, v in value.items():
+        check_str(f"a key of {name}", k, max_len=200)
+        out[k] = _CHECKS[kind](obj, f"{name}[{k!r}]", v, {"__fields__": frozenset()}, **kw)
+    return out
+
+
+def _namespace(obj, name, value, dims, *, attrs, made_by):
+    if not isinstance(value, SimpleNamespace) or not all(hasattr(value, a) for a in attrs):
+        raise ValueError(f"{name} must be what {made_by} returns (with {', '.join(attrs)}); got "
+                         f"{_show(value)}")
+    return value
+
+
 def _any(obj, name, value, dims):
     return value
 
 
 _CHECKS = {"real": _real, "integer": _integer, "choice": _choice, "text": _text, "flag": _flag,
            "instance": _instance, "array": _array, "strings": _strings, "mapping": _mapping,
-           "per_key": _per_key, "any": _any}
+           "per_key": _per_key, "items": _items, "named": _named,
+           "namespace": _namespace, "any": _any}
 _SPECS: dict = {}
 
 
@@ -256,3 +313,45 @@ class Checked:
 
     def __post_init__(self):
         check_fields(self)
+
+
+def arguments(**specs):
+    """Check a function's arguments with the same specs as the fields of a result type.
+
+    Each keyword names a parameter and gives its spec; the function receives the checked value
+    (a float, an int, a read-only array, a tuple ...). Bounds and shapes may name other
+    parameters, which are checked first when they come earlier in ``specs``.
+
+    >>> @arguments(n=integer(lo=1), xs=array(shape=("n",)))
+    ... def total(n, xs):
+    ...     return float(xs.sum())
+    >>> total(2, [1.0, 2.5])
+    3.5
+    >>> total(2, [1.0])
+    Traceback (most recent call last):
+    ...
+    ValueError: xs must have shape (2,); got (1,)
+    """
+    checks = tuple((name, *spec.metadata[_KEY]) for name, spec in specs.items())
+
+    def wrap(fn):
+        sig = inspect.signature(fn)
+        missing = set(specs) - set(sig.parameters)
+        if missing:
+            raise TypeError(f"{fn.__name__} has no parameters {sorted(missing)}")
+
+        @functools.wraps(fn)
+        def checked(*args, **kwargs):
+            bound = sig.bind(*args, **kwargs)
+            bound.apply_defaults()
+            values = bound.arguments
+            view = SimpleNamespace(**values)  # what bounds and shapes read
+            dims: dict = {"__fields__": frozenset(values)}
+            for name, kind, kw in checks:
+                values[name] = _CHECKS[kind](view, name, values[name], dims, **kw)
+                setattr(view, name, values[name])
+            return fn(*bound.args, **bound.kwargs)
+
+        return checked
+
+    return wrap

@@ -39,7 +39,7 @@ from ._validate import (
     check_real,
     check_str,
 )
-from .plots import COLORS, DISPLAY_DPI, MAX_INCHES, blank_figure, style
+from .plots import DISPLAY_DPI, MAX_INCHES, blank_figure, color, style
 
 __all__ = ["Explorer", "explore", "reuse", "slider", "int_slider", "dropdown", "toggle"]
 
@@ -256,7 +256,7 @@ class Explorer:
             self._fig = None  # a half-drawn figure is not reused
             self.error = f"{type(err).__name__}: {err}"
             self.message.value = (
-                f"<span style='color:{COLORS['red']}'>⚠ {html.escape(self.error)}</span>"
+                f"<span style='color:{color('red')}'>⚠ {html.escape(self.error)}</span>"
                 " — the figure shows the last valid setting."
             )
             return

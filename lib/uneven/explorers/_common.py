@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from contextlib import contextmanager
+
 import numpy as np
 
 from .._validate import _show, as_float_array, check_instance, check_real
@@ -55,3 +57,15 @@ def curve(name, value, n=None, lo=None) -> np.ndarray:
     if (n is not None and arr.size != n) or arr.size == 0:
         raise ValueError(f"{name} must have {n or 'at least one'} entries; got {arr.size}")
     return arr
+
+
+@contextmanager
+def handed_on(name: str):
+    """Inside the block ``name`` is handed on unchanged to a library call whose checks name it
+    otherwise: a ``ValueError`` they raise names ``name`` too."""
+    try:
+        yield
+    except ValueError as err:
+        if name in str(err):
+            raise
+        raise ValueError(f"{name}: {err}") from err

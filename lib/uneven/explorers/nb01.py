@@ -14,7 +14,18 @@ from types import SimpleNamespace
 import numpy as np
 
 from .. import plots
-from .._fields import Checked, any_value, check_fields, instance, integer, real, strings
+from .._fields import (
+    Checked,
+    any_value,
+    arguments,
+    array,
+    check_fields,
+    instance,
+    integer,
+    per_key,
+    real,
+    strings,
+)
 from .._moved import renamed_names
 from .._validate import (
     _show,
@@ -433,6 +444,8 @@ def _trace_key(name: str) -> str:
 # The numbers are the pipeline simulator's (uneven.schedulers.pipeline); these only gather them.
 
 _MS = 1e-3
+_OP_TIME = real(lo=1e-6, hi=3600.0, unit="s")  # an op takes 1 µs to an hour
+_PIPELINE = "uneven.schedulers.pipeline:"
 
 #: The public artifact's Fig. 8 logs: extra ms over the healthy 910 ms of a 2-stage ZB pipeline
 #: (m = 30, ops of 10 ms) with warm-ups planned for slackness Δ = 2 ... 6, at one-way delays
@@ -454,6 +467,7 @@ ARTIFACT_14B = {
 }
 
 
+@arguments(p=integer(lo=2, hi=64), m=integer(lo=1, hi=512))
 def closed_form_checks(p: int = 4, m: int = 8) -> SimpleNamespace:
     """Section 1: each schedule simulated with equal ops beside its closed-form iteration time.
     ``rows``: (name, simulated, closed form, micro-batches held per stage); ``report``."""
@@ -479,16 +493,19 @@ def closed_form_checks(p: int = 4, m: int = 8) -> SimpleNamespace:
     return SimpleNamespace(rows=rows, report="\n".join(lines))
 
 
+@arguments(t=_OP_TIME,
+           delays_ms=array("int", ndim=1, lo=0, hi=100_000, nonempty=True, max_size=16),
+           ms=array("int", ndim=1, lo=1, hi=512, nonempty=True, max_size=16))
 def extra_table(t: float, delays_ms=(10, 20, 30), ms=(12, 24, 48)) -> SimpleNamespace:
     """Section 2: ZB-H2 on 4 stages (ops of ``t`` s): extra iteration time (ms, rounded) for a
     delay on link 0↔1 against the number of micro-batches. ``extra[delay_ms]``: one entry per
     ``ms``."""
     from ..schedulers.pipeline import pipeline_schedule, simulate_pipeline
 
-    extra, lines = {}, [f"extra ms (model) for    {'   '.join(f'm = {m_}' for m_ in ms)}"]
-    for c in delays_ms:
+    extra, lines = {}, [f"extra ms (model) for    {'   '.join(f'm = {m_}' for m_ in ms.tolist())}"]
+    for c in delays_ms.tolist():
         row = []
-        for m_ in ms:
+        for m_ in ms.tolist():
             s = pipeline_schedule("zb-h2", 4, m_)
             row.append(round((simulate_pipeline(s, t, t, t, delays=[c * _MS, 0, 0])
                               .iteration_time - simulate_pipeline(s, t, t, t).iteration_time)
@@ -498,6 +515,7 @@ def extra_table(t: float, delays_ms=(10, 20, 30), ms=(12, 24, 48)) -> SimpleName
     return SimpleNamespace(extra=extra, report="\n".join(lines))
 
 
+@arguments(t=_OP_TIME)
 def knee_curves(t: float) -> SimpleNamespace:
     """Section 3: the artifact's Fig. 8 rebuilt: the 2-stage greedy ZB policy planned for
     slackness Δ = 2 ... 6 (``curves[Δ]``, a DelaySweep over 0 ... 60 ms), each Δ's absorption
@@ -522,25 +540,29 @@ def knee_curves(t: float) -> SimpleNamespace:
     return SimpleNamespace(curves=curves, knees=knees, orders=orders)
 
 
+@arguments(plan=array("int", ndim=1, lo=0, hi=4096, nonempty=True),
+           result=instance(_PIPELINE + "PipelineResult"), healthy=_OP_TIME)
 def replan_report(plan, result, healthy: float) -> str:
     """Section 4: a re-planned pipeline (``plan``: its warm-ups; ``result``: its run) against
     the ``healthy`` iteration time (s)."""
     from ..schedulers.pipeline import slackness
 
     return "\n".join([
-        f"plan {plan}, slackness {slackness(plan).tolist()}",
+        f"plan {tuple(plan.tolist())}, slackness {slackness(plan).tolist()}",
         f"iteration {result.iteration_time / _MS:.0f} ms = healthy {healthy / _MS:.0f} ms + "
         f"{(result.iteration_time - healthy) / _MS:.0f} ms (model)",
         f"micro-batches held per stage: {result.peak_memory.astype(int).tolist()}"])
 
 
+@arguments(t=_OP_TIME, links=array("int", ndim=1, lo=0, hi=2, nonempty=True, max_size=3),
+           m=integer(lo=1, hi=512))
 def schedule_sweeps(t: float, links=(0, 2), m: int = 30) -> dict:
     """Section 4: 1F1B, ZB-H2 and PipeMorph on 4 stages against the delay (0 ... 60 ms) on each
     link of ``links``: ``{(link, name): DelaySweep}``."""
     from ..schedulers.pipeline import delay_sweep, pipeline_schedule
 
     out = {}
-    for link in links:
+    for link in links.tolist():
         for name, kind, mode in (("1F1B", "1f1b", "replay"), ("ZB-H2", "zb-h2", "replay"),
                                  ("PipeMorph", "zb-h2", "replan")):
             out[link, name] = delay_sweep(pipeline_schedule(kind, 4, m), t, t, t, link=link,
@@ -557,6 +579,8 @@ HOL_CONFIGS = {
 }
 
 
+@arguments(t=_OP_TIME, p=integer(lo=2, hi=64), m=integer(lo=1, hi=512),
+           delay=real(lo=0.0, hi=3600.0, unit="s"))
 def hol_runs(t: float, p: int = 8, m: int = 24, delay: float = 60e-3) -> SimpleNamespace:
     """Section 5: each of :data:`HOL_CONFIGS` on ``p`` stages with ``delay`` (s) on link 0↔1;
     ``times[name]`` (s), ``healthy`` (s) and the printed table."""
@@ -586,16 +610,21 @@ TRACE_APPROACHES = {
 }
 
 
-def trace_runs(trace, t: float, p: int = 8, m: int = 24) -> dict:
-    """Section 6: every approach of :data:`TRACE_APPROACHES` replayed under ``trace`` (ops of
-    ``t`` s): ``{name: TraceResult}``."""
+@arguments(t=_OP_TIME, p=integer(lo=2, hi=64), m=integer(lo=1, hi=512),
+           delay_trace=array(ndim=2, lo=0.0, hi=3600.0, nonempty=True, max_size=100_000,
+                             shape=lambda a: (np.shape(a.delay_trace)[0], a.p - 1)))
+def trace_runs(delay_trace, t: float, p: int = 8, m: int = 24) -> dict:
+    """Section 6: every approach of :data:`TRACE_APPROACHES` replayed under ``delay_trace`` (s,
+    one row per iteration, one column per link of ``p`` stages; ops of ``t`` s):
+    ``{name: TraceResult}``."""
     from ..schedulers.pipeline import pipeline_schedule, simulate_trace
 
-    return {name: simulate_trace(pipeline_schedule(kind, p, m), t, t, t, delay_trace=trace,
+    return {name: simulate_trace(pipeline_schedule(kind, p, m), t, t, t, delay_trace=delay_trace,
                                  mode=mode, hol=on_gpu, cap=cap)
             for name, (kind, mode, on_gpu, cap) in TRACE_APPROACHES.items()}
 
 
+@arguments(results=per_key(tuple(TRACE_APPROACHES), instance(_PIPELINE + "TraceResult")))
 def trace_report(results: dict) -> str:
     """Section 6: total hours of each replayed approach, against 1F1B and ZB-H2, and the most
     micro-batches stage 0 held; then what the cap of 16 costs."""
@@ -611,6 +640,7 @@ def trace_report(results: dict) -> str:
     return "\n".join(lines)
 
 
+@arguments(t=_OP_TIME)
 def artifact_table(t: float) -> SimpleNamespace:
     """Section 7: the model beside the artifact's 8-stage logs (:data:`ARTIFACT_14B`).
     ``ratios``: ZB over PipeMorph in the model, one per row; ``report``: the table."""

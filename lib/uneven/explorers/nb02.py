@@ -14,7 +14,20 @@ from types import SimpleNamespace
 import numpy as np
 
 from .. import plots
-from .._fields import Checked, any_value, array, check_fields, flag, integer, per_key, real
+from .._fields import (
+    Checked,
+    any_value,
+    arguments,
+    array,
+    check_fields,
+    flag,
+    instance,
+    integer,
+    items,
+    namespace,
+    per_key,
+    real,
+)
 from .._moved import renamed_names
 from .._validate import (
     _show,
@@ -29,7 +42,7 @@ from .._validate import (
 )
 from ..units import gbit_per_s
 from ..widgets import Explorer, dropdown, explore, reuse, slider, toggle
-from ._common import check_dict, curve, instances, is_real
+from ._common import check_dict, curve, handed_on, instances, is_real
 
 __all__ = ["SCHEME_NAMES", "CONTEXTS", "ByteScaleState", "bytescale_state", "draw_bytescale",
            "bytescale_explorer", "length_figure", "cost_figure", "ring_figure",
@@ -707,16 +720,22 @@ def ablation_figure(rungs, paper, models: dict):
 # The numbers are the library's (schedulers.sequences, ring_attention); these only gather them.
 
 _K, _M = 1024, 2**20
+_SEQ = "uneven.schedulers.sequences:"
+_CONTEXT = integer(lo=128, hi=2**30)  # the longest sequence a batch may hold (tokens)
 
 
+def _lengths(hi="context", max_size=2**22):
+    """The spec of a batch's sequence lengths (tokens), at most ``hi`` each."""
+    return array("int", ndim=1, lo=1, hi=hi, nonempty=True, max_size=max_size)
+
+
+@arguments(context=_CONTEXT, x=_lengths(), gh=_lengths())
 def length_facts(x, gh, context: int) -> SimpleNamespace:
     """Section 1: the Byted-like batch ``x`` and the GitHub-like ``gh`` against the paper's
     shares. ``shares``: name -> (model share, paper share); ``short_tokens``: the share of tokens
     in samples of at most 4K; ``report``: the printed summary."""
     from ..workloads import token_share_above
 
-    x = as_int_array("x", x, ndim=1, lo=1)
-    gh = as_int_array("gh", gh, ndim=1, lo=1)
     K = _K
     shares = {
         "samples with at most 4K tokens": (np.mean(x <= 4 * K), 0.80),
@@ -739,12 +758,12 @@ def length_facts(x, gh, context: int) -> SimpleNamespace:
     return SimpleNamespace(shares=shares, short_tokens=short_tokens, report="\n".join(lines))
 
 
+@arguments(context=integer(lo=2 * _M, hi=2**30), x=_lengths())
 def length_histogram(x, context: int) -> dict:
     """The inputs of :func:`length_figure` for batch ``x``: bucket labels, sample and token
     shares per bucket, the two CDFs and the paper's points on them."""
     from ..schedulers.sequences import length_shares
 
-    x = as_int_array("x", x, ndim=1, lo=1)
     K = _K
     edges = [0] + [2**k for k in range(11, 22)] + [context + 1]
     labels = ["<2K"] + [f"{2**k // K}K" if k < 20 else f"{2**(k - 20)}M" for k in range(11, 22)]
@@ -781,17 +800,20 @@ def cost_fit(cost, mlp_only) -> SimpleNamespace:
     return SimpleNamespace(misfit_att=misfit_att, misfit_mlp=misfit_mlp, report=report)
 
 
+@arguments(pack_tokens=integer(lo=1, hi=2**24), short=_lengths(hi="pack_tokens"),
+           cost=instance(_SEQ + "CostModel"))
 def full_packs(short, cost, pack_tokens: int) -> SimpleNamespace:
     """Section 2: batch ``short`` best-fit packed into micro-batches of ``pack_tokens``; the
     per-layer forward time of each full one (``pack_times``, s), their ``spread`` (max / min)
     and the printed summary."""
     from ..schedulers.sequences import best_fit_pack
 
-    short = as_int_array("short", short, ndim=1, lo=1)
-    pack_tokens = check_int("pack_tokens", pack_tokens, lo=1)
     bins = best_fit_pack(short, pack_tokens)
     packs = [short[bins == b] for b in range(bins.max() + 1)]
     full = [p for p in packs if p.sum() >= 0.95 * pack_tokens]
+    if not full:
+        raise ValueError(f"short must fill at least one micro-batch of pack_tokens = "
+                         f"{pack_tokens} to 95%; it holds {int(short.sum())} tokens")
     pack_times = np.array([cost.layer_time(p) for p in full])
     spread = pack_times.max() / pack_times.min()
     report = "\n".join([
@@ -802,6 +824,7 @@ def full_packs(short, cost, pack_tokens: int) -> SimpleNamespace:
     return SimpleNamespace(pack_times=pack_times, spread=spread, report=report)
 
 
+@arguments(setup=instance(_SEQ + "HdpSetup"), cost=instance(_SEQ + "CostModel"))
 def ring_hiding(setup, cost) -> SimpleNamespace:
     """Section 3: from how many tokens per rank a ring step hides its transfer (GQA and 32 KV
     heads, ``th_gqa``/``th_mha`` in tokens), one step timed by the link-load engine against the
@@ -831,6 +854,7 @@ def ring_hiding(setup, cost) -> SimpleNamespace:
                            curves=curves, report=report)
 
 
+@arguments(setup=instance(_SEQ + "HdpSetup"), static=instance(_SEQ + "SequenceStep"))
 def static_report(setup, static) -> str:
     """Section 4: the static mesh of ``setup`` running one step (``static``, a SequenceStep)."""
     pack_s = 3 * setup.model.layers * static.items.fwd_inter  # one pack, all layers, fwd + bwd
@@ -843,6 +867,7 @@ def static_report(setup, static) -> str:
         f"{100 * static.comm_share:.0f}% of the busy time (model)"])
 
 
+@arguments(steps=per_key(SCHEME_NAMES, instance(_SEQ + "SequenceStep")))
 def schemes_report(steps: dict) -> str:
     """Section 5: the three schemes' steps, busy times and micro-batch counts side by side."""
     static, naive, balanced = steps.values()
@@ -862,6 +887,7 @@ def schemes_report(steps: dict) -> str:
     return "\n".join(lines)
 
 
+@arguments(lengths=_lengths(hi=2**24, max_size=4096))
 def loss_gradients(lengths, together, spread_out) -> SimpleNamespace:
     """Section 6: the gradient of a toy model under three loss normalisations, with the
     sequences all in one micro-batch (``together``) or spread over ranks and micro-batches;
@@ -869,13 +895,20 @@ def loss_gradients(lengths, together, spread_out) -> SimpleNamespace:
     from ..schedulers.sequences import assignment_gradient
 
     losses = ("token", "microbatch", "sequence")
-    g = {(loss, name): assignment_gradient(lengths, a, loss=loss)
-         for loss in losses for name, a in (("together", together), ("spread", spread_out))}
+    g = {}
+    for name, param, a in (("together", "together", together),
+                           ("spread", "spread_out", spread_out)):
+        with handed_on(param):
+            for loss in losses:
+                g[loss, name] = assignment_gradient(lengths, a, loss=loss)
+    g = {(loss, name): g[loss, name] for loss in losses for name in ("together", "spread")}
     report = "\n".join(f"{loss:10s} together {np.round(g[loss, 'together'], 4)}   spread "
                        f"{np.round(g[loss, 'spread'], 4)}" for loss in losses)
     return SimpleNamespace(grad=g, report=report)
 
 
+@arguments(setup=instance(_SEQ + "HdpSetup"), x=_lengths(hi=lambda a: a.setup.context),
+           probe=_lengths(hi=lambda a: a.setup.context, max_size=64))
 def offload_ladder(x, setup, probe) -> SimpleNamespace:
     """Section 7: how many ranks selective offload gives each length of ``probe`` (GQA and 32 KV
     heads), and the ablation ladder of batch ``x``: naive HDP, + offload, + balance, each over
@@ -885,7 +918,6 @@ def offload_ladder(x, setup, probe) -> SimpleNamespace:
     from ..schedulers.sequences import compare_schemes, offload_ranks, schedule_step, select_ranks
 
     mha = replace(setup, model=replace(setup.model, name="LLaMA-7B, 32 KV heads", kv_heads=32))
-    probe = np.asarray(probe)
     D, r = offload_ranks(probe, setup)
     lines = []
     for name, s_ in (("GQA", setup), ("32 KV heads", mha)):
@@ -918,6 +950,7 @@ def offload_ladder(x, setup, probe) -> SimpleNamespace:
                            lad_mha=lad_mha, report="\n".join(lines))
 
 
+@arguments(contexts=items(integer(lo=8 * _K, hi=2 * _M), lo=2, hi=8))
 def context_sweep(contexts) -> SimpleNamespace:
     """Section 8: throughput (tokens/s) of the three schemes at each context length, for the
     Byted-like and GitHub-like mixes (``thr[mix][scheme]``), the throughput lost per doubling of
@@ -925,6 +958,8 @@ def context_sweep(contexts) -> SimpleNamespace:
     below 1M tokens (``naive_vs_static[context] = (static, naive)``)."""
     from ..schedulers.sequences import HdpSetup, compare_schemes, global_batch
 
+    if any(b <= a for a, b in zip(contexts, contexts[1:], strict=False)):
+        raise ValueError(f"contexts must increase; got {list(contexts)}")
     thr = {mix: {name: [] for name in SCHEME_NAMES} for mix in ("byted", "github")}
     naive_vs_static = {}
     for mix in thr:
@@ -1007,6 +1042,12 @@ def scale_out(batches: dict, context: int) -> SimpleNamespace:
                            speedups=speedups, report="\n".join(lines))
 
 
+@arguments(steps=per_key(SCHEME_NAMES, instance(_SEQ + "SequenceStep")),
+           ladder=namespace("base_mha", "plain_mha", "lad_gqa", "lad_mha",
+                            made_by="offload_ladder"),
+           sweep=namespace("at_2m", "per_doubling", made_by="context_sweep"),
+           pp=namespace("rows", made_by="pipeline_balance"),
+           scale=namespace("speedups", made_by="scale_out"))
 def paper_vs_model(steps, ladder, sweep, pp, scale) -> str:
     """Section 11: each reported number beside the model's, from the results of
     :func:`compare_schemes` (``steps``), :func:`offload_ladder`, :func:`context_sweep`,

@@ -13,7 +13,7 @@ from types import SimpleNamespace
 import numpy as np
 
 from .. import plots
-from .._fields import Checked, array, integer, real
+from .._fields import Checked, arguments, array, integer, items, mapping, real
 from .._moved import renamed_names
 from .._validate import (
     _show,
@@ -392,10 +392,20 @@ DEEPEP = {16: (43, 43), 32: (58, 57), 64: (51, 50), 128: (45.3, 41.6)}
 DEEPEP_LABEL = {16: "repo", 32: "repo", 64: "repo", 128: "3rd"}
 
 
+@arguments(rows=items(mapping(), hi=len(DEEPEP)), rows_fwd=items(mapping(), hi=len(DEEPEP)))
 def deepep_table(rows: list, rows_fwd: list) -> SimpleNamespace:
     """Section 3: DeepEP's dispatch bandwidth beside the model's, links only (``rows``) and with
     the forwarders' local writes (``rows_fwd``, both from :func:`uneven.ep.deepep_sweep`).
     ``ratio[ep] = (measured / links only, measured / with local writes)``; ``report``."""
+    for name, rs in (("rows", rows), ("rows_fwd", rows_fwd)):
+        for r in rs:
+            if (r.get("ep") not in DEEPEP or not is_real(r.get("dispatch_logical_GBps"), lo=1e-9)
+                    or not isinstance(r.get("dispatch_bound"), str)):
+                raise ValueError(f"{name} must be rows of uneven.ep.deepep_sweep at the EP sizes "
+                                 f"of DEEPEP ({list(DEEPEP)}); got a row {_show(r)}")
+    if [r["ep"] for r in rows] != [f["ep"] for f in rows_fwd]:
+        raise ValueError("rows and rows_fwd must hold the same EP sizes in the same order; got "
+                         f"{[r['ep'] for r in rows]} and {[f['ep'] for f in rows_fwd]}")
     lines = [f"{'EP':>5} | {'DeepEP disp / comb':>19} | {'model: links only':>17} | "
              f"{'+ local writes':>14} | {'measured / model':>16}"]
     ratio = {}
@@ -415,6 +425,8 @@ FABRIC_CASES = {"MPFT (8 planes), PXN": ("multi_plane", "pxn"),
                 "MRFT (shared spines), no PXN": ("multi_rail", "spine")}
 
 
+@arguments(n_nodes=integer(lo=8, hi=256), nbytes=real(lo=0.0, hi=1e12, unit="bytes"),
+           overs=items(real(lo=1.0, hi=64.0), hi=8))
 def fabric_times(n_nodes: int = 32, nbytes: float = 1e6, overs=(1.0, 2.0)) -> SimpleNamespace:
     """Section 4: a uniform all-to-all of ``nbytes`` per pair on ``n_nodes`` H800 nodes (8 per
     leaf) on each fabric of :data:`FABRIC_CASES`, at each spine oversubscription of ``overs``:
@@ -434,6 +446,8 @@ def fabric_times(n_nodes: int = 32, nbytes: float = 1e6, overs=(1.0, 2.0)) -> Si
     return SimpleNamespace(times=times, report="\n".join(lines))
 
 
+@arguments(bws_gbyte=array(ndim=1, lo=1e-3, hi=1e6, nonempty=True, max_size=4096),
+           latency=real(lo=0.0, hi=1.0, unit="s"))
 def decode_bound_curves(bws_gbyte, latency: float = 3.7e-6) -> SimpleNamespace:
     """Section 5: the paper's decode bound (time per output token, s) at each bandwidth of
     ``bws_gbyte`` (GB/s), bytes only (``tpot``) and with ``latency`` (s) per exchange

@@ -13,7 +13,18 @@ from types import SimpleNamespace
 import numpy as np
 
 from .. import plots
-from .._fields import Checked, any_value, check_fields, choice, instance, integer, real
+from .._fields import (
+    Checked,
+    any_value,
+    arguments,
+    check_fields,
+    choice,
+    instance,
+    integer,
+    items,
+    mapping,
+    real,
+)
 from .._validate import (
     _show,
     as_float_array,
@@ -630,6 +641,7 @@ def hiding_figure(h_ffn, curves: dict, marks: dict, points: dict | None = None):
 # The numbers are the library's (parallel_volumes, overlap, schedulers.moe_layer).
 
 _MB = 1e6
+_PV, _MOE = "uneven.parallel_volumes:", "uneven.schedulers.moe_layer:"
 
 #: The paper's ablation: throughput over the baseline, 240 H800, global batch 720 [paper].
 PAPER_ABLATION = {
@@ -649,6 +661,7 @@ PAPER_SPEEDUP = {240: 1.81, 480: 1.65, 720: 1.72, 960: 1.77, 1440: 1.88}
 PAPER_MFU = {240: 0.3248, 1440: 0.2789}
 
 
+@arguments(shape=instance(_PV + "MoeShape"))
 def tp_layer(shape) -> SimpleNamespace:
     """Section 1: one TP+TP layer of ``shape`` (``layer``), the share of it that is
     communication (``share``; ``share_fwd`` of the forward pass) and the printed summary."""
@@ -667,6 +680,7 @@ def tp_layer(shape) -> SimpleNamespace:
     return SimpleNamespace(layer=tp, share=share, share_fwd=share_fwd, report=report)
 
 
+@arguments(shape=instance(_PV + "MoeShape"), n=integer(lo=1, hi=4096))
 def layout_volumes(shape, n: int) -> SimpleNamespace:
     """Section 1: MB one GPU sends per layer, forward, for each layout of attention and experts
     on ``n`` GPUs (``vol``), the SP volume by the paper's printed Eq. 2 (``printed``), and the
@@ -690,6 +704,7 @@ def layout_volumes(shape, n: int) -> SimpleNamespace:
                            tp_tp=tp_tp, report="\n".join(lines))
 
 
+@arguments(shape=instance(_PV + "MoeShape"), n=integer(lo=1, hi=4096))
 def volume_sweeps(shape, n: int) -> SimpleNamespace:
     """Section 1: the inputs of :func:`volume_figure`: expert bytes and times against top-k (a
     Mixtral-8x7B-like layer, ``ks``), attention bytes against the GQA group size (``ms``), the
@@ -723,6 +738,7 @@ def volume_sweeps(shape, n: int) -> SimpleNamespace:
                            attn_mb=attn_mb, k_star=ep_crossover_k(n), faster=faster)
 
 
+@arguments(shape=instance(_PV + "MoeShape"))
 def leave_node(shape) -> SimpleNamespace:
     """Section 1: each layout's communication time, forward, per layer, on one node of 8 GPUs and
     on two nodes of 16 (``leave[layout]``: how much longer on two) and the printed table."""
@@ -762,26 +778,32 @@ def hiding_curves() -> SimpleNamespace:
     return SimpleNamespace(h_ffn=h_ffn, curves=curves, R=R, report=report)
 
 
-def deepseek_hiding(R: dict) -> SimpleNamespace:
-    """Section 2: DeepSeek-V3's R over the NIC with node-limited routing (one copy per node, at
-    most 4 of 8 nodes, ``capped``: notebook 03's copy counts) and FP8 dispatch (``r_ds``;
-    ``r_ds_fp8`` with FP8 GEMMs too), and the figure's annotation (``note``)."""
+def deepseek_hiding() -> SimpleNamespace:
+    """Section 2: DeepSeek-V3's R over the NIC, naive (``naive``: every routed copy crosses it,
+    BF16), with node-limited routing (one copy per node, at most 4 of 8 nodes, ``capped``:
+    notebook 03's copy counts) and FP8 dispatch (``r_ds``; ``r_ds_fp8`` with FP8 GEMMs too),
+    and the figure's annotation (``note``)."""
     from ..ep.model import fanout_per_token
     from ..overlap import H800, hiding_ratio
+    from ..parallel_volumes import DEEPSEEK_V3
+
+    naive = hiding_ratio(DEEPSEEK_V3.ffn_hidden, H800["nic_bw"])  # hiding_curves' R over the NIC
 
     capped = fanout_per_token(4, 8, n_tokens=8192)  # at most 4 nodes, one copy per node
     r_ds = hiding_ratio(2048, H800["nic_bw"], remote_fraction=capped["ib_copies"] / 8,
                         dispatch_bytes=1 + 4 / 128)
     r_ds_fp8 = hiding_ratio(2048, H800["nic_bw"], H800["fp8_flops"],
                             remote_fraction=capped["ib_copies"] / 8, dispatch_bytes=1 + 4 / 128)
-    note = (f"over the NIC, not NVLink:\nR {R['DeepSeek-V3'][1]:.2f} → {r_ds:.2f} with capped\n"
+    note = (f"over the NIC, not NVLink:\nR {naive:.2f} → {r_ds:.2f} with capped\n"
             "routing and FP8 dispatch")
-    report = (f"DeepSeek-V3 over the NIC: R = {R['DeepSeek-V3'][1]:.2f} naive -> {r_ds:.2f} with "
+    report = (f"DeepSeek-V3 over the NIC: R = {naive:.2f} naive -> {r_ds:.2f} with "
               f"node-limited routing, one copy per node and FP8 dispatch ({r_ds_fp8:.2f} with its "
               "FP8 GEMMs)")
-    return SimpleNamespace(capped=capped, r_ds=r_ds, r_ds_fp8=r_ds_fp8, note=note, report=report)
+    return SimpleNamespace(naive=naive, capped=capped, r_ds=r_ds, r_ds_fp8=r_ds_fp8, note=note,
+                           report=report)
 
 
+@arguments(timeline=instance(_MOE + "LayerTimeline"))
 def span(timeline, name: str) -> float:
     """How long operator ``name`` of a layer timeline takes, from its first op's start to its
     last op's finish (s)."""
@@ -789,6 +811,7 @@ def span(timeline, name: str) -> float:
     return finish - start
 
 
+@arguments(shape=instance(_PV + "MoeShape"))
 def tile_runs(shape) -> SimpleNamespace:
     """Section 3: the SP+EP layer's dispatch and fc1/fc3 (``C``, ``G``), fc2 and combine
     (``G2``, ``C2``, s), unfused and fused tile by tile (``runs``, for :func:`tile_figure`)."""
@@ -811,6 +834,8 @@ def tile_runs(shape) -> SimpleNamespace:
     return SimpleNamespace(G=G, C=C, G2=G2, C2=C2, runs=runs, report=report)
 
 
+@arguments(tp=instance(_MOE + "LayerTimeline"), plain=instance(_MOE + "LayerTimeline"),
+           best=instance(_MOE + "LayerTimeline"))
 def overlap_report(tp, plain, best) -> SimpleNamespace:
     """Section 4: SM idle time of TP+TP, SP+EP and SP+EP with both overlaps, and ``short``: by how
     much the attention all-to-alls outlast their GEMMs, forward and backward (s)."""
@@ -825,14 +850,23 @@ def overlap_report(tp, plain, best) -> SimpleNamespace:
     return SimpleNamespace(short=short, report=report)
 
 
+@arguments(rows=items(mapping(), hi=len(PAPER_ABLATION)))
 def ablation_report(rows: list) -> str:
     """Section 4: each rung of :func:`uneven.schedulers.moe_layer.ablation` beside the paper's."""
     from ..units import to_ms
+
+    for r in rows:
+        if (r.get("label") not in PAPER_ABLATION or not is_real(r.get("layer_time"), lo=0.0)
+                or not is_real(r.get("speedup"), lo=0.0)):
+            raise ValueError("rows must be the rungs of uneven.schedulers.moe_layer.ablation "
+                             f"(labels {list(PAPER_ABLATION)}); got a row {_show(r)}")
 
     return "\n".join(f"{r['label']:30s} {to_ms(r['layer_time']):5.2f} ms  {r['speedup']:.2f}× "
                      f"(model)  {PAPER_ABLATION[r['label']]:.2f}× [paper]" for r in rows)
 
 
+@arguments(shape=instance(_PV + "MoeShape"), n_nodes=integer(lo=1, hi=512),
+           cap=real(lo=1.0, hi=100.0))
 def skewed_cluster(shape, n_nodes: int = 180, cap: float = 1.1) -> SimpleNamespace:
     """Section 4: ``n_nodes`` nodes whose GPUs' expert loads are skewed (``loads``, over the
     mean), timed balanced, skewed, and with token copies above ``cap`` times the mean dropped;
@@ -863,6 +897,8 @@ def skewed_cluster(shape, n_nodes: int = 180, cap: float = 1.1) -> SimpleNamespa
                            over=over, dropped=dropped, report=report)
 
 
+@arguments(shape=instance(_PV + "MoeShape"), pp=integer(lo=1, hi=256),
+           dp=integer(lo=1, hi=4096))
 def memory_report(shape, pp: int = 15, dp: int = 2) -> SimpleNamespace:
     """Section 4: memory per GPU of TP+TP and SP+EP (``mem[layout]``, bytes by kind) and how much
     more SP+EP needs (``extra``)."""
@@ -877,6 +913,8 @@ def memory_report(shape, pp: int = 15, dp: int = 2) -> SimpleNamespace:
     return SimpleNamespace(mem=mem, extra=extra, report="\n".join(lines))
 
 
+@arguments(shape=instance(_PV + "MoeShape"), tp=instance(_MOE + "LayerTimeline"),
+           best=instance(_MOE + "LayerTimeline"))
 def scaling_table(shape, tp, best) -> SimpleNamespace:
     """Section 6: Table 3 beside the model (``model[gpus][name]``: the iteration model of TP+TP
     and of MegaScale's layer), the speed-ups stated against those Table 3's own tokens/s give
@@ -914,6 +952,7 @@ def scaling_table(shape, tp, best) -> SimpleNamespace:
         report="\n".join(lines))
 
 
+@arguments(shape=instance(_PV + "MoeShape"), best=instance(_MOE + "LayerTimeline"), model=mapping())
 def mfu_table(shape, best, model: dict) -> SimpleNamespace:
     """Section 6: the paper's MFU beside the model's, at the paper's FLOPs per token
     (``paper_flops``, [derived] from its MFU and tokens/s; ``implied``) and at the layer model's
@@ -923,6 +962,13 @@ def mfu_table(shape, best, model: dict) -> SimpleNamespace:
     from ..overlap import H800
     from ..schedulers.moe_layer import mfu, training_flops_per_token
 
+    for g in PAPER_MFU:
+        run = model.get(g, {}).get("MegaScale") if isinstance(model.get(g), dict) else None
+        if not isinstance(run, dict) or not all(k in run
+                                                for k in ("tokens_per_s", "bubble", "m")):
+            raise ValueError(f"model must be what scaling_table returns as .model (a dict per GPU "
+                             f"count of {list(PAPER_MFU)}, each with a MegaScale iteration); got "
+                             f"{_show(model)}")
     peak = H800["bf16_flops"]
     per_end = {g: PAPER_MFU[g] * g * peak / PAPER_TABLE3[g][1] for g in PAPER_MFU}  # [derived]
     paper_flops = float(np.mean(list(per_end.values())))  # FLOPs per token the paper counts

@@ -43,7 +43,18 @@ import numpy as np
 from matplotlib.ticker import MaxNLocator
 
 from .. import plots
-from .._fields import Checked, array, check_fields, integer, real, text
+from .._fields import (
+    Checked,
+    arguments,
+    array,
+    check_fields,
+    instance,
+    integer,
+    items,
+    namespace,
+    real,
+    text,
+)
 from .._moved import renamed_names
 from .._validate import (
     _show,
@@ -71,11 +82,8 @@ from ..ep.decode import (
 from ..ep.placement import (
     MAX_EXPERTS,
     Placement,
-    contiguous_slots,
-    eplb_placement,
     gpu_loads,
     host_loads,
-    nic_aware_placement,
     nic_loads,
     nvlink_swaps,
     placement_from_phy2log,
@@ -83,10 +91,10 @@ from ..ep.placement import (
     route_to_slots,
 )
 from ..ep.routing import load_ratio
-from ..ep.transport import DEEPEP_LL, SM_FREE, decode_traffic, expected_remote_hosts
+from ..ep.transport import DEEPEP_LL, SM_FREE, DecodeTraffic, decode_traffic, expected_remote_hosts
 from ..units import gbit_per_s, gbyte_per_s, to_us
 from ..widgets import Explorer, dropdown, explore, int_slider, reuse, slider, toggle
-from ._common import check_dict, is_real
+from ._common import check_dict, handed_on, is_real
 from ._common import curve as _curve
 
 __all__ = ["BalancingState", "balancing_state", "draw_balancing", "balancing_explorer",
@@ -94,8 +102,8 @@ __all__ = ["BalancingState", "balancing_state", "draw_balancing", "balancing_exp
            "waterfall_figure", "transport_figure", "batch_figure",
            # the notebook's runs, one per section
            "ABLATION", "BATCH_OPTIONS", "DEEPEP_LL_TABLE", "step_skew", "placement_loads",
-           "replica_rows", "swap_runs", "swap_report", "relay_step", "shuffled_host",
-           "layer_report", "ablation_runs", "ablation_report", "stale_report", "transport_table",
+           "replica_rows", "swap_runs", "relay_step", "shuffled_host", "layer_report",
+           "ablation_runs", "stale_report", "transport_table",
            "batch_sweep", "deepep_ll_check"]
 
 #: The control ``benchmarks/bench_widgets.py`` moves, and the values it moves it through.
@@ -615,6 +623,11 @@ def _decode_kw(kw: dict) -> dict:
     return {**kw, "transport": TRANSPORTS[kw["transport"]]} if "transport" in kw else dict(kw)
 
 
+_SETUP = instance(DecodeSetup)
+_SEED = integer(lo=0, hi=2**32)
+
+
+@arguments(setup=_SETUP, seed=_SEED)
 def step_skew(setup, seed: int = 0) -> SimpleNamespace:
     """Section 1: one decode step of ``setup`` with a skewed popularity (busiest / median = 8):
     ``pop``, the routed ``ids``, each expert's token ``counts`` and the expected ``load``."""
@@ -631,116 +644,136 @@ def step_skew(setup, seed: int = 0) -> SimpleNamespace:
     return SimpleNamespace(pop=pop, ids=ids, counts=counts, load=load, report=report)
 
 
-def placement_loads(load, n_gpus: int = 32) -> SimpleNamespace:
-    """Section 1: contiguous, EPLB and NIC-aware placements of the experts of ``load`` (tokens
-    per expert, one slot each) on ``n_gpus`` GPUs; each one's busiest GPU and NIC over the mean
-    (``gpu_max``, ``nic_max``)."""
-    n = len(load)  # one slot per expert
-    placements = {"contiguous": contiguous_slots(n, n_gpus),
-                  "EPLB": eplb_placement(load, n, n_gpus),
-                  "NIC-aware": nic_aware_placement(load, n, n_gpus)}
+def _ratios(p, load) -> tuple:
+    """Busiest GPU, NIC and host of placement ``p`` under ``load``, each over the mean."""
+    g, c, h = gpu_loads(p, load), nic_loads(p, load), host_loads(p, load)
+    return g.max() / g.mean(), c.max() / c.mean(), h.max() / h.mean()
+
+
+@arguments(setup=_SETUP)
+def placement_loads(setup, load) -> SimpleNamespace:
+    """Section 1: contiguous, EPLB and NIC-aware placements of ``setup`` planned for ``load``
+    (tokens per expert); each one's busiest GPU and NIC over the mean (``gpu_max``,
+    ``nic_max``)."""
+    placements = {kind: make_placement(kind, setup, load) for kind in PLACEMENTS}
     gpu_max, nic_max, lines = {}, {}, []
     for name, p in placements.items():
-        g, c = gpu_loads(p, load), nic_loads(p, load)
-        gpu_max[name], nic_max[name] = g.max() / g.mean(), c.max() / c.mean()
+        gpu_max[name], nic_max[name], _ = _ratios(p, load)
         lines.append(f"{name:11s} busiest GPU {gpu_max[name]:.2f}x mean, busiest NIC "
                      f"{nic_max[name]:.2f}x mean, two heaviest GPUs: "
-                     f"{np.argsort(-g)[:2].tolist()} (model)")
+                     f"{np.argsort(-gpu_loads(p, load))[:2].tolist()} (model)")
     return SimpleNamespace(placements=placements, gpu_max=gpu_max, nic_max=nic_max,
                            report="\n".join(lines))
 
 
-def replica_rows(load, placements: dict, hw=None) -> SimpleNamespace:
-    """Section 2: EPLB hierarchical and global with 256 slots, EPLB and NIC-aware with 288
-    (``ratios[name] = (busiest GPU, NIC, host over the mean)``), and the price of the spare
-    slots in weights read per layer."""
-    hw = H20_DECODE if hw is None else hw
-    hier = placement_from_phy2log(rebalance_experts(load[None], 256, 8, 4, 32)[0][0], 256, 32)
-    rows = {"EPLB hierarchical, 256 slots": hier, "EPLB global, 256 slots": placements["EPLB"],
-            "EPLB global, 288 slots": eplb_placement(load, 288, 32),
-            "NIC-aware, 288 slots": nic_aware_placement(load, 288, 32)}
-    ratios, lines = {}, []
-    for name, p in rows.items():
-        g, c, h = gpu_loads(p, load), nic_loads(p, load), host_loads(p, load)
-        ratios[name] = (g.max() / g.mean(), c.max() / c.mean(), h.max() / h.mean())
-        lines.append(f"{name:29s} busiest GPU {ratios[name][0]:.3f}, NIC {ratios[name][1]:.3f}, "
-                     f"host {ratios[name][2]:.3f} (x mean, model)")
-    weights_per_layer = 9 * hw.expert_bytes / hw.hbm_bw
-    lines.append(f"price: 9 instead of 8 experts' weights read per GPU and layer, "
-                 f"{to_us(weights_per_layer):.0f} instead of "
-                 f"{to_us(weights_per_layer) * 8 / 9:.0f} µs at 4.0 TB/s")
+@arguments(setup=_SETUP)
+def replica_rows(setup, load) -> SimpleNamespace:
+    """Section 2: EPLB's hierarchical and global policies with ``setup``'s slots, and EPLB and
+    NIC-aware placement with one spare slot per GPU (``ratios[name] = (busiest GPU, NIC, host
+    over the mean)``), and the price of the spare slot in weights read per layer."""
+    hw = setup.hw
+    spare = replace(setup, n_slots=setup.n_slots + setup.n_gpus)
+    with handed_on("setup"):  # DeepSeek-V3's 8 expert groups, packed onto the hosts
+        phy2log = rebalance_experts(check_loads("load", load, shape=(setup.n_experts,))[None],
+                                    setup.n_slots, 8, setup.n_hosts, setup.n_gpus)[0][0]
+    rows = {f"EPLB hierarchical, {setup.n_slots} slots": placement_from_phy2log(
+                phy2log, setup.n_experts, setup.n_gpus, gpus_per_node=hw.gpus_per_node,
+                gpus_per_nic=hw.gpus_per_nic),
+            f"EPLB global, {setup.n_slots} slots": make_placement("EPLB", setup, load),
+            f"EPLB global, {spare.n_slots} slots": make_placement("EPLB", spare, load),
+            f"NIC-aware, {spare.n_slots} slots": make_placement("NIC-aware", spare, load)}
+    ratios = {name: _ratios(p, load) for name, p in rows.items()}
+    per_gpu = spare.n_slots // setup.n_gpus
+    weights_per_layer = per_gpu * hw.expert_bytes / hw.hbm_bw
+    lines = [f"{name:29s} busiest GPU {r[0]:.3f}, NIC {r[1]:.3f}, host {r[2]:.3f} (x mean, model)"
+             for name, r in ratios.items()]
+    lines.append(f"price: {per_gpu} instead of {per_gpu - 1} experts' weights read per GPU and "
+                 f"layer, {to_us(weights_per_layer):.0f} instead of "
+                 f"{to_us(weights_per_layer) * (per_gpu - 1) / per_gpu:.0f} µs at "
+                 f"{hw.hbm_bw / 1e12:.1f} TB/s")
     return SimpleNamespace(ratios=ratios, report="\n".join(lines))
 
 
+@arguments(setup=_SETUP, n_steps=integer(lo=50, hi=2000))
 def swap_runs(setup, n_steps: int = 120) -> SimpleNamespace:
     """Section 3: EPLB, NIC-aware, and NIC-aware with per-step swaps over ``n_steps`` drifting
     steps (``runs``); the busiest / mean NIC over the first 20 and last 50 steps (``early``,
-    ``late``) and how much the swaps gain per step (``gap``)."""
+    ``late``), how much the swaps gain per step (``gap``), what one swap costs over NVLink
+    (``per_swap``, s) against a decode step of 58 MoE layers (``step_time``, s)."""
     runs = {name: simulate_decode(setup, placement=kind, swaps=sw, n_steps=n_steps, seed=0)
             for name, kind, sw in (("EPLB", "EPLB", False), ("NIC-aware", "NIC-aware", False),
                                    ("NIC-aware + swaps", "NIC-aware", True))}
-    return SimpleNamespace(
-        runs=runs, early={name: r.nic_ratio[:20].mean() for name, r in runs.items()},
-        late={name: r.nic_ratio[-50:].mean() for name, r in runs.items()},
-        gap=runs["NIC-aware"].nic_ratio - runs["NIC-aware + swaps"].nic_ratio)
-
-
-def swap_report(swaps, hw=None) -> SimpleNamespace:
-    """Section 3: how many swaps the run made, what one costs over NVLink (``per_swap``, s)
-    against a decode step of 58 MoE layers (``step_time``, s), and the NIC ratios."""
-    hw = H20_DECODE if hw is None else hw
-    sw = swaps.runs["NIC-aware + swaps"]
+    early = {name: r.nic_ratio[:20].mean() for name, r in runs.items()}
+    late = {name: r.nic_ratio[-50:].mean() for name, r in runs.items()}
+    hw, sw = setup.hw, runs["NIC-aware + swaps"]
     per_swap = hw.expert_bytes / hw.nvlink_bw
     step_time = 58 * sw.median()
     report = "\n".join([
-        f"swaps: {sw.swaps.sum()} in 120 steps ({sw.swaps.sum() / 120:.2f} per step, for 4 "
-        f"hosts); each copies two 44 MB experts in opposite directions over NVLink: "
-        f"{to_us(per_swap):.0f} µs",
+        f"swaps: {sw.swaps.sum()} in {n_steps} steps ({sw.swaps.sum() / n_steps:.2f} per step, "
+        f"for {setup.n_hosts} hosts); each copies two {hw.expert_bytes / 1e6:.0f} MB experts in "
+        f"opposite directions over NVLink: {to_us(per_swap):.0f} µs",
         f"one decode step runs 58 MoE layers: about {to_us(step_time) / 1e3:.1f} ms (model), so a "
         "copy hides behind the other layers, hundreds of times over",
         "busiest / mean NIC, first 20 steps: "
-        + str({k: round(float(v), 2) for k, v in swaps.early.items()})
-        + " \nlast 50 steps: " + str({k: round(float(v), 2) for k, v in swaps.late.items()})
+        + str({k: round(float(v), 2) for k, v in early.items()})
+        + " \nlast 50 steps: " + str({k: round(float(v), 2) for k, v in late.items()})
         + " (model)"])
-    return SimpleNamespace(per_swap=per_swap, step_time=step_time, report=report)
+    return SimpleNamespace(
+        runs=runs, early=early, late=late,
+        gap=runs["NIC-aware"].nic_ratio - runs["NIC-aware + swaps"].nic_ratio,
+        per_swap=per_swap, step_time=step_time, report=report)
 
 
-def relay_step(placement, ids, setup) -> SimpleNamespace:
-    """Section 4: one routed step (``ids``) on ``placement``, one copy per expert (``direct``)
-    and through the same-index relay (``relay``); ``src``: each token's GPU."""
+@arguments(setup=_SETUP, placement=instance(Placement))
+def relay_step(setup, placement, expert_ids) -> SimpleNamespace:
+    """Section 4: one routed step of ``setup`` (``expert_ids``, ``[tokens, k]``, tokens in GPU
+    order) on ``placement``, one copy per expert (``direct``) and through the same-index relay
+    (``relay``); ``src``: each token's GPU."""
     src = np.repeat(np.arange(setup.n_gpus), setup.tokens_per_gpu)
-    slots = route_to_slots(placement, ids, src)
+    slots = route_to_slots(placement, expert_ids, src)
     direct = decode_traffic(placement, slots, src, "direct")
     relay = decode_traffic(placement, slots, src, "relay")
+    n_hosts = setup.n_hosts
     report = "\n".join([
-        f"closed form: {expected_remote_hosts(8, 4):.2f} remote hosts against {8 * 3 / 4:.1f} "
-        "remote experts per token",
+        f"closed form: {expected_remote_hosts(setup.k, n_hosts):.2f} remote hosts against "
+        f"{setup.k * (n_hosts - 1) / n_hosts:.1f} remote experts per token",
         f"this step (skewed routing): {relay.remote_hosts.mean():.2f} RDMA copies per token with "
         f"the relay, {direct.remote_slots.mean():.2f} with one copy per expert: "
         f"{direct.rdma_copies / relay.rdma_copies:.2f}x fewer (model)"])
     return SimpleNamespace(src=src, direct=direct, relay=relay, report=report)
 
 
-def shuffled_host(placement, ids, src, seed: int = 0) -> SimpleNamespace:
-    """Section 4: ``placement`` with host 0's experts moved between its GPUs, and the same step's
-    traffic on it through the relay and directly (``relay``, ``direct``)."""
+@arguments(placement=instance(Placement), seed=_SEED)
+def shuffled_host(placement, expert_ids, src_gpu, seed: int = 0) -> SimpleNamespace:
+    """Section 4: ``placement`` with host 0's experts moved between its GPUs, and the same step
+    (``expert_ids`` routed from ``src_gpu``) on it through the relay and directly (``relay``,
+    ``direct``)."""
     rng = np.random.default_rng(seed)
+    host0 = placement.gpus_per_node * (placement.phy2log.size // placement.n_gpus)
     shuffled = placement.phy2log.copy()
-    shuffled[:64] = rng.permutation(shuffled[:64])  # move experts between the GPUs of host 0
-    moved = placement_from_phy2log(shuffled, 256, 32)
-    slots = route_to_slots(moved, ids, src)
-    return SimpleNamespace(relay=decode_traffic(moved, slots, src, "relay"),
-                           direct=decode_traffic(moved, slots, src, "direct"))
+    shuffled[:host0] = rng.permutation(shuffled[:host0])  # move experts between host 0's GPUs
+    moved = placement_from_phy2log(shuffled, placement.logcnt.size, placement.n_gpus,
+                                   gpus_per_node=placement.gpus_per_node,
+                                   gpus_per_nic=placement.gpus_per_nic)
+    slots = route_to_slots(moved, expert_ids, src_gpu)
+    return SimpleNamespace(relay=decode_traffic(moved, slots, src_gpu, "relay"),
+                           direct=decode_traffic(moved, slots, src_gpu, "direct"))
 
 
+@arguments(placement=instance(Placement), direct=instance(DecodeTraffic),
+           relay=instance(DecodeTraffic))
 def layer_report(placement, direct, relay) -> str:
-    """Section 5: one decode layer, direct and relay, with and without per-expert overlap."""
+    """Section 5: one decode layer, ``direct`` and ``relay`` traffic of one step on
+    ``placement``, with and without per-expert overlap."""
+    if direct.mode != "direct" or relay.mode != "relay":
+        raise ValueError(f"direct and relay must be traffic of mode 'direct' and 'relay'; got "
+                         f"{direct.mode!r} and {relay.mode!r}")
     lines = []
-    for mode in ("direct", "relay"):
+    for name, t in (("direct", direct), ("relay", relay)):
         for overlap in (False, True):
-            t = direct if mode == "direct" else relay
-            lr = decode_layer(placement, t, overlap=overlap)
-            lines.append(f"{mode:6s} overlap={str(overlap):5s}: inputs all in at "
+            with handed_on(name):
+                lr = decode_layer(placement, t, overlap=overlap)
+            lines.append(f"{name:6s} overlap={str(overlap):5s}: inputs all in at "
                          f"{to_us(lr.dispatch_end):4.0f} µs, busiest GPU's experts "
                          f"{to_us(lr.compute_time.max()):3.0f} µs, layer "
                          f"{to_us(lr.layer_time):4.0f} µs, exposed communication "
@@ -748,40 +781,39 @@ def layer_report(placement, direct, relay) -> str:
     return "\n".join(lines)
 
 
-def ablation_runs(setup, rungs=ABLATION, *, n_steps: int = 60, seed: int = 1,
+@arguments(setup=_SETUP, rungs=integer(lo=1, hi=len(ABLATION)), n_steps=integer(lo=1, hi=2000),
+           seed=_SEED, start=integer(lo=0, hi=100_000))
+def ablation_runs(setup, rungs: int = len(ABLATION), *, n_steps: int = 60, seed: int = 1,
                   start: int = 0) -> SimpleNamespace:
-    """Sections 6-7: each rung of ``rungs`` run for ``n_steps`` (``runs``), and per rung, µs:
-    median and P99 exposed communication (``med``, ``p99``), median layer (``layer``), the busiest
-    GPU's experts (``busiest``), and the busiest / mean NIC (``nic``)."""
+    """Sections 6-7: the first ``rungs`` rungs of :data:`ABLATION` run for ``n_steps`` from step
+    ``start`` (``runs``), and per rung, µs: median and P99 exposed communication (``med``,
+    ``p99``), median layer (``layer``), the busiest GPU's experts (``busiest``), and the busiest
+    / mean NIC (``nic``); the cut of exposed communication and of the layer from the first rung
+    to the last (``cut``, ``cut_layer``) and the table beside the chapter's (``report``)."""
     runs = {name: simulate_decode(setup, n_steps=n_steps, seed=seed, start=start,
-                                  **_decode_kw(kw)) for name, kw in rungs}
-    return SimpleNamespace(
+                                  **_decode_kw(kw)) for name, kw in ABLATION[:rungs]}
+    abl = SimpleNamespace(
         runs=runs, nic=[r.nic_ratio.mean() for r in runs.values()],
         med=[to_us(r.median("exposed_comm")) for r in runs.values()],
         p99=[to_us(r.p99("exposed_comm")) for r in runs.values()],
         layer=[to_us(r.median()) for r in runs.values()],
         busiest=[to_us(np.median(r.layer_time - r.exposed_comm)) for r in runs.values()])
+    lines = [f"{name.replace(chr(10), ' '):36s} exposed {m:4.0f} µs (P99 {q:4.0f}), layer "
+             f"{lt:4.0f} µs, busiest GPU's experts {b:4.0f} µs, busiest / mean NIC {n:.2f} "
+             "(model)" for name, m, q, lt, b, n in zip(runs, abl.med, abl.p99, abl.layer,
+                                                       abl.busiest, abl.nic, strict=True)]
+    abl.cut, abl.cut_layer = 1 - abl.med[-1] / abl.med[0], 1 - abl.layer[-1] / abl.layer[0]
+    lines.append(f"total cut (model): exposed communication {abl.cut:.0%}, layer "
+                 f"{abl.cut_layer:.0%}; the paper: 190.21 → 134.00 µs [chapter], a cut of "
+                 f"{1 - 134.00 / 190.21:.1%} [derived from chapter]")
+    abl.report = "\n".join(lines)
+    return abl
 
 
-def ablation_report(abl) -> SimpleNamespace:
-    """Section 6: each rung's exposed time, layer, experts and NIC ratio, and the total cut of
-    exposed communication and of the layer (``cut``, ``cut_layer``) beside the chapter's."""
-    lines = []
-    for name, m, q, lt, b, n in zip(abl.runs, abl.med, abl.p99, abl.layer, abl.busiest, abl.nic,
-                                    strict=True):
-        lines.append(f"{name.replace(chr(10), ' '):36s} exposed {m:4.0f} µs (P99 {q:4.0f}), "
-                     f"layer {lt:4.0f} µs, busiest GPU's experts {b:4.0f} µs, busiest / mean NIC "
-                     f"{n:.2f} (model)")
-    cut, cut_layer = 1 - abl.med[-1] / abl.med[0], 1 - abl.layer[-1] / abl.layer[0]
-    lines.append(f"total cut (model): exposed communication {cut:.0%}, layer {cut_layer:.0%}; the "
-                 f"paper: 190.21 → 134.00 µs [chapter], a cut of {1 - 134.00 / 190.21:.1%} "
-                 "[derived from chapter]")
-    return SimpleNamespace(cut=cut, cut_layer=cut_layer, report="\n".join(lines))
-
-
+@arguments(stale=namespace("runs", "nic", "layer", "med", made_by="ablation_runs"))
 def stale_report(stale) -> str:
-    """Section 6: the first rungs timed 100 steps after planning (``stale``: from
-    :func:`ablation_runs` with ``start=100``)."""
+    """Section 6: the rungs of ``stale`` (from :func:`ablation_runs` with ``start`` after the
+    plan) as they run on the drifted popularity."""
     return "\n".join(
         f"100 steps after planning: {name.replace(chr(10), ' '):35s} busiest / mean NIC "
         f"{n:.2f}, layer {lt:4.0f} µs (P99 {to_us(r.p99()):4.0f}), exposed {m:4.0f} µs (model)"
@@ -789,6 +821,7 @@ def stale_report(stale) -> str:
                                      stale.runs.values(), strict=True))
 
 
+@arguments(setup=_SETUP)
 def transport_table(setup) -> SimpleNamespace:
     """Section 7: the median exposed communication (s) of DeepEP-LL-like and SM-free transports,
     skewed (contiguous, direct) and balanced (NIC-aware, swaps, relay), all with overlap:
@@ -796,10 +829,9 @@ def transport_table(setup) -> SimpleNamespace:
     table = {}
     for bal, kw in (("skewed", dict(placement="contiguous")),
                     ("balanced", dict(placement="NIC-aware", swaps=True, mode="relay"))):
-        for name, tr in (("DeepEP-LL-like", None), ("SM-free", SM_FREE)):
-            extra = {} if tr is None else {"transport": tr}
+        for name, tr in TRANSPORTS.items():
             table[bal, name] = simulate_decode(setup, n_steps=40, seed=2, overlap=True, **kw,
-                                               **extra).median("exposed_comm")
+                                               transport=tr).median("exposed_comm")
     gain = {b: table[b, "DeepEP-LL-like"] - table[b, "SM-free"] for b in ("skewed", "balanced")}
     rel = {b: gain[b] / table[b, "DeepEP-LL-like"] for b in gain}
     report = str({b: f"-{to_us(gain[b]):.0f} µs ({rel[b]:.0%})" for b in gain}) + " (model)"
@@ -812,6 +844,7 @@ BATCH_OPTIONS = {"one copy per expert": dict(mode="direct"),
                  "relay": dict(mode="relay"), "relay, overlap": dict(mode="relay", overlap=True)}
 
 
+@arguments(batches=items(integer(lo=1, hi=1024), hi=8))
 def batch_sweep(batches) -> SimpleNamespace:
     """Section 8: the median layer time (s) of each option of :data:`BATCH_OPTIONS` at each batch
     (tokens per GPU, ``times[option]``), the best per batch, and what overlap saves the relay and

@@ -14,7 +14,19 @@ from types import SimpleNamespace
 import numpy as np
 
 from .. import plots
-from .._fields import Checked, array, check_fields, choice, instance, integer, strings
+from .._fields import (
+    Checked,
+    arguments,
+    array,
+    check_fields,
+    choice,
+    instance,
+    integer,
+    items,
+    per_key,
+    real,
+    strings,
+)
 from .._validate import (
     _show,
     as_int_array,
@@ -25,7 +37,7 @@ from .._validate import (
     trusted,
 )
 from ..widgets import Explorer, dropdown, explore, int_slider, reuse, slider
-from ._common import check_dict, curve, instances, is_int, is_real
+from ._common import check_dict, curve, handed_on, instances, is_int, is_real
 
 __all__ = ["GANTT_KINDS", "GANTT_COLORS", "SCHEME_COLORS", "UbepState", "ubep_state",
            "draw_ubep", "ubep_explorer", "hop_cost_figure", "gantt_figure", "ablation_figure",
@@ -33,7 +45,7 @@ __all__ = ["GANTT_KINDS", "GANTT_COLORS", "SCHEME_COLORS", "UbepState", "ubep_st
            # the notebook's runs, one per section
            "ABLATION_STEPS", "PAPER_DISPATCH", "CHAPTER_CUT", "write_costs", "split_plans",
            "die_timelines", "timeline_report", "ablation_rows", "core_split", "block_table",
-           "ep_sweep", "sweep_report", "tpot_runs", "barrier_needed", "phase_table"]
+           "ep_sweep", "tpot_runs", "barrier_needed", "phase_table"]
 
 #: The control ``benchmarks/bench_widgets.py`` moves, and the values it moves it through.
 BENCH_CONTROL = ("barrier_us", (0.0, 10.0, 20.0, 30.0, 40.0))
@@ -565,6 +577,9 @@ def tpot_figure(steps: dict, sigmas, extra: dict, *, ep: int = 64):
 # The numbers are the library's (uneven.ep.superpod); times in seconds unless a name says µs.
 
 _US = 1e-6
+_SP = "uneven.ep.superpod:"
+_TRAFFIC, _COSTS = instance(_SP + "SuperpodTraffic"), instance(_SP + "CoreCosts")
+_JITTER = real(lo=0.0, hi=1e-3, unit="s")  # the mean jitter per rank and op
 _PARTS = ("count", "barrier", "send", "poll", "wait")
 #: Section 2's ablation: label -> the keywords of :func:`uneven.ep.superpod.scheme`.
 ABLATION_STEPS = (
@@ -597,6 +612,7 @@ def _scheme(kw: dict):
     return scheme(kw.pop("kind"), **kw)
 
 
+@arguments(costs=_COSTS)
 def write_costs(costs) -> SimpleNamespace:
     """Section 1: what one 512-B write costs a core at each hop class (``per_write``, s), how much
     of it is pushing bytes (``push``), and the access latencies (``lat``)."""
@@ -610,6 +626,7 @@ def write_costs(costs) -> SimpleNamespace:
     return SimpleNamespace(lat=lat, per_write=per_write, push=push, report=report)
 
 
+@arguments(traffic=_TRAFFIC, costs=_COSTS)
 def split_plans(traffic, costs) -> SimpleNamespace:
     """Section 1: the baseline's send phase with the contiguous and the hop-mix split of a die's
     copies over its cores (``plans``); each split's mean and slowest core (``mean``,
@@ -628,6 +645,7 @@ def split_plans(traffic, costs) -> SimpleNamespace:
                            report="\n".join(lines))
 
 
+@arguments(traffic=_TRAFFIC, costs=_COSTS, jitter=_JITTER, seed=integer(lo=0, hi=2**32))
 def die_timelines(traffic, costs, jitter: float, seed: int = 0) -> dict:
     """Section 2: the per-core timelines of the serialised baseline and of UBEP with ``jitter``
     (s) per op: ``{"serialised baseline": CoreTimeline, "UBEP": CoreTimeline}``."""
@@ -638,6 +656,8 @@ def die_timelines(traffic, costs, jitter: float, seed: int = 0) -> dict:
             for label, kind in (("serialised baseline", "baseline"), ("UBEP", "ubep"))}
 
 
+@arguments(timelines=per_key(("serialised baseline", "UBEP"),
+                             instance(_SP + "CoreTimeline")))
 def timeline_report(timelines: dict) -> SimpleNamespace:
     """Section 2: die 0's mean time per core in each part (``parts[label][part]``, s), both
     dispatch latencies (``lat_b``, ``lat_u``), when die 0 alone is done (``end0``), the
@@ -662,16 +682,19 @@ def timeline_report(timelines: dict) -> SimpleNamespace:
                            ends=ops["finish"][ops["kind"] == 2], report="\n".join(lines))
 
 
-def ablation_rows(traffic, costs, steps=ABLATION_STEPS) -> SimpleNamespace:
-    """Section 2: the dispatch latency (s, no jitter) after each step of ``steps`` (``rows``:
-    (label, s) pairs) and what each step saves over the one before (``saved``)."""
+@arguments(traffic=_TRAFFIC, costs=_COSTS)
+def ablation_rows(traffic, costs) -> SimpleNamespace:
+    """Section 2: the dispatch latency (s, no jitter) after each step of :data:`ABLATION_STEPS`
+    (``rows``: (label, s) pairs) and what each step saves over the one before (``saved``)."""
     from ..ep.superpod import phase_latency, phase_plan
 
-    rows = [(label, phase_latency(phase_plan(traffic, costs, _scheme(kw)))) for label, kw in steps]
+    rows = [(label, phase_latency(phase_plan(traffic, costs, _scheme(kw))))
+            for label, kw in ABLATION_STEPS]
     saved = [a[1] - b[1] for a, b in zip(rows, rows[1:], strict=False)]
     return SimpleNamespace(rows=rows, latency=dict(rows), saved=saved)
 
 
+@arguments(traffic=_TRAFFIC, costs=_COSTS, batches=items(integer(lo=1, hi=512), hi=8))
 def core_split(traffic, costs, batches=(16, 128, 512)) -> SimpleNamespace:
     """Section 2: how long counting takes on all cores (``count_all``); with 48 and with 8 cores,
     UBEP's best split of counting and sending cores beside counting first on all of them
@@ -690,13 +713,15 @@ def core_split(traffic, costs, batches=(16, 128, 512)) -> SimpleNamespace:
         lines.append(f"{cores:2d} cores: best split {k} counting + {cores - k} sending, "
                      f"{best / _US:.0f} µs; all cores count then send (hop mix, flag in block): "
                      f"{serial / _US:.0f} µs (model)")
-    split = {b: best_split(superpod_traffic(traffic.n_ranks, tokens_per_rank=b, seed=0), costs,
-                           scheme("ubep"))[0] for b in batches}
+    with handed_on("batches"):
+        split = {b: best_split(superpod_traffic(traffic.n_ranks, tokens_per_rank=b, seed=0),
+                               costs, scheme("ubep"))[0] for b in batches}
     lines.append(f"best number of counting cores by tokens per die: {split}")
     return SimpleNamespace(count_all=count_all, by_cores=by_cores, split=split,
                            report="\n".join(lines))
 
 
+@arguments(traffic=_TRAFFIC, costs=_COSTS)
 def block_table(traffic, costs) -> SimpleNamespace:
     """Section 3: blocks per token copy with the flag inside and with payload only, at 512- and
     128-B blocks; the dispatch with 128-B blocks (``b128[kind]``, s)."""
@@ -714,10 +739,20 @@ def block_table(traffic, costs) -> SimpleNamespace:
     return SimpleNamespace(b128=b128, report="\n".join(lines))
 
 
+@arguments(costs=_COSTS, ep_sizes=items(integer(lo=1, hi=320), hi=16), jitter=_JITTER,
+           runs=integer(lo=10, hi=10_000))
 def ep_sweep(costs, ep_sizes, jitter: float, runs: int = 500) -> SimpleNamespace:
     """Section 4: the median and P99 dispatch latency (s) of ``runs`` jittered runs per EP size,
-    baseline and UBEP (``median[label]``, ``p99[label]``)."""
-    from ..ep.superpod import latency_samples, phase_plan, scheme, superpod_traffic
+    baseline and UBEP (``median[label]``, ``p99[label]``); how much lower UBEP's median is per EP
+    size (``cut[ep]``, share) and what the equal hop mix alone saves at EP64 and EP128 without
+    jitter (``mix[ep]``, s)."""
+    from ..ep.superpod import (
+        latency_samples,
+        phase_latency,
+        phase_plan,
+        scheme,
+        superpod_traffic,
+    )
 
     median = {"serialised baseline": [], "UBEP": []}
     p99 = {"serialised baseline": [], "UBEP": []}
@@ -727,20 +762,12 @@ def ep_sweep(costs, ep_sizes, jitter: float, runs: int = 500) -> SimpleNamespace
             samples = latency_samples(phase_plan(t, costs, scheme(kind)), runs, jitter, seed=1)
             median[label].append(np.median(samples))
             p99[label].append(np.percentile(samples, 99))
-    return SimpleNamespace(ep_sizes=tuple(ep_sizes), median=median, p99=p99)
-
-
-def sweep_report(sweep, costs) -> SimpleNamespace:
-    """Section 4: how much lower UBEP's median is per EP size (``cut[ep]``, share) and what the
-    equal hop mix alone saves at EP64 and EP128 without jitter (``mix[ep]``, s)."""
-    from ..ep.superpod import phase_latency, phase_plan, scheme, superpod_traffic
-
-    base, ubep = sweep.median["serialised baseline"], sweep.median["UBEP"]
-    cut = {ep: 1 - u / b for ep, b, u in zip(sweep.ep_sizes, base, ubep, strict=True)}
-    lines = ["EP     baseline   UBEP    lower by  (median of 500 jittered runs, µs, model)"]
+    base, ubep = median["serialised baseline"], median["UBEP"]
+    cut = {ep: 1 - u / b for ep, b, u in zip(ep_sizes, base, ubep, strict=True)}
+    lines = [f"EP     baseline   UBEP    lower by  (median of {runs} jittered runs, µs, model)"]
     lines += [f"{ep:<5d}{base[i] / _US:9.0f}{ubep[i] / _US:7.0f}{100 * cut[ep]:9.0f}%"
-              for i, ep in enumerate(sweep.ep_sizes)]
-    mix = {}
+              for i, ep in enumerate(ep_sizes)]
+    mix = {}  # what the equal hop mix alone saves, no jitter
     for ep in (64, 128):
         t = superpod_traffic(ep, seed=0)
         contiguous = phase_latency(phase_plan(t, costs, scheme("baseline")))
@@ -748,9 +775,12 @@ def sweep_report(sweep, costs) -> SimpleNamespace:
         mix[ep] = contiguous - hop_mix
     lines.append(f"the hop mix alone saves {mix[64] / _US:.0f} µs at EP64, {mix[128] / _US:.0f} "
                  "µs at EP128")
-    return SimpleNamespace(cut=cut, mix=mix, report="\n".join(lines))
+    return SimpleNamespace(ep_sizes=tuple(ep_sizes), median=median, p99=p99, cut=cut, mix=mix,
+                           report="\n".join(lines))
 
 
+@arguments(traffic=_TRAFFIC, costs=_COSTS, jitter=_JITTER,
+           sigmas=items(real(lo=0.0, hi=1000.0), hi=16), n_steps=integer(lo=1, hi=100_000))
 def tpot_runs(traffic, costs, jitter: float, sigmas, n_steps: int = 1000) -> SimpleNamespace:
     """Section 5: ``n_steps`` decode steps of baseline and UBEP with ``jitter`` (``tpot[label]``:
     DecodeSteps) and the median dispatch latency each jitter of ``sigmas`` (µs) adds
@@ -777,6 +807,8 @@ def tpot_runs(traffic, costs, jitter: float, sigmas, n_steps: int = 1000) -> Sim
     return SimpleNamespace(tpot=tpot, extra=extra, gain50=gain50, gain99=gain99, report=report)
 
 
+@arguments(costs=_COSTS, jitter=_JITTER, barrier_us=items(integer(lo=0, hi=10_000), lo=2, hi=32),
+           target=real(lo=0.0, hi=1.0, lo_open=True, hi_open=True))
 def barrier_needed(costs, jitter: float, barrier_us=tuple(range(20, 141, 20)),
                    target: float = 0.524) -> SimpleNamespace:
     """Section 7: at EP64 and EP128, how much lower UBEP's median is for each barrier cost of
@@ -799,6 +831,7 @@ def barrier_needed(costs, jitter: float, barrier_us=tuple(range(20, 141, 20)),
     return SimpleNamespace(cuts=cuts, needed=needed, report="\n".join(lines))
 
 
+@arguments(costs=_COSTS, eps=items(integer(lo=1, hi=320), hi=8))
 def phase_table(costs, eps=(8, 256)) -> SimpleNamespace:
     """Section 7: dispatch and combine latency (µs, no jitter) of baseline and UBEP at each EP
     size of ``eps``: ``table[ep][(kind, phase)]``."""

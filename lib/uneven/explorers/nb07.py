@@ -48,7 +48,18 @@ from types import SimpleNamespace
 import numpy as np
 
 from .. import plots
-from .._fields import Checked, array, check_fields, mapping, per_key
+from .._fields import (
+    Checked,
+    arguments,
+    array,
+    check_fields,
+    instance,
+    integer,
+    items,
+    mapping,
+    per_key,
+    real,
+)
 from .._moved import renamed_names
 from .._validate import (
     _raw_array,
@@ -851,6 +862,7 @@ def _rows(name, rows, keys, *, lo=1, hi=1000) -> list:
 # The numbers are the library's (policies, order_stats, unevenness, counterfactuals, ep).
 
 _MS, _US = 1e-3, 1e-6
+_PIECES = per_key(PAPER_KEYS, instance("uneven.unevenness:SlowPiece"))
 #: Each table's default policy: what the paper's system does without a per-workload choice.
 DEFAULT_POLICIES = {"PipeMorph: warm-ups per delay profile": "ZB-H2, planned healthy",
                     "Balancing and Beyond: transport and overlap per batch": "relay + overlap",
@@ -863,6 +875,8 @@ DISTRIBUTIONS = {"Gaussian": ("gaussian", {}), "exponential": ("exponential", {}
 TRANSPORT_BATCHES = (1, 4, 16, 64, 256)
 
 
+@arguments(p=integer(lo=2, hi=64), delays_ms=items(integer(lo=0, hi=100_000), hi=8),
+           links=items(integer(lo=0, hi=lambda a: a.p - 2), hi=63))
 def delay_profiles(p: int = 8, delays_ms=(40, 80), links=(0, 3, 6)) -> dict:
     """Section 1's workloads for the warm-up table: healthy, and each of ``delays_ms`` on each of
     ``links`` of a ``p``-stage pipeline (per-link delays, s)."""
@@ -907,14 +921,17 @@ def _gap(dist, n, kw):
     return (expected_max(dist, n, **kw) - mu) / sd
 
 
-def max_gaps(ns, dists=DISTRIBUTIONS, sim_ns=(2, 8, 64, 512),
-             trials: int = 4000) -> SimpleNamespace:
+@arguments(ns=array("int", ndim=1, lo=1, hi=10**6, nonempty=True, max_size=1000),
+           sim_ns=items(integer(lo=1, hi=10_000), hi=8), trials=integer(lo=100, hi=100_000))
+def max_gaps(ns, sim_ns=(2, 8, 64, 512), trials: int = 4000) -> SimpleNamespace:
     """Section 2: the largest of N ranks above the mean, in standard deviations, for each
-    distribution: closed form at each N of ``ns`` (``closed``) and simulated at ``sim_ns``
-    (``simulated[label] = (ns, gaps, standard errors)``); ``worst_z``: the largest gap between
-    the two in standard errors; ``z[n]``: every distribution's gap at N = 64 and 4,096."""
+    distribution of :data:`DISTRIBUTIONS`: closed form at each N of ``ns`` (``closed``) and
+    simulated at ``sim_ns`` (``simulated[label] = (ns, gaps, standard errors)``); ``worst_z``:
+    the largest gap between the two in standard errors; ``z[n]``: every distribution's gap at
+    N = 64 and 4,096."""
     from ..order_stats import expected_max, expected_mean, simulate_max, standard_deviation
 
+    dists = DISTRIBUTIONS
     closed, simulated, worst_z = {}, {}, 0.0
     for label, (dist, kw) in dists.items():
         mu, sd = expected_mean(dist, **kw), standard_deviation(dist, **kw)
@@ -947,6 +964,7 @@ def knob_report() -> str:
     return "\n".join(lines)
 
 
+@arguments(pieces=_PIECES)
 def slow_pieces_report(pieces: dict) -> SimpleNamespace:
     """Section 2: per paper, ranks, max / mean rank, and baseline and system over the ideal;
     ``ratios[key] = (baseline, system)`` and ``spread[key]`` (max / mean), rounded."""
@@ -963,6 +981,7 @@ def slow_pieces_report(pieces: dict) -> SimpleNamespace:
         report="\n".join(lines))
 
 
+@arguments(delay=real(lo=0.0, hi=10.0, unit="s"))
 def network_fixes(delay: float = 60 * _MS) -> SimpleNamespace:
     """Section 3: how much of a ``delay`` (s) the network must remove before fixed ZB-H2 matches
     PipeMorph (``need[kind]``, share; ``sweep``), what the better EP transport saves skewed and
@@ -997,6 +1016,7 @@ def network_fixes(delay: float = 60 * _MS) -> SimpleNamespace:
 SM_BOUND = 20 / 132
 
 
+@arguments(tax=items(instance("uneven.counterfactuals:TaxRow"), hi=64))
 def tax_report(tax) -> str:
     """Section 4: each system's step with its communication on and off the compute units."""
     lines = [f"{r.system:38s} {r.setting:32s} {r.on / _MS:9.3f} ms vs {r.off / _MS:9.3f} ms off "
@@ -1006,6 +1026,7 @@ def tax_report(tax) -> str:
     return "\n".join(lines)
 
 
+@arguments(fabrics=items(instance("uneven.ep.fabrics:FabricDispatch"), hi=64))
 def fabrics_report(fabrics) -> str:
     """Section 5: one dispatch on each fabric, what binds it, and the core model on the pod."""
     lines = []
@@ -1019,6 +1040,8 @@ def fabrics_report(fabrics) -> str:
     return "\n".join(lines)
 
 
+@arguments(trans=instance("uneven.policies:PolicyTable"),
+           batches=items(integer(lo=1, hi=4096), hi=64))
 def overlap_gains(trans, batches=TRANSPORT_BATCHES) -> SimpleNamespace:
     """Section 6: the roofline of each expert (printed), what per-expert overlap saves a decode
     layer at each of the ``batches`` of ``trans`` (the transport policy table of
@@ -1030,6 +1053,11 @@ def overlap_gains(trans, batches=TRANSPORT_BATCHES) -> SimpleNamespace:
     lines = [f"{name:52s} memory-bound below {crossover_tokens(c):5.0f} tokens; R at 1 token "
              f"{roofline_hiding_ratio(c, 1):7.2f}, compute-bound "
              f"{roofline_hiding_ratio(c, 1e5):5.2f} (model)" for name, c in EXPERT_COSTS.items()]
+    if (not {"relay", "relay + overlap"} <= set(trans.policies)
+            or len(trans.workloads) != len(batches)):
+        raise ValueError("trans must be the transport policy table of policy_tables, with the "
+                         f"policies 'relay' and 'relay + overlap' and one workload per batch of "
+                         f"batches ({len(batches)}); got {_show(trans)}")
     relay, relay_ov = (trans.times[trans.policies.index(p)] for p in ("relay", "relay + overlap"))
     decode_gain = 1 - relay_ov / relay
     layers = ablation()
@@ -1042,10 +1070,14 @@ def overlap_gains(trans, batches=TRANSPORT_BATCHES) -> SimpleNamespace:
                            training_gain=training_gain, report="\n".join(lines))
 
 
+@arguments(rows=items(mapping(), hi=4096))
 def evidence_counts(rows) -> SimpleNamespace:
     """Section 6: how many headline numbers each kind of evidence and each source label holds."""
     from ..papers import EVIDENCE_KINDS
 
+    if not all("kind" in r and "label" in r for r in rows):
+        raise ValueError("rows must be what uneven.papers.evidence_rows returns (dicts with a "
+                         f"kind and a label); got {_show(rows)}")
     kinds = {k: sum(r["kind"] == k for r in rows) for k in EVIDENCE_KINDS}
     labels = {lab: sum(r["label"] == f"[{lab}]" for r in rows)
               for lab in ("paper", "repo", "chapter")}
