@@ -1,6 +1,6 @@
-"""Notebook 05's exercise checkers: worked solutions pass, neighbouring regimes fail, no bisection,
-hints only for the registered slips (the generic tests of tests/test_exercises.py also run over
-every registered exercise, these included)."""
+"""Notebook 05's exercises beyond the shared checks of tests/test_exercises.py (which run the
+worked solutions, the neighbouring regimes and the no-bisection rule over every exercise): the
+expected values come from the library, and each registered slip gets its hint."""
 
 import math
 

@@ -1,6 +1,5 @@
-"""Notebook 06's exercise checkers: the worked solutions pass, neighbouring regimes fail. The
-generic checks (no bisection, each mistake triggers only its own hint) run over every registered
-exercise in tests/test_exercises.py."""
+"""Notebook 06's exercises beyond the shared checks of tests/test_exercises.py: each recognised
+slip gets its hint, the distractors of 06.3 are wrong, and 06.2's answer is the flat core send."""
 
 import numpy as np
 

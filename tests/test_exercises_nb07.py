@@ -1,6 +1,5 @@
-"""Notebook 07's exercise checkers: the worked solutions pass, neighbouring regimes fail. The
-generic checks (no bisection, each mistake triggers only its own hint) run over every registered
-exercise in tests/test_exercises.py."""
+"""Notebook 07's exercises beyond the shared checks of tests/test_exercises.py: each recognised
+slip gets its hint, and the 07.3 solution counts nodes as stated."""
 
 
 from uneven.exercises import check

@@ -19,9 +19,16 @@ from nbclient import NotebookClient
 class CellFailed(RuntimeError):
     """A notebook cell raised or timed out; the message names the notebook and the cell."""
 
-    def __init__(self, notebook: str, cell_index: int | None, error: Exception):
+    def __init__(self, notebook: str, cell_index: int | None, error: Exception | str):
         self.notebook, self.cell_index, self.error = notebook, cell_index, error
-        super().__init__(f"{notebook} cell {cell_index}: {type(error).__name__}: {error}")
+        what = error if isinstance(error, str) else f"{type(error).__name__}: {error}"
+        super().__init__(f"{notebook} cell {cell_index}: {what}")
+
+    def __reduce__(self):
+        # a process pool sends it back pickled; the kernel's error may not pickle, its text does
+        what = self.error if isinstance(self.error, str) else (
+            f"{type(self.error).__name__}: {self.error}")
+        return (type(self), (self.notebook, self.cell_index, what))
 
 
 def run(path: Path, timeout: int = 300,

@@ -1,6 +1,5 @@
-"""Notebook 02's exercises (worked solutions pass, neighbouring regimes do not) and its explorer
-driven headless. The generic checks of tests/test_exercises.py (no bisection, hints only for
-recognised slips) run over these exercises too."""
+"""Notebook 02's explorer driven headless: it recomputes, shows errors instead of raising,
+checks its state, and its figure recipes refuse bad input by name."""
 
 import numpy as np
 import pytest
