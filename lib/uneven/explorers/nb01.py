@@ -540,7 +540,7 @@ def knee_curves(t: float) -> SimpleNamespace:
     return SimpleNamespace(curves=curves, knees=knees, orders=orders)
 
 
-@arguments(plan=array("int", ndim=1, lo=0, hi=4096, nonempty=True),
+@arguments(plan=array("int", ndim=1, lo=1, hi=4096, nonempty=True),
            result=instance(_PIPELINE + "PipelineResult"), healthy=_OP_TIME)
 def replan_report(plan, result, healthy: float) -> str:
     """Section 4: a re-planned pipeline (``plan``: its warm-ups; ``result``: its run) against
