@@ -44,17 +44,47 @@ def numba_cache(tmp_path_factory):
 
 # ---- the one setting and the stamp ---------------------------------------------------------------
 
-def test_links_come_from_one_setting(monkeypatch):
+def test_links_come_from_one_setting(monkeypatch, tmp_path):
     name = "03_deepseek_v3.ipynb"
-    for url in (online.binder_url(name), online.colab_url(name), online.pip_requirement()):
-        assert online.REPOSITORY in url
+    assert online.REPOSITORY == online._configured()  # read from pyproject.toml
     monkeypatch.setattr(online, "REPOSITORY", "someone/uneven")
-    assert "someone/uneven" in online.binder_url(name)
-    assert "someone/uneven" in online.colab_url(name)
+    assert online.published()
+    for url in (online.binder_url(name), online.colab_url(name), online.pip_requirement()):
+        assert "someone/uneven" in url
     with pytest.raises(ValueError, match="notebook"):
         online.binder_url("../README.md")
     with pytest.raises(ValueError, match="repository"):
         online.colab_url(name, repository="not a repo")
+    monkeypatch.setattr(online, "REPOSITORY", None)
+    assert not online.published()
+    for make in (online.binder_url, online.colab_url):
+        with pytest.raises(ValueError, match="repository: the collection is not published"):
+            make(name)
+    # the one place: [project.urls] Repository
+    toml = tmp_path / "pyproject.toml"
+    toml.write_text('[project]\nname = "uneven"\n[project.urls]\n'
+                    'Repository = "https://github.com/someone/uneven"\n')
+    assert online._configured(toml) == "someone/uneven"
+    toml.write_text('[project]\nname = "uneven"\n[project.urls]\n')
+    assert online._configured(toml) is None
+    toml.write_text('[project.urls]\nRepository = "https://example.org/x"\n')
+    with pytest.raises(ValueError, match="url"):
+        online._configured(toml)
+
+
+def test_no_placeholder_address_anywhere_a_reader_can_click():
+    listed = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True,
+                            check=True).stdout.split()
+    for rel in listed:
+        if rel.endswith((".md", ".ipynb", ".py", ".toml", ".yml", ".txt", ".html")) and \
+                not rel.startswith("tests/"):
+            text = (ROOT / rel).read_text(encoding="utf-8", errors="replace")
+            assert "OWNER/" not in text and "github.com/OWNER" not in text, rel
+    if not online.published():
+        assert stamp.NOT_PUBLISHED in stamp.badges_source("01_attack_of_the_bubbles.ipynb")
+        readme = (ROOT / "README.md").read_text(encoding="utf-8")
+        assert "mybinder.org/v2" not in readme and "Not published yet" in readme
+    assert stamp.main(["--check"]) == 0
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=ids)
@@ -65,7 +95,10 @@ def test_notebook_carries_the_current_stamp(path):
     cells = json.loads(text)["cells"]
     assert cells[0]["id"] == stamp.BADGES_ID
     badges = "".join(cells[0]["source"])
-    assert online.binder_url(path.name) in badges and online.colab_url(path.name) in badges
+    if online.published():
+        assert online.binder_url(path.name) in badges and online.colab_url(path.name) in badges
+    else:
+        assert badges == stamp.NOT_PUBLISHED and "http" not in badges
     first_code = next(c for c in cells if c["cell_type"] == "code")
     assert first_code["id"] == stamp.INSTALL_ID
 
@@ -109,7 +142,12 @@ def _run_install_cell(importable: bool) -> list:
     return calls
 
 
-def test_colab_install_cell_installs_the_package_only_when_it_is_missing():
+def test_colab_install_cell_installs_the_package_only_when_it_is_missing(monkeypatch):
+    assert _run_install_cell(importable=True) == []
+    monkeypatch.setattr(online, "REPOSITORY", None)
+    with pytest.raises(ImportError, match="not published yet.*make lab"):
+        _run_install_cell(importable=False)
+    monkeypatch.setattr(online, "REPOSITORY", "someone/uneven")
     assert _run_install_cell(importable=True) == []
     ((magic, line),) = _run_install_cell(importable=False)
     assert magic == "pip" and line.startswith("install") and online.pip_requirement() in line

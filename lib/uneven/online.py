@@ -1,49 +1,106 @@
 """Where the collection lives online: one setting, and the links built from it.
 
-:data:`REPOSITORY` (``owner/name`` on GitHub) is the only place the repository's address is
-written. Everything that points at it is derived here: each notebook's Binder and Colab links
-(the badges that ``tools/editions/stamp.py`` puts at the top of every notebook and that the site
-shows on every page), the ``pip`` requirement that the notebooks' first code cell installs on
-Colab, and the package the classroom autograder installs. Until the repository is published the
-address is the placeholder ``OWNER/uneven``; change it here, then re-run
-``python tools/editions stamp`` (``make stamp``) and commit the re-stamped notebooks.
+The repository's address is written in one place, ``[project.urls] Repository`` in
+``pyproject.toml`` (``https://github.com/owner/name``); :data:`REPOSITORY` is its ``owner/name``,
+or ``None`` while the line is absent, which means the collection is not published yet.
+Everything that points at it is derived here: each notebook's Binder and Colab links (the badges
+that ``tools/editions/stamp.py`` writes at the top of every notebook and of the README, and that
+the site shows) and the ``pip`` requirement of the notebooks' install cell. Until the collection
+is published, the stamp writes a plain note instead of badges and the install cell says how to
+run from a checkout; no link points at a repository that does not exist. (The classroom
+autograder needs no address: it carries the package as a wheel.)
 
->>> binder_url("01_attack_of_the_bubbles.ipynb")
-'https://mybinder.org/v2/gh/OWNER/uneven/main?labpath=notebooks%2F01_attack_of_the_bubbles.ipynb'
->>> colab_url("notebooks/03_deepseek_v3.ipynb")
-'https://colab.research.google.com/github/OWNER/uneven/blob/main/notebooks/03_deepseek_v3.ipynb'
->>> pip_requirement()
-'uneven @ git+https://github.com/OWNER/uneven@main'
+At publication: add the ``Repository`` line, run ``make stamp``, commit the re-stamped files.
+
+>>> binder_url("01_attack_of_the_bubbles.ipynb", repository="someone/uneven")
+'https://mybinder.org/v2/gh/someone/uneven/main?labpath=notebooks%2F01_attack_of_the_bubbles.ipynb'
+>>> colab_url("notebooks/03_deepseek_v3.ipynb", repository="someone/uneven")
+'https://colab.research.google.com/github/someone/uneven/blob/main/notebooks/03_deepseek_v3.ipynb'
+>>> pip_requirement(repository="someone/uneven")
+'uneven @ git+https://github.com/someone/uneven@main'
+>>> repository_from_url("https://github.com/someone/uneven/")
+'someone/uneven'
 """
 
 from __future__ import annotations
 
 import re
-from pathlib import PurePosixPath
+from pathlib import Path, PurePosixPath
 
 __all__ = [
     "REPOSITORY",
     "BRANCH",
     "NOTEBOOK_DIR",
+    "PYPROJECT",
+    "published",
+    "repository_from_url",
     "repository_url",
     "binder_url",
     "colab_url",
     "pip_requirement",
 ]
 
-#: GitHub ``owner/name`` of the published repository (a placeholder until publication).
-REPOSITORY = "OWNER/uneven"
-#: The branch that Binder, Colab and the Colab install cell read.
+#: The branch that Binder, Colab and the install cell read.
 BRANCH = "main"
 #: Where the notebooks sit inside the repository.
 NOTEBOOK_DIR = "notebooks"
+#: The checkout's ``pyproject.toml`` (absent when the package is installed from a wheel).
+PYPROJECT = Path(__file__).resolve().parents[2] / "pyproject.toml"
 
 _NAME = re.compile(r"^[0-9]{2}_[A-Za-z0-9_]+\.ipynb$")
 _REPO = re.compile(r"^[A-Za-z0-9][A-Za-z0-9-]{0,38}/[A-Za-z0-9._-]{1,100}$")
+_GITHUB = re.compile(r"^https://github\.com/([^/\s]+/[^/\s]+?)(?:\.git)?/?$")
+
+
+def repository_from_url(url) -> str:
+    """``owner/name`` of a GitHub repository address ``https://github.com/owner/name``."""
+    m = _GITHUB.match(url) if isinstance(url, str) else None
+    if not m or not _REPO.match(m.group(1)):
+        raise ValueError("url must be a GitHub repository address like "
+                         f"'https://github.com/owner/name'; got {url!r}")
+    return m.group(1)
+
+
+def _configured(pyproject: Path = PYPROJECT) -> str | None:
+    """The ``Repository`` URL of ``[project.urls]``: from the checkout's pyproject.toml when
+    there is one (the source of truth), else from the installed package's metadata."""
+    try:
+        import tomllib  # Python >= 3.11
+    except ImportError:  # pragma: no cover - 3.10 reads the installed metadata
+        tomllib = None
+    if tomllib is not None and pyproject.is_file():
+        with pyproject.open("rb") as f:
+            urls = tomllib.load(f).get("project", {}).get("urls", {})
+        url = next((v for k, v in urls.items() if k.lower() == "repository"), None)
+        return None if url is None else repository_from_url(url)
+    from importlib import metadata
+
+    try:
+        entries = metadata.metadata("uneven").get_all("Project-URL") or []
+    except metadata.PackageNotFoundError:
+        return None
+    for entry in entries:
+        label, _, url = entry.partition(",")
+        if label.strip().lower() == "repository":
+            return repository_from_url(url.strip())
+    return None
+
+
+#: GitHub ``owner/name`` of the published repository, or None: not published yet.
+REPOSITORY: str | None = _configured()
+
+
+def published() -> bool:
+    """Whether the collection has a public repository (``[project.urls] Repository``)."""
+    return REPOSITORY is not None
 
 
 def _repository(repository: str | None) -> str:
     repo = REPOSITORY if repository is None else repository
+    if repo is None:
+        raise ValueError("repository: the collection is not published yet (add "
+                         "'Repository = \"https://github.com/owner/name\"' under [project.urls] "
+                         "in pyproject.toml), so there is no address to link to; got None")
     if not isinstance(repo, str) or not _REPO.match(repo):
         raise ValueError(f"repository must be a GitHub 'owner/name'; got {repo!r}")
     return repo

@@ -8,6 +8,11 @@ repository address reaches every notebook with one command):
 * the first code cell (id ``stamp-install``): when ``import uneven`` fails — on Colab, or in any
   Python where the package is missing — ``%pip install`` it from the repository.
 
+The README's Binder badge (between the lines ``<!-- stamp: badges -->`` and
+``<!-- /stamp -->``) is rewritten the same way. While the collection is not published
+(:func:`uneven.online.published`), the badges are a plain note and the install cell says to run
+from a checkout: nothing links to a repository that does not exist.
+
 Idempotent: a notebook that already carries the current stamp is left byte for byte as it is. The
 file is written as git's notebook filter stores it (``tools/nbstrip.py``), so stamping leaves
 nothing else to normalise. Usage::
@@ -38,9 +43,18 @@ def _online():
     return online
 
 
+#: What stands where the badges would, until the collection is published.
+NOT_PUBLISHED = ("*Not published yet:* this collection has no public repository, so there is no "
+                 "Binder or Colab link. Run it from a checkout with `make lab` (see the README).")
+README = discover.ROOT / "README.md"
+README_BEGIN, README_END = "<!-- stamp: badges -->", "<!-- /stamp -->"
+
+
 def badges_source(name: str) -> str:
     """The badge cell's markdown for notebook ``name``."""
     online = _online()
+    if not online.published():
+        return NOT_PUBLISHED
     return (f"[![launch binder]({BINDER_BADGE})]({online.binder_url(name)}) "
             f"[![Open In Colab]({COLAB_BADGE})]({online.colab_url(name)})")
 
@@ -48,12 +62,43 @@ def badges_source(name: str) -> str:
 def install_source() -> str:
     """The install cell's code: a no-op wherever ``uneven`` imports."""
     online = _online()
+    if not online.published():
+        return ("# Where the uneven package is missing (on Colab, say) there is nothing to "
+                "install it from:\n"
+                "# the collection is not published yet. Run the notebooks from a checkout.\n"
+                "try:\n"
+                "    import uneven  # noqa: F401\n"
+                "except ImportError:\n"
+                '    raise ImportError("uneven is not installed and the collection is not '
+                'published yet: run "\n'
+                '                      "this notebook from a checkout with `make lab` (see the '
+                'README)") from None')
     return ("# On Colab (or wherever the uneven package is missing) install it from the "
             "repository.\n"
             "try:\n"
             "    import uneven  # noqa: F401\n"
             "except ImportError:\n"
             f'    %pip install --quiet "{online.pip_requirement()}"')
+
+
+def readme_badges() -> str:
+    """The README's badge line: Binder on the start page, or the not-published note."""
+    online = _online()
+    if not online.published():
+        return ("*Not published yet:* this repository is not public, so there is no Binder "
+                "link; run the notebooks locally with the two commands below.")
+    url = online.binder_url("00_start_here.ipynb")
+    return f"[![launch binder]({BINDER_BADGE})]({url})"
+
+
+def stamped_readme(text: str) -> str:
+    """The README's text with its badge block rewritten."""
+    if README_BEGIN not in text or README_END not in text:
+        raise discover.EditionError(f"README.md lacks the lines {README_BEGIN!r} and "
+                                    f"{README_END!r} around its badges")
+    head, rest = text.split(README_BEGIN, 1)
+    _, tail = rest.split(README_END, 1)
+    return f"{head}{README_BEGIN}\n{readme_badges()}\n{README_END}{tail}"
 
 
 def stamp_cells(name: str):
@@ -88,10 +133,21 @@ def stamped_text(path: Path) -> str:
     return nbformat.writes(nbstrip.strip_notebook(stamped(nb, path.name))) + "\n"
 
 
-def main(argv: list[str]) -> int:
+def main(argv: list[str], readme: Path = README) -> int:
     check = "--check" in argv
-    paths = [Path(a) for a in argv if a != "--check"] or discover.notebook_paths()
+    listed = [Path(a) for a in argv if a != "--check"]
+    paths = listed or discover.notebook_paths()
     stale = 0
+    if not listed:  # the whole collection: the README's badge too
+        text = readme.read_text(encoding="utf-8")
+        new = stamped_readme(text)
+        if new != text:
+            stale += 1
+            if check:
+                print(f"{readme}: lacks the current badge; run: python tools/editions stamp")
+            else:
+                readme.write_text(new, encoding="utf-8")
+                print(f"stamped {readme}")
     for path in paths:
         text = path.read_text(encoding="utf-8")
         new = stamped_text(path)
