@@ -31,7 +31,7 @@ def test_every_exercise_is_registered_and_has_a_solution(mod):
 def test_worked_solution_passes(key):
     fb = check(key, SOLUTIONS[key])
     assert fb.ok, f"{key}: {fb.message}"
-    assert fb.message == "✅ Right."
+    assert fb.message.startswith("✅ Right")
 
 
 @pytest.mark.parametrize("key, wrong", [(k, v) for k, vs in REGIME_NEIGHBOURS.items() for v in vs])
@@ -70,7 +70,7 @@ def test_numeric_checkers_cannot_be_bisected(key):
 @pytest.mark.parametrize("key", registered())
 def test_each_registered_mistake_triggers_only_its_own_hint(key):
     ex = exercise(key)
-    if not ex.mistakes:
+    if not ex.mistakes or ex.kind == "function":  # functions: tests/test_exercises_derive.py
         return
     e = ex.expected()
     for wrong, message in ex.mistakes:
@@ -103,9 +103,9 @@ def test_exact_checker_accepts_numpy_and_tuples():
 
 
 def test_placeholders_and_bad_input():
-    assert "placeholder" in check("01.1", ...).message
-    assert "finite number" in check("01.1", "lots").message
-    assert "finite number" in check("01.1", float("nan")).message
+    assert "placeholder" in check("01.2", ...).message
+    assert "finite number" in check("01.2", "lots").message
+    assert "finite number" in check("01.2", float("nan")).message
     with pytest.raises(ValueError, match="key"):
         check("nope", 1)
     with pytest.raises(ValueError, match="kind"):

@@ -12,7 +12,7 @@ from uneven.explorers.nb05 import balancing_state
 
 
 def test_expected_values_come_from_the_library():
-    assert exercise("05.1").expected() == pytest.approx(7 * (1 - (7 / 8) ** 8))
+    assert exercise("05.1").expected(8, 8) == pytest.approx(7 * (1 - (7 / 8) ** 8))
     copy = 3 * 7168 * 2048 / 450e9
     layer = simulate_decode(DecodeSetup(), placement="NIC-aware", swaps=True, n_steps=120,
                             seed=0).median()
@@ -29,7 +29,7 @@ def test_the_predict_exercise_answer_is_not_the_default_ratio():
     assert not check("05.2", default[0] / default[1]).ok
 
 
-@pytest.mark.parametrize("key", ["05.1", "05.2", "05.4"])
+@pytest.mark.parametrize("key", ["05.2", "05.4"])  # 05.1: test_exercises_derive.py
 def test_registered_slips_get_their_hint(key):
     ex = exercise(key)
     e = float(ex.expected())

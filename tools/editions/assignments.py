@@ -6,7 +6,9 @@ For each notebook with exercises this writes, under ``dist/assignments/``:
   without the self-check calls (a graded answer is not checked in front of the student); each
   answer cell is followed by otter's ``grader.check(...)``, which runs the *public* tests;
 * ``autograder/NN_name-autograder.zip`` — otter's autograder bundle: every test, public and
-  hidden (``otter run -a ... submission.ipynb`` grades a submission locally, without Docker);
+  hidden (``otter run -a ... submission.ipynb`` grades a submission locally, without Docker),
+  and the ``uneven`` wheel built from this checkout, which the bundle's environment installs
+  (a Gradescope or Docker grader needs no published repository);
 * ``solutions/NN_name.ipynb`` — the instructors' copy: the answers filled in, the worked
   solutions, every test.
 
@@ -17,10 +19,13 @@ Nothing is written twice. Each answer cell of a notebook (a code cell that calls
   tuple of the right length, letters among the options — and its sign, read off the registered
   exercise's kind and its expected value's sign (nothing that narrows the value further);
 * a hidden test (1 point): ``uneven.exercises.check(key, answer).ok`` — the same checker, the
-  same tolerance, the expected value computed by the library when grading.
+  same tolerance, the expected value computed by the library when grading. For a "derive it"
+  exercise the answer is the student's function, and the check calls it on inputs drawn when
+  the submission is graded.
 
-The solutions' answer values are the registry's expected values, computed at build time and
-checked with the same checker before they are written.
+The solutions' answer values are the registry's expected values (for a function, its worked
+formula), computed at build time and checked with the same checker before they are written.
+The student and solutions notebooks do not import the self-check.
 
 Usage: ``python tools/editions assignments [--out DIR] [--run-tests] [NOTEBOOK ...]``
 (``--run-tests`` also has otter run every test against each solutions notebook.)
@@ -32,7 +37,9 @@ import hashlib
 import json
 import re
 import shutil
+import subprocess
 import sys
+import tempfile
 import time
 from numbers import Integral, Real
 from pathlib import Path
@@ -63,12 +70,33 @@ def _plain(value):
     raise EditionError(f"cannot write an answer of type {type(value).__name__}")
 
 
+def function_source(key: str, name: str) -> str:
+    """The worked answer of "derive it" exercise ``key`` as a function called ``name``."""
+    from uneven.exercises import exercise
+
+    ex = exercise(key)
+    return f"def {name}({', '.join(ex.params)}):\n    return {ex.solution}"
+
+
+def _defined(source: str, name: str):
+    scope: dict = {}
+    exec(compile(source, f"<worked answer {name}>", "exec"), scope)  # noqa: S102 - our own
+    return scope[name]
+
+
 def answer_literal(key: str) -> str:
     """Python source of the worked answer of exercise ``key``: the registry's expected value,
-    rounded for reading and checked with the exercise's own checker."""
+    rounded for reading and checked with the exercise's own checker (for a "derive it"
+    exercise: the worked formula, the expression its function returns)."""
     from uneven.exercises import check, exercise
 
     ex = exercise(key)
+    if ex.kind == "function":
+        fn = _defined(function_source(key, "worked"), "worked")
+        if not check(key, fn, seed=0).ok:
+            raise EditionError(f"{key}: the worked formula {ex.solution} does not pass its own "
+                               "checker")
+        return ex.solution
     value = _plain(ex.expected())
     if isinstance(value, float):
         text = next(t for t in (f"{value:.{d}g}" for d in range(3, 18))
@@ -107,10 +135,25 @@ def public_test(key: str, var: str) -> str:
     from uneven.exercises import exercise
 
     ex = exercise(key)
-    expected = _plain(ex.expected())
     fn = f"test_{key.replace('.', '_')}_format"
     unit = f" (in {ex.unit})" if ex.unit else ""
     body: list[str] = [f"def {fn}({var}):"]
+    if ex.kind == "function":
+        n = len(ex.params)
+        example = ", ".join(repr(a) for a in ex.examples[0]) if ex.examples else None
+        body += ["    import inspect",
+                 "    import math",
+                 "    from numbers import Real",
+                 f"    assert callable({var}), '{var} must be a function'",
+                 f"    inspect.signature({var}).bind(*range({n}))  # takes {n} arguments"]
+        if example:
+            body += [f"    value = {var}({example})  # the page's example",
+                     "    assert value is not Ellipsis, 'replace the ... after return with your "
+                     "formula'",
+                     "    assert isinstance(value, Real) and math.isfinite(value), "
+                     f"'{var} must return one finite number'"]
+        return "\n".join([_config(0, False, PUBLIC_OK), *body, f"{fn}({var})"])
+    expected = _plain(ex.expected())
     if ex.kind == "number":
         body += ["    import math",
                  "    from numbers import Real",
@@ -166,9 +209,17 @@ def _answer_cell_source(q: Question, source: str) -> str:
     """The answer cell as otter reads it: each placeholder carries the worked answer, marked
     ``# SOLUTION``; the self-check calls are dropped (otter's check cell follows)."""
     lines = []
+    function = None
     for line in source.splitlines():
         m = discover.ANSWER_LINE.match(line.strip())
-        if m and m.group(1) in q.variables:
+        if f := discover.FUNCTION_LINE.match(line):
+            function = f.group(1)
+        if (function in q.variables and line[:1].isspace()
+                and discover.RETURN_PLACEHOLDER.match(line.strip())):
+            key = q.keys[q.variables.index(function)]
+            indent = line[:len(line) - len(line.lstrip())]
+            lines.append(f"{indent}return {answer_literal(key)}  # SOLUTION")
+        elif m and m.group(1) in q.variables:
             key = q.keys[q.variables.index(m.group(1))]
             unit = f"  {m.group(2)}" if m.group(2) else ""
             lines.append(f"{m.group(1)} = {answer_literal(key)}{unit}  # SOLUTION")
@@ -179,10 +230,11 @@ def _answer_cell_source(q: Question, source: str) -> str:
     return "\n".join(lines).strip("\n")
 
 
-def assignment_config(nb: Notebook, requirements: Path) -> str:
+def assignment_config(nb: Notebook, requirements: Path, files: list[str]) -> str:
     config = {
         "name": nb.stem,
         "requirements": str(requirements),
+        "files": files,
         "overwrite_requirements": False,
         "init_cell": True,
         "check_all_cell": False,
@@ -198,20 +250,35 @@ def assignment_config(nb: Notebook, requirements: Path) -> str:
     return "# ASSIGNMENT CONFIG\n" + json.dumps(config, indent=2)
 
 
-def master_notebook(nb: Notebook, requirements: Path) -> nbformat.NotebookNode:
+#: The setup cells' import of the self-check, left out of the classroom edition.
+SELF_CHECK_IMPORT = re.compile(r"^from uneven\.exercises import check\s*(#.*)?$")
+
+
+def _without_self_check(cell):
+    if cell.cell_type != "code" or not any(SELF_CHECK_IMPORT.match(line.strip())
+                                           for line in cell.source.splitlines()):
+        return cell
+    cell = nbformat.from_dict(cell)
+    cell.source = "\n".join(line for line in cell.source.splitlines()
+                            if not SELF_CHECK_IMPORT.match(line.strip()))
+    return cell
+
+
+def master_notebook(nb: Notebook, requirements: Path,
+                    files: list[str] = ()) -> nbformat.NotebookNode:
     """The notebook in Otter Assign's format: each answer cell wrapped in a question block with
-    its solution cells and its tests."""
+    its solution cells and its tests; ``files`` go into the autograder bundle."""
     qs = discover.questions(nb)
     discover.check_registry(nb, qs)
     by_cell = {q.cell: q for q in qs}
     solution_cells = {j for q in qs for j in q.solutions}
-    out = [_raw(assignment_config(nb, requirements))]
+    out = [_raw(assignment_config(nb, requirements, list(files)))]
     for i, cell in enumerate(nb.nb.cells):
         if i in solution_cells:
             continue
         q = by_cell.get(i)
         if q is None:
-            out.append(cell)
+            out.append(_without_self_check(cell))
             continue
         answer = nbformat.from_dict(cell)
         answer.source = _answer_cell_source(q, cell.source)
@@ -232,22 +299,25 @@ def master_notebook(nb: Notebook, requirements: Path) -> nbformat.NotebookNode:
 # ---- building ----------------------------------------------------------------------------------
 
 def _restore_placeholders(student: nbformat.NotebookNode, source: Notebook) -> None:
-    """otter writes ``answer = ...``; put back the notebook's own placeholder line with its unit
-    comment (``answer_01_1 = ...  # ms``)."""
+    """otter writes ``answer = ...`` (and a bare ``...`` for a function's ``return`` line); put
+    back the notebook's own placeholder line with its comment (``answer_01_1 = ...  # ms``,
+    ``return ...  # expected copies``)."""
     original = {}
     for q in discover.questions(source):
-        for line in source.nb.cells[q.cell].source.splitlines():
-            m = discover.ANSWER_LINE.match(line.strip())
-            if m:
-                original[m.group(1)] = line.strip()
+        original.update(discover.placeholders(source.nb.cells[q.cell].source))
     for cell in student.cells:
         if cell.cell_type != "code":
             continue
         lines = cell.source.splitlines()
+        function = None
         for k, line in enumerate(lines):
+            if f := discover.FUNCTION_LINE.match(line):
+                function = f.group(1)
             m = re.match(r"^(answer_\w+)\s*=\s*\.\.\.\s*$", line)
             if m and m.group(1) in original:
                 lines[k] = original[m.group(1)]
+            elif function in original and line.strip() == "..." and line[:1].isspace():
+                lines[k] = line[:len(line) - len(line.lstrip())] + original[function]
         cell.source = "\n".join(lines)
 
 
@@ -270,17 +340,50 @@ def _clean_solutions(solutions: nbformat.NotebookNode) -> None:
             cell.source = re.sub(r"\s*# SOLUTION$", "", cell.source, flags=re.M)
 
 
-def build_one(nb: Notebook, out: Path, run_tests: bool = False) -> dict:
+#: Where otter's graders (Gradescope, ``otter grade`` in Docker) unpack the bundle: its
+#: ``files/`` land in ``source/files/``.
+GRADER_FILES = "/autograder/source/files"
+
+
+def build_wheel(dest: Path) -> Path:
+    """The ``uneven`` wheel, built from this checkout's files (as they are in the work tree)
+    with the venv's own build backend: nothing is downloaded, nothing is written into the
+    checkout."""
+    with tempfile.TemporaryDirectory() as tmp:
+        src = Path(tmp) / "uneven"
+        for name in ("pyproject.toml", "README.md", "LICENSE"):
+            (src / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(discover.ROOT / name, src / name)
+        shutil.copytree(discover.ROOT / "lib", src / "lib",
+                        ignore=shutil.ignore_patterns("__pycache__", "*.egg-info", "*.nbi",
+                                                      "*.nbc"))
+        dest.mkdir(parents=True, exist_ok=True)
+        done = subprocess.run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps",
+                               "--no-build-isolation", "--no-index", "-w", str(dest), str(src)],
+                              capture_output=True, text=True)
+    if done.returncode:
+        raise EditionError(f"building the uneven wheel failed:\n{done.stderr[-2000:]}")
+    (wheel,) = dest.glob("uneven-*.whl")
+    return wheel
+
+
+def requirement(wheel: Path) -> str:
+    """The bundle's requirement line: the wheel that travels inside it."""
+    return f"uneven @ file://{GRADER_FILES}/{wheel.name}"
+
+
+def build_one(nb: Notebook, out: Path, run_tests: bool = False,
+              wheel: Path | None = None) -> dict:
     """Build the three pieces of one notebook's assignment; return its summary."""
     work = out / ".build" / nb.stem
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir(parents=True)
     sys.path.insert(0, str(discover.ROOT / "lib"))
-    from uneven import online
-
+    wheel = wheel or build_wheel(out / ".build" / "wheel")
+    shutil.copyfile(wheel, work / wheel.name)
     requirements = work / "requirements.txt"
-    requirements.write_text(online.pip_requirement() + "\n")
-    master = master_notebook(nb, requirements.relative_to(work))
+    requirements.write_text(requirement(wheel) + "\n")
+    master = master_notebook(nb, requirements.relative_to(work), [wheel.name])
     nbformat.write(master, work / nb.name)
     from otter.assign import main as otter_assign
 
@@ -298,6 +401,8 @@ def build_one(nb: Notebook, out: Path, run_tests: bool = False) -> dict:
     _stable_ids(solutions, nb)
     for sub in ("student", "solutions", "autograder"):
         (out / sub).mkdir(parents=True, exist_ok=True)
+    for folder in ("student", "autograder"):  # the wheel belongs in the bundle only
+        (work / "result" / folder / wheel.name).unlink(missing_ok=True)
     nbformat.write(student, out / "student" / nb.name)
     nbformat.write(solutions, out / "solutions" / nb.name)
     (zipped,) = (work / "result" / "autograder").glob("*.zip")
@@ -314,13 +419,14 @@ def build(paths: list[Path] | None = None, out: Path = DIST, run_tests: bool = F
     for sub in ("student", "solutions", "autograder", ".build"):
         shutil.rmtree(out / sub, ignore_errors=True)
     summaries = []
+    wheel = build_wheel(out / ".build" / "wheel")
     for path in paths or discover.notebook_paths():
         nb = discover.load(path)
         if not discover.questions(nb):
             print(f"{nb.name}: no exercises, no assignment")
             continue
         t0 = time.perf_counter()
-        summaries.append(build_one(nb, out, run_tests=run_tests))
+        summaries.append(build_one(nb, out, run_tests=run_tests, wheel=wheel))
         print(f"{nb.name}: assignment built in {time.perf_counter() - t0:.1f} s")
     (out / "summary.json").write_text(json.dumps(summaries, indent=1) + "\n")
     shutil.rmtree(out / ".build", ignore_errors=True)

@@ -21,10 +21,31 @@ ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOK_DIR = ROOT / "notebooks"
 NOTEBOOK_NAME = re.compile(r"^(\d{2})_[A-Za-z0-9_]+\.ipynb$")
 
-#: ``check("01.3a", answer_01_3a)``: the key and the variable it checks.
-CHECK_CALL = re.compile(r"""check\(\s*["'](\d{2}\.[0-9A-Za-z]+)["']\s*,\s*(answer_\w+)\s*\)""")
+#: ``check("01.3a", answer_01_3a)`` or ``check("05.1", copies)``: the key and the name it checks.
+CHECK_CALL = re.compile(r"""check\(\s*["'](\d{2}\.[0-9A-Za-z]+)["']\s*,\s*([A-Za-z_]\w*)\s*\)""")
 #: ``answer_01_1 = ...  # ms``: the placeholder line a student fills in.
 ANSWER_LINE = re.compile(r"^(answer_\w+)\s*=\s*\.\.\.\s*(#.*)?$")
+#: A "derive it" answer: ``def copies(H, k):`` whose body is ``return ...  # what it returns``.
+FUNCTION_LINE = re.compile(r"^def ([A-Za-z_]\w*)\((.*)\):\s*$")
+RETURN_PLACEHOLDER = re.compile(r"^return\s+\.\.\.\s*(#.*)?$")
+
+
+def placeholders(source: str) -> dict[str, str]:
+    """The answer placeholders of a cell: name -> its placeholder line (stripped): an
+    ``answer_... = ...`` line, or for a function to write, the ``return ...`` line of its body."""
+    out: dict[str, str] = {}
+    current = None
+    for line in source.splitlines():
+        stripped = line.strip()
+        if m := ANSWER_LINE.match(stripped):
+            out[m.group(1)] = stripped
+        elif m := FUNCTION_LINE.match(line):
+            current = m.group(1)
+        elif current and line[:1].isspace() and RETURN_PLACEHOLDER.match(stripped):
+            out[current] = stripped
+        elif stripped and not line[:1].isspace():
+            current = None
+    return out
 #: The tag of the collapsed worked solutions, of the cells the stamp tool owns, and of the
 #: collapsed cells that pin a section's numbers (the tests run them; the site leaves them out).
 SOLUTION_TAG = "solution"
@@ -139,12 +160,12 @@ def questions(nb: Notebook) -> list[Question]:
             if not key.startswith(nb.number + "."):
                 raise EditionError(f"{where}: checks exercise {key!r}, which belongs to another "
                                    f"notebook (keys here start with {nb.number}.)")
-        placeholders = {m.group(1) for line in cell.source.splitlines()
-                        if (m := ANSWER_LINE.match(line.strip()))}
-        missing = [v for v in variables if v not in placeholders]
+        found = placeholders(cell.source)
+        missing = [v for v in variables if v not in found]
         if missing:
             raise EditionError(f"{where}: {', '.join(missing)} is checked but has no placeholder "
-                               "line `answer_... = ...  # unit` in the same cell")
+                               "in the same cell: a line `answer_... = ...  # unit`, or a "
+                               "function whose body is `return ...  # what it returns`")
         prompt = next((j for j in range(i - 1, -1, -1) if cells[j].cell_type == "markdown"
                        and SOLUTION_TAG not in tags(cells[j])), None)
         sols = []

@@ -29,6 +29,9 @@ def _relink(text: str) -> str:
 
 
 def _tolerance(ex) -> str:
+    if ex.kind == "function":
+        return (f"it agrees with the library's function on {ex.n_draws} inputs drawn at "
+                f"grading time (relative tolerance {ex.rtol:g})")
     if ex.kind == "choice":
         return "the library's letters (as a set)"
     if ex.kind == "exact":
@@ -42,6 +45,8 @@ def _tolerance(ex) -> str:
 
 
 def _kind(ex) -> str:
+    if ex.kind == "function":
+        return f"a function of ({', '.join(ex.params)})"
     if ex.kind == "choice":
         return "letter(s) " + "/".join(ex.options)
     if ex.kind == "exact":

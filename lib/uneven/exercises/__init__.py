@@ -12,7 +12,15 @@ Exercise kinds:
 
 * ``"number"``: a finite number, right within ``rtol`` (relative) or ``atol`` (absolute);
 * ``"exact"``: an integer, a tuple of integers or a name, compared exactly;
-* ``"choice"``: one or more option letters (``"b"`` or ``"a, c"``), compared as a set.
+* ``"choice"``: one or more option letters (``"b"`` or ``"a, c"``), compared as a set;
+* ``"function"`` ("derive it"): a function the student writes, called on inputs drawn afresh at
+  every check and compared with the library's own function (see ``_derive``); no scan and no
+  table of numbers can pass it.
+
+An answer in a near-miss form gets a message about its form, never "not right": a number typed
+as text (``"4"``), one number in a list, a tuple where one integer is asked, a function with the
+wrong number of arguments. Forms that can mean only one thing are read as that thing: a list
+for a tuple, ``"(b)"`` or ``" B "`` for ``b``.
 
 Each notebook's exercises live in their own module (``uneven.exercises.nb01`` ...) and register
 themselves when :func:`check` is first called.
@@ -24,6 +32,19 @@ True
 ❌ Not right yet. counted twice?
 >>> check("demo.1", 21.0).message == check("demo.1", 50.0).message  # no which-way clue
 True
+>>> print(check("demo.1", "42").message)
+❌ That is text: write the number without quotes (42, not "42").
+
+A "derive it" exercise compares a function with the library's on hidden inputs:
+
+>>> register("demo.2", lambda h, k: h * k, kind="function", params=("h", "k"),
+...          draw=lambda rng: (int(rng.integers(2, 9)), int(rng.integers(1, 9))),
+...          examples=[(8, 8)], solution="h * k",
+...          mistakes=[(lambda h, k: h + k, "add or multiply?")])
+>>> check("demo.2", lambda h, k: k * h).ok
+True
+>>> print(check("demo.2", lambda h, k: h + k).message)
+❌ Not right yet. add or multiply?
 """
 
 from __future__ import annotations
@@ -31,15 +52,17 @@ from __future__ import annotations
 import importlib
 import math
 import pkgutil
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from numbers import Integral, Real
 
 from .._fields import Checked, flag, text
+from ._derive import agree, arity_problem, draw_inputs, library_names, run_student, show_args
 
 __all__ = ["Feedback", "Exercise", "register", "check", "registered", "exercise", "KINDS"]
 
-KINDS = ("number", "exact", "choice")
+KINDS = ("number", "exact", "choice", "function")
 _WRONG = "❌ Not right yet."
 
 
@@ -70,10 +93,22 @@ class Exercise:
     options: tuple
     mistakes: tuple = field(default=())
     hint: str = ""
+    #: "function" kind: the argument names, a draw of one input tuple from a numpy Generator,
+    #: the inputs the page shows (never drawn), the worked formula (a Python expression in the
+    #: argument names), how many inputs a check tries and the time the student's function gets
+    #: for all of them (s).
+    params: tuple = ()
+    draw: Callable | None = None
+    examples: tuple = ()
+    solution: str = ""
+    n_draws: int = 12
+    time_limit: float = 2.0
 
     def __post_init__(self):
         _check_fields(self.key, self.expected, self.kind, self.rtol, self.atol, self.unit,
                       self.options, self.mistakes, self.hint)
+        _check_function_fields(self.kind, self.params, self.draw, self.examples, self.solution,
+                               self.n_draws, self.time_limit)
 
 
 def _show(value) -> str:
@@ -111,22 +146,61 @@ def _check_fields(key, expected, kind, rtol, atol, unit, options, mistakes, hint
                          f"pairs; got {_show(mistakes)}")
 
 
+_PARAM = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+def _check_function_fields(kind, params, draw, examples, solution, n_draws, time_limit) -> None:
+    from .._validate import check_int, check_real
+
+    if kind != "function":
+        if params or draw is not None or examples or solution:
+            raise ValueError("params, draw, examples and solution belong to kind 'function'; "
+                             f"got them for kind {_show(kind)}")
+        return
+    if isinstance(params, str) or not isinstance(params, (list, tuple)) or not params or not all(
+            isinstance(p, str) and _PARAM.match(p) for p in params):
+        raise ValueError("params must list the argument names of the function to write, e.g. "
+                         f"('H', 'k'); got {_show(params)}")
+    if not callable(draw):
+        raise ValueError("draw must be a function of a numpy Generator that returns one input "
+                         f"tuple; got {_show(draw)}")
+    if isinstance(examples, str) or not isinstance(examples, (list, tuple)) or not all(
+            isinstance(e, (list, tuple)) and len(e) == len(params) for e in examples):
+        raise ValueError(f"examples must be a list of {len(params)}-tuples (the inputs the page "
+                         f"shows); got {_show(examples)}")
+    if not isinstance(solution, str) or not solution.strip():
+        raise ValueError("solution must be the worked formula, a Python expression in the "
+                         f"arguments; got {_show(solution)}")
+    check_int("n_draws", n_draws, lo=1, hi=1000)
+    check_real("time_limit", time_limit, lo=0.01, hi=60.0)
+
+
 _REGISTRY: dict[str, Exercise] = {}
 
 
 def register(key: str, expected: Callable, *, kind: str = "number", rtol: float = 0.02,
              atol: float = 0.0, unit: str = "", options: Sequence[str] = (),
-             mistakes: Sequence = (), hint: str = "") -> None:
+             mistakes: Sequence = (), hint: str = "", params: Sequence[str] = (),
+             draw: Callable | None = None, examples: Sequence = (), solution: str = "",
+             n_draws: int = 12, time_limit: float = 2.0) -> None:
     """Register exercise ``key``; ``expected()`` computes the answer with the library.
 
     ``mistakes``: pairs ``(wrong, message)``, where ``wrong(expected)`` computes the value that
     one specific slip gives (for ``"choice"``, ``wrong`` is the wrong set of letters as a string).
     ``hint``: one sentence shown with *every* wrong answer (so it can point at the method, never
     at the value). ``options``: the letters of a choice exercise.
+
+    ``kind="function"``: ``expected(*args)`` is the library's function of the arguments
+    ``params``; ``draw(rng)`` returns one valid input tuple; ``examples`` are the inputs the page
+    shows (never drawn); ``solution`` is the worked formula as an expression in ``params``; each
+    mistake is ``(wrong(*args), message)``, the function one slip computes.
     """
     _check_fields(key, expected, kind, rtol, atol, unit, options, mistakes, hint)
+    _check_function_fields(kind, params, draw, examples, solution, n_draws, time_limit)
     _REGISTRY[key] = Exercise(key, expected, kind, float(rtol), float(atol), unit,
-                              tuple(options), tuple(mistakes), hint)
+                              tuple(options), tuple(mistakes), hint, tuple(params), draw,
+                              tuple(tuple(e) for e in examples), solution, int(n_draws),
+                              float(time_limit))
 
 
 def registered() -> list[str]:
@@ -144,11 +218,23 @@ def exercise(key: str) -> Exercise:
     return _REGISTRY[key]
 
 
-def check(key: str, answer) -> Feedback:
-    """Check ``answer`` for exercise ``key`` and return :class:`Feedback`."""
+_PLACEHOLDER = "✏️ Replace the placeholder with your answer, then run the check."
+
+
+def check(key: str, answer, *, seed: int | None = None) -> Feedback:
+    """Check ``answer`` for exercise ``key`` and return :class:`Feedback`.
+
+    ``seed`` fixes the hidden inputs of a ``"function"`` exercise (for tests); by default every
+    check draws new ones."""
     ex = exercise(key)
+    if seed is not None:
+        from .._validate import check_int
+
+        seed = check_int("seed", seed, lo=0, hi=2**63 - 1)
     if answer is None or answer is ...:
-        return Feedback(False, "✏️ Replace the placeholder with your answer, then run the check.")
+        return Feedback(False, _PLACEHOLDER)
+    if ex.kind == "function":
+        return _check_function(ex, answer, seed)
     expected = ex.expected()
     if ex.kind == "number":
         return _check_number(ex, answer, expected)
@@ -177,8 +263,33 @@ def _finite(x) -> bool:
         return False
 
 
+def _as_number(text: str) -> float | None:
+    try:
+        value = float(text.strip().replace(",", "").replace("_", ""))
+    except ValueError:
+        return None
+    return value if math.isfinite(value) else None
+
+
+def _form(message: str) -> Feedback:
+    return Feedback(False, "❌ " + message)
+
+
+def _quoted(answer) -> Feedback | None:
+    """A number typed as text, or one number in a list: say so (it is a form, not a value)."""
+    if isinstance(answer, str) and _as_number(answer) is not None:
+        return _form(f"That is text: write the number without quotes ({answer.strip()}, not "
+                     f"\"{answer.strip()}\").")
+    if isinstance(answer, (list, tuple)) and len(answer) == 1:
+        return _form("That is a list of one value: give the number itself, without brackets.")
+    return None
+
+
 def _check_number(ex: Exercise, answer, expected) -> Feedback:
     if not isinstance(answer, Real) or isinstance(answer, bool) or not _finite(answer):
+        near = _quoted(answer)
+        if near is not None:
+            return near
         unit = f" (in {ex.unit})" if ex.unit else ""
         return Feedback(False, f"❌ Please give a single finite number{unit}.")
     answer = float(answer)
@@ -209,12 +320,42 @@ def _normalise(value, depth=0):
     return value
 
 
+def _exact_form(answer, want) -> Feedback | None:
+    """A message about the answer's form when it is not the form of ``want`` (normalised)."""
+    if isinstance(want, tuple):
+        n = len(want)
+        example = "(" + ", ".join(str(i + 1) for i in range(n)) + ")"
+        if isinstance(answer, str):
+            return _form(f"That is text: give {n} integers as a tuple, e.g. {example}, without "
+                         "quotes.")
+        if not isinstance(answer, tuple):
+            return _form(f"Give {n} integers as a tuple, e.g. {example}.")
+        if len(answer) != n:
+            return _form(f"Give {n} integers, e.g. {example}; that has {len(answer)}.")
+        if any(isinstance(a, str) for a in answer):
+            return _form("Some of those are text: write the integers without quotes.")
+        return None
+    if isinstance(want, int):
+        if isinstance(answer, str):
+            return _quoted(answer) or _form("That is text: give one integer, without quotes.")
+        if isinstance(answer, tuple):
+            return _quoted(list(answer)) or _form("Give one integer, not a list of them.")
+        return None
+    if isinstance(want, str) and not isinstance(answer, str):
+        return _form("Give the name as a string, in quotes.")
+    return None
+
+
 def _check_exact(ex: Exercise, answer, expected) -> Feedback:
     try:
         got = _normalise(answer)
     except TypeError:
         return _wrong(ex)
-    if got == _normalise(expected):
+    want = _normalise(expected)
+    near = _exact_form(got, want)
+    if near is not None:
+        return near
+    if got == want:
         return Feedback(True, "✅ Right.")
     for wrong, message in ex.mistakes:
         if got == _normalise(wrong(expected)):
@@ -225,7 +366,9 @@ def _check_exact(ex: Exercise, answer, expected) -> Feedback:
 def _letters(value, options) -> frozenset | None:
     if not isinstance(value, str):
         return None
-    picked = frozenset(c for c in value.lower().replace(",", " ").split())
+    # "(b)", "b)", "b." and "[a, c]" mean the letters themselves
+    words = re.sub(r"[()\[\].;:,]", " ", value.lower()).split()
+    picked = frozenset(words)
     if not picked or not picked <= set(options):
         return None
     return picked
@@ -243,6 +386,48 @@ def _check_choice(ex: Exercise, answer, expected) -> Feedback:
         if got == _letters(wrong, ex.options):
             return _wrong(ex, message)
     return _wrong(ex)
+
+
+def _check_function(ex: Exercise, fn, seed) -> Feedback:
+    params = ", ".join(ex.params)
+    problem = arity_problem(fn, ex.params)
+    if problem:
+        return _form(f"Please give a function of {len(ex.params)} argument"
+                     f"{'s' if len(ex.params) > 1 else ''} ({params}), e.g. "
+                     f"`def f({params}): return ...`; yours {problem}.")
+    used = library_names(fn)
+    if used:
+        return _form(f"Your function uses the library ({', '.join(used)}): write the formula "
+                     "with plain arithmetic (math and numpy are fine). The check compares with "
+                     "the library's own function, so calling it shows nothing.")
+    inputs = draw_inputs(ex.draw, ex.examples, ex.n_draws, seed)
+    outcome = run_student(fn, inputs, ex.time_limit)
+    if outcome[0] != "ok":
+        what, args, detail = outcome
+        where = show_args(ex.params, args)
+        if what == "placeholder":
+            return Feedback(False, _PLACEHOLDER)
+        if what == "timeout":
+            return _form(f"Your function did not return within {ex.time_limit:g} s (it was "
+                         f"working on {where}). Is there a loop that never ends?")
+        if what == "raised":
+            text = str(detail).strip()
+            return _form(f"Your function raised {type(detail).__name__} for {where}"
+                         f"{': ' + text[:200] if text else ''}.")
+        return _form(f"Your function returned {_show(detail)} for {where}: return one number"
+                     f"{' (in ' + ex.unit + ')' if ex.unit else ''}.")
+    got = outcome[1]
+    want = [float(ex.expected(*args)) for args in inputs]
+    bad = agree(got, want, ex.rtol, ex.atol)
+    if bad is None:
+        return Feedback(True, f"✅ Right, on {len(inputs)} inputs drawn for this check.")
+    for wrong, message in ex.mistakes:
+        slip = [float(wrong(*args)) for args in inputs]
+        if agree(slip, want, ex.rtol, ex.atol) is not None and \
+                agree(got, slip, ex.rtol, ex.atol) is None:
+            return _wrong(ex, message)
+    where = show_args(ex.params, inputs[bad])
+    return _wrong(ex, f"For {where} your function returns {got[bad]:.6g}.")
 
 
 _LOADED = False

@@ -7,11 +7,16 @@ from . import register
 MS = 1e-3
 
 
-def _bound_ms():
-    # Δ = 4, t_F = 12 ms, t_B = 8 ms, W's out of the steady phase.
+def _knee(delta, t_f, t_b):
+    # W's out of the steady phase; the bound is homogeneous in the op times, so any unit works
     from ..schedulers.pipeline import absorption_bound
 
-    return absorption_bound(4, 12 * MS, 8 * MS) / MS
+    return absorption_bound(delta, t_f, t_b)
+
+
+def _draw_knee(rng):
+    # slackness 1..8 (1 absorbs nothing) and op times of 1..40 in the page's unit (ms)
+    return (int(rng.integers(1, 9)), float(rng.integers(1, 41)), float(rng.integers(1, 41)))
 
 
 def _explorer_knee_ms():
@@ -37,10 +42,16 @@ def _zb_h1_last_stage_memory():
     return int(r.peak_memory[-1])
 
 
-register("01.1", _bound_ms, unit="ms", rtol=0.01,
-         mistakes=[(lambda e: 2 * e, "The delay is paid on the way there and on the way back."),
-                   (lambda e: e * 4 / 3, "Count again what stage k runs between sending F_j and "
-                                         "needing B_j: w_k counts the first steady forward.")],
+register("01.1", _knee, kind="function", params=("delta", "t_f", "t_b"), rtol=1e-6,
+         atol=1e-9, draw=_draw_knee, examples=[(4, 12.0, 8.0), (3, 10.0, 20.0)],
+         solution="(delta - 1) * (t_f + t_b) / 2",
+         mistakes=[(lambda d, f, b: (d - 1) * (f + b),
+                    "The delay is paid on the way there and on the way back."),
+                   (lambda d, f, b: d * (f + b) / 2,
+                    "Count again what stage k runs between sending F_j and needing B_j: w_k "
+                    "counts the first steady forward."),
+                   (lambda d, f, b: (d - 1) * f,
+                    "With unequal op times the bound uses (t_F + t_B) / 2, not one op time.")],
          hint="compare what each side of the link runs between F_j leaving and B_j returning.")
 register("01.2", _explorer_knee_ms, unit="ms", rtol=0.04,
          mistakes=[(lambda e: e * 2 / 3, "With unequal op times the bound uses (t_F + t_B) / 2, "
@@ -61,11 +72,18 @@ register("01.5", _zb_h1_last_stage_memory, kind="exact",
          hint="count the micro-batches whose F has run and whose W has not.")
 
 #: The worked solutions of the notebook's <details> blocks (tests/test_exercises.py checks them).
-SOLUTIONS = {"01.1": 30.0, "01.2": 30.0, "01.3a": 340.0, "01.3b": 348.0, "01.4": "c", "01.5": 4}
+def _knee_solution(delta, t_f, t_b):
+    return (delta - 1) * (t_f + t_b) / 2
+
+
+SOLUTIONS = {"01.1": _knee_solution, "01.2": 30.0, "01.3a": 340.0, "01.3b": 348.0, "01.4": "c",
+             "01.5": 4}
 
 #: Answers from the neighbouring regime, which the checkers must reject.
 REGIME_NEIGHBOURS = {
-    "01.1": [20.0, 40.0, 60.0],
+    # one op time; no /2; Δ instead of Δ − 1; the page's number as a constant
+    "01.1": [lambda d, f, b: (d - 1) * max(f, b), lambda d, f, b: (d - 1) * (f + b),
+             lambda d, f, b: d * (f + b) / 2, lambda d, f, b: 30.0],
     "01.2": [20.0, 35.0, 40.0, 45.0],  # equal-time formula; "extra <= 2c"; off by one
     "01.3b": [346.0, 350.0, 356.0],  # 2c - t regime; +t; +2c
     "01.5": [1, 2, 8],

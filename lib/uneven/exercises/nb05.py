@@ -12,10 +12,15 @@ MOE_LAYERS = 58
 SLOW_NIC_GBPS = 200.0
 
 
-def _relay_copies():
+def _relay_copies(n_hosts, k):
     from ..ep.transport import expected_remote_hosts
 
-    return expected_remote_hosts(8, 8)  # EP64 on H20: 8 hosts, top-8, hosts drawn independently
+    return expected_remote_hosts(k, n_hosts)  # each expert's host drawn independently
+
+
+def _draw_hosts(rng):
+    # 2..64 hosts, top-1..16 routing
+    return (int(rng.integers(2, 65)), int(rng.integers(1, 17)))
 
 
 def _relay_speedup(nic_gbps=SLOW_NIC_GBPS):
@@ -49,11 +54,15 @@ def _swaps_per_step():
     return MOE_LAYERS * _section3_layer_time() / _swap_copy_time()
 
 
-register("05.1", _relay_copies, unit="copies per token", rtol=0.01,
-         mistakes=[(lambda e: 7.0, "That is one copy per remote expert, k(H − 1)/H: the relay "
-                                   "sends one per remote host."),
-                   (lambda e: e * 8 / 7, "Count only the other hosts: the token's own host "
-                                         "needs no RDMA copy.")],
+register("05.1", _relay_copies, kind="function", params=("H", "k"), unit="copies per token",
+         rtol=1e-6, atol=1e-9, draw=_draw_hosts, examples=[(8, 8), (4, 8)],
+         solution="(H - 1) * (1 - (1 - 1 / H) ** k)",
+         mistakes=[(lambda h, k: k * (h - 1) / h, "That is one copy per remote expert, "
+                                                  "k(H − 1)/H: the relay sends one per remote "
+                                                  "host."),
+                   (lambda h, k: h * (1 - (1 - 1 / h) ** k), "Count only the other hosts: the "
+                                                             "token's own host needs no RDMA "
+                                                             "copy.")],
          hint="a remote host needs a copy unless all k experts miss it.")
 register("05.2", _relay_speedup, rtol=0.04,
          mistakes=[(lambda e: 6.0 / 2.70, "That is the ratio of RDMA copies alone: the experts' "
@@ -80,11 +89,17 @@ register("05.4", _swaps_per_step, unit="swaps per GPU per step", rtol=0.05,
 
 
 #: The worked solutions of notebook 05's <details> blocks.
-SOLUTIONS = {"05.1": 4.59, "05.2": 1.71, "05.3": "b", "05.4": 370.0}
+def _copies_solution(H, k):  # noqa: N803 - the page's symbol
+    return (H - 1) * (1 - (1 - 1 / H) ** k)
+
+
+SOLUTIONS = {"05.1": _copies_solution, "05.2": 1.71, "05.3": "b", "05.4": 370.0}
 
 #: Answers from the neighbouring regime, which must be rejected.
 REGIME_NEIGHBOURS = {
-    "05.1": [7.0, 5.25, 2.70, 4.0],  # one copy per remote expert; own host counted; EP32's value
+    # one copy per remote expert; own host counted; k experts on k distinct hosts; the number
+    "05.1": [lambda h, k: k * (h - 1) / h, lambda h, k: h * (1 - (1 - 1 / h) ** k),
+             lambda h, k: min(k, h - 1), lambda h, k: 4.59],
     # no change; the byte ratio alone; the 400 Gb/s ratio (on screen in Section 5 and the
     # explorer's default); too much
     "05.2": [1.0, 2.22, 1.38, 1.9],
