@@ -152,27 +152,30 @@ _PARAM = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 def _check_function_fields(kind, params, draw, examples, solution, n_draws, time_limit) -> None:
     from .._validate import check_int, check_real
 
+    check_int("n_draws", n_draws, lo=1, hi=1000)
+    check_real("time_limit", time_limit, lo=0.01, hi=60.0)
+    for name, value in (("params", params), ("examples", examples)):
+        if isinstance(value, str) or not isinstance(value, (list, tuple)):
+            raise ValueError(f"{name} must be a list or tuple; got {_show(value)}")
+    if not isinstance(solution, str):
+        raise ValueError(f"solution must be a string; got {_show(solution)}")
     if kind != "function":
         if params or draw is not None or examples or solution:
             raise ValueError("params, draw, examples and solution belong to kind 'function'; "
                              f"got them for kind {_show(kind)}")
         return
-    if isinstance(params, str) or not isinstance(params, (list, tuple)) or not params or not all(
-            isinstance(p, str) and _PARAM.match(p) for p in params):
+    if not params or not all(isinstance(p, str) and _PARAM.match(p) for p in params):
         raise ValueError("params must list the argument names of the function to write, e.g. "
                          f"('H', 'k'); got {_show(params)}")
     if not callable(draw):
         raise ValueError("draw must be a function of a numpy Generator that returns one input "
                          f"tuple; got {_show(draw)}")
-    if isinstance(examples, str) or not isinstance(examples, (list, tuple)) or not all(
-            isinstance(e, (list, tuple)) and len(e) == len(params) for e in examples):
+    if not all(isinstance(e, (list, tuple)) and len(e) == len(params) for e in examples):
         raise ValueError(f"examples must be a list of {len(params)}-tuples (the inputs the page "
                          f"shows); got {_show(examples)}")
-    if not isinstance(solution, str) or not solution.strip():
+    if not solution.strip():
         raise ValueError("solution must be the worked formula, a Python expression in the "
                          f"arguments; got {_show(solution)}")
-    check_int("n_draws", n_draws, lo=1, hi=1000)
-    check_real("time_limit", time_limit, lo=0.01, hi=60.0)
 
 
 _REGISTRY: dict[str, Exercise] = {}
