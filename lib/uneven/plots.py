@@ -28,6 +28,7 @@ import matplotlib
 import numpy as np
 from matplotlib.collections import PolyCollection
 from matplotlib.figure import Figure
+from matplotlib.layout_engine import ConstrainedLayoutEngine
 from matplotlib.patches import FancyBboxPatch, Rectangle
 from matplotlib.ticker import MaxNLocator
 
@@ -323,6 +324,10 @@ class NotebookFigure(Figure):
         if layout is not None:
             layout = check_choice("layout", layout, _LAYOUTS)
         super().__init__(figsize=figsize, dpi=dpi, layout=layout)
+        if layout in ("constrained", "compressed"):  # the same layout, noting where it starts
+            engine = _LayoutFromStart(compress=layout == "compressed")
+            engine.set(**self.get_layout_engine().get())
+            self.set_layout_engine(engine)
 
     def _repr_mimebundle_(self, include=None, exclude=None):
         png = self.to_png()
@@ -538,8 +543,64 @@ def figures_dir() -> Path:
     return path
 
 
+# Constrained layout starts from where the axes stand: each rendering moves them a little (a
+# tick label more or less, a pixel of margin), and the next one starts from there. A figure saved
+# after it was shown (or saved before) came out a few pixels different from one saved fresh, so
+# `make figures` could change a committed PNG without a change to the notebook. save() puts every
+# axes and figure title back where it stood before the first rendering, so the file is what a
+# fresh figure gives, however often the figure was drawn.
+
+def _layout_items(fig: Figure) -> tuple[list, list]:
+    """What a layout engine moves: every axes of ``fig`` (colorbars included), and the figure's
+    super-title and super-labels."""
+    texts = [getattr(fig, k, None) for k in ("_suptitle", "_supxlabel", "_supylabel")]
+    return list(fig.axes), [t for t in texts if t is not None]
+
+
+def _remember_layout_start(fig: Figure) -> None:
+    """Before constrained layout moves anything in ``fig``: note where each axes and title not
+    seen before stands."""
+    start = fig.__dict__.setdefault("_uneven_layout_start", {})
+    axes, texts = _layout_items(fig)
+    for ax in axes:
+        if ax not in start:
+            start[ax] = (ax.get_position(original=True), ax.get_position(), ax.get_in_layout())
+    for text in texts:
+        if text not in start:
+            start[text] = (text.get_position(), text.get_verticalalignment())
+
+
+class _LayoutFromStart(ConstrainedLayoutEngine):
+    """Constrained layout that first notes where the axes stand (for :func:`save`)."""
+
+    def execute(self, fig):
+        _remember_layout_start(fig)
+        return super().execute(fig)
+
+
+def _restore_layout_start(fig: Figure) -> None:
+    """Put what constrained layout moved back where :func:`_remember_layout_start` saw it (a
+    figure without that layout engine is left as it is: only its own code moves its axes)."""
+    start = fig.__dict__.get("_uneven_layout_start")
+    if not start or not isinstance(fig.get_layout_engine(), ConstrainedLayoutEngine):
+        return
+    axes, texts = _layout_items(fig)
+    for ax in axes:
+        if ax in start:
+            original, active, in_layout = start[ax]
+            ax.set_position(original, which="original")
+            ax.set_position(active, which="active")
+            ax.set_in_layout(in_layout)  # set_position takes an axes out of the layout
+    for text in texts:
+        if text in start:
+            text.set_position(start[text][0])
+            text.set_verticalalignment(start[text][1])
+
+
 def save(fig: Figure, name: str) -> Path:
-    """Write ``fig`` as ``figures/<name>.png`` (name like ``'01_knee'``); return the path."""
+    """Write ``fig`` as ``figures/<name>.png`` (name like ``'01_knee'``); return the path. The
+    file does not depend on whether ``fig`` was shown or saved before (no ``Software`` entry
+    either: it does not name matplotlib's version)."""
     import re
 
     fig = _fig(fig)
@@ -548,6 +609,7 @@ def save(fig: Figure, name: str) -> Path:
         raise ValueError(f"name must be a bare file stem like '01_knee'; got {_show(name)}")
     _check_render("fig", "this figure", fig, _RC["savefig.dpi"])
     path = figures_dir() / f"{name}.png"
+    _restore_layout_start(fig)
     with style():
         fig.savefig(path, metadata={"Software": None})
     return path
