@@ -5,6 +5,8 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.uneven-installed
 LAB_PORT ?= 8888
 LAB_ARGS ?=
+# The folder the server shows (the tests point it at a scratch copy).
+LAB_ROOT ?= $(CURDIR)
 # Jupyter refuses to run as root unless told; CI and containers run as root.
 ROOT_ARG := $(if $(filter 0,$(shell id -u)),--allow-root,)
 
@@ -27,13 +29,21 @@ $(STAMP): pyproject.toml
 	$(BIN)/python tools/nbstrip.py install
 	touch $(STAMP)
 
-install: $(STAMP)
+# JupyterLab's settings overrides (tools/lab_overrides.json: no "Would you like to get notified
+# about official Jupyter news?" pop-up, no update check) go where the venv's JupyterLab reads them;
+# binder/postBuild puts the same file where Binder's does.
+LAB_OVERRIDES := $(VENV)/share/jupyter/lab/settings/overrides.json
+$(LAB_OVERRIDES): tools/lab_overrides.json $(STAMP)
+	mkdir -p $(dir $@)
+	cp tools/lab_overrides.json $@
+
+install: $(STAMP) $(LAB_OVERRIDES)
 
 # Localhost only; Jupyter's token auth stays on (never pass an empty token here). The URL it prints
 # (and opens) lands on the start page.
 lab: install
 	$(BIN)/jupyter lab --ServerApp.ip=127.0.0.1 --ServerApp.port=$(LAB_PORT) \
-		--ServerApp.root_dir=$(CURDIR) --LabApp.default_url=/lab/tree/notebooks/00_start_here.ipynb \
+		--ServerApp.root_dir=$(LAB_ROOT) --LabApp.default_url=/lab/tree/notebooks/00_start_here.ipynb \
 		--config=tools/lab_config.py \
 		$(ROOT_ARG) $(LAB_ARGS)
 

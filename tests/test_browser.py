@@ -3,12 +3,14 @@
 For each notebook: open it the way a reader does, fail on a kernel-selection dialog, check the
 kernel is the project's ``python3``, Run All from the Run menu, wait for every code cell to get an
 execution count, then scroll through it taking screenshots and count what is rendered: no error
-output, one rendered image per cell tagged ``figure``/``explorer`` and none elsewhere. In the
-explorer cell, move a slider and change a dropdown: the figure must change each time and no
-widget error may show. Then the slider that redrew is moved 10 more times and each move's latency
-(key press to the new figure decoded, timed in the page) is recorded; the median is a measurement
-(target <= 150 ms), never an assertion. Finally save from the File menu: the saved notebook must
-strip (with the git filter's options) to exactly the committed one.
+output, one rendered image per cell tagged ``figure``/``explorer`` and none elsewhere, and no
+"Would you like to get notified about official Jupyter news?" pop-up (the project's settings
+overrides turn it off; the server starts with no user settings). In the explorer cell, move a
+slider and change a dropdown: the figure must change each time and no widget error may show. Then
+the slider that redrew is moved 10 more times and each move's latency (key press to the new
+figure decoded, timed in the page) is recorded; the median is a measurement (target <= 150 ms),
+never an assertion. Finally save from the File menu: the saved notebook must strip (with the git
+filter's options) to exactly the committed one.
 
 Needs Playwright for Python (the ``browser`` extra) and a Chromium: Debian's ``chromium`` at
 ``/usr/bin/chromium`` or ``$UNEVEN_CHROMIUM``; Playwright's own browser download is never used.
@@ -181,11 +183,11 @@ def _free_port() -> int:
 
 def _server_env(tmp: Path, figures: Path) -> dict:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("JUPYTER", "JPY_"))}
+    # A reader's first visit: no user settings at all. The "Would you like to get notified about
+    # official Jupyter news?" pop-up stays away by the project's settings overrides alone
+    # (tools/lab_overrides.json, installed by `make install`), as in `make lab`.
     settings = tmp / "lab-user-settings"
-    notes = settings / "@jupyterlab" / "apputils-extension" / "notification.jupyterlab-settings"
-    notes.parent.mkdir(parents=True)
-    # No "would you like news?" toast over the notebook, no update check.
-    notes.write_text(json.dumps({"fetchNews": "false", "checkForUpdates": False}))
+    settings.mkdir()
     env.update(
         JUPYTER_PATH=str(VENV_JUPYTER),  # the venv's python3 kernel wins (as in the Makefile)
         JUPYTER_CONFIG_DIR=str(tmp / "jupyter-config"),
@@ -215,8 +217,7 @@ def lab(browser, tmp_path_factory):
     cmd = [str(jupyter), "lab", "--no-browser", "--ServerApp.ip=127.0.0.1",
            f"--ServerApp.port={port}", "--ServerApp.port_retries=0",
            f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={site}",
-           f"--config={ROOT / 'tools' / 'lab_config.py'}",  # make lab's save hook
-           "--LabApp.news_url=", "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate"]
+           f"--config={ROOT / 'tools' / 'lab_config.py'}"]  # make lab's save hook
     if os.geteuid() == 0:
         cmd.append("--allow-root")
     log = tmp / "server.log"
@@ -538,6 +539,10 @@ def _drive_explorer(page, name: str, index: int, shots: Path, latency: list) -> 
     return notes
 
 
+# JupyterLab 4's pop-up: "Would you like to get notified about official Jupyter news?"
+NEWS_POPUP = "official Jupyter news"
+
+
 def _save(page, lab: Lab, name: str) -> str:
     path = lab.notebooks / name
     before = path.stat().st_mtime_ns
@@ -595,6 +600,11 @@ def test_notebook_runs_and_renders_in_jupyterlab(path, lab, browser):
         assert record.images == len(figure_cells), (
             f"{name}: {record.images} rendered images, {len(figure_cells)} cells tagged "
             "figure/explorer")
+        # the page has been open for the whole run: a news pop-up would be showing by now
+        assert not page.get_by_text(NEWS_POPUP).count(), (
+            f"{name}: JupyterLab asks about Jupyter news (are the settings overrides of "
+            f"tools/lab_overrides.json in {VENV_JUPYTER / 'lab' / 'settings'}? make install "
+            "puts them there)")
         for index in explorers:
             record.explorer += _drive_explorer(page, name, index, shots, record.latency)
         saved = _save(page, lab, name)

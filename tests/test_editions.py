@@ -420,8 +420,12 @@ def test_every_notebook_page_shows_its_figures_as_images(site, path):
     assert page.count("explorer’s static figure") == wanted["explorer"]
     # a section's regression pins run in the tests; the reader's page leaves them out
     assert any(discover.is_check(c) for c in cells) and "tag_check" not in page
-    assert html.escape(online.binder_url(path.name)) in page
-    assert html.escape(online.colab_url(path.name)) in page
+    if online.published():
+        assert html.escape(online.binder_url(path.name)) in page
+        assert html.escape(online.colab_url(path.name)) in page
+    else:  # the stamp's plain note, and no link to a repository that does not exist
+        assert "Not published yet" in page
+        assert "mybinder.org/v2" not in page and "colab.research.google.com/github" not in page
     assert "widget-view" not in page and "<Figure size" not in page
 
 
