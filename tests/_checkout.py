@@ -27,3 +27,19 @@ def clean_copy(dest: Path) -> Path:
             (dest / rel).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(src, dest / rel)
     return dest
+
+
+def stop_process_group(proc) -> None:
+    """Stop a server started with ``start_new_session=True``: SIGTERM to its process group, then
+    SIGKILL if it has not gone within 30 s."""
+    import os
+    import signal
+
+    if proc.poll() is not None:
+        return
+    os.killpg(proc.pid, signal.SIGTERM)
+    try:
+        proc.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=30)

@@ -26,7 +26,6 @@ import os
 import re
 import secrets
 import shutil
-import signal
 import socket
 import statistics
 import subprocess
@@ -40,6 +39,7 @@ from pathlib import Path
 from urllib.parse import quote
 
 import pytest
+from _checkout import stop_process_group
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
@@ -242,13 +242,7 @@ def lab(browser, tmp_path_factory):
                 server.stop_kernels()
         except Exception:
             pass
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGTERM)
-            try:
-                proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait(timeout=30)
+        stop_process_group(proc)
 
 
 # ---- what the page shows ------------------------------------------------------------------------

@@ -24,7 +24,6 @@ import json
 import os
 import re
 import secrets
-import signal
 import socket
 import subprocess
 import sys
@@ -36,6 +35,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from _checkout import stop_process_group
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tools"))
@@ -135,13 +135,7 @@ def test_make_lab_starts_without_a_warning_and_saves_notebooks_without_outputs(t
         assert schema["checkForUpdates"]["default"] is False
         time.sleep(2)  # what the server logs once it is up (the language servers' scan) counts too
     finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGTERM)
-            try:
-                proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait(timeout=30)
+        stop_process_group(proc)
     text = log.read_text(errors="replace")
     assert "lab_extension | extension was successfully loaded" in text, text
     assert not WARNING.search(text), "the server log warns:\n" + "\n".join(
