@@ -14,7 +14,8 @@ attention's half square is inside ``alpha``; a pack costs ``sum s_k**2``, never
 ``(sum s_k)**2``. :func:`default_cost_model` fits it to the attention and MLP times ByteScale
 measured (Fig. 6a, read from an OCR of the figure [fig-OCR]; hardware undisclosed) and adds the
 attention projections to the MLP in proportion to their FLOPs (model). Training a layer costs three
-forwards (backward = 2x forward, compute and ring traffic alike; model). A piece of a ring of
+forwards (backward = 2x forward, compute and ring traffic alike; ``HdpSetup.backward_factor``;
+model). A piece of a ring of
 ``n`` ranks runs as in :func:`uneven.ring_attention.ring_layer_time` over the slowest hop of its
 ring (NVLink inside a node, the NIC across nodes, from :meth:`HdpSetup.topology`).
 
@@ -29,18 +30,22 @@ Three ways to run a step (:func:`schedule_step`):
   best-fit packed into ``C``-token packs that run on one rank and send no ring traffic. Items
   fill rounds of ``d_hdp`` ranks in data order, so every rank runs about the same number of
   micro-batches.
-* ``"balanced"`` — balanced HDP (the paper's Alg. 2, as this model reads it): items sorted by time,
-  longest first; repeatedly, the ranks whose load trails the maximum by more than ``delta`` (a
-  fraction of the maximum; all ranks when none trails) take the next items, least loaded first, a
-  ring item taking as many of them as it needs. Ranks may therefore run different numbers of
-  micro-batches. A long sequence that would otherwise keep the rest of the pool waiting gets
-  more ranks than ``ceil(s / C)``, at most as many as still hide its ring (:func:`widen_rings`;
-  the paper allows any rank count in [1, d_hdp]); the plan without widening is kept when it is
-  faster. ``balance="dp"`` balances the sum of a rank's micro-batches (DP-Balance);
-  ``balance="pp"`` balances a pipeline's 1F1B time, fill and drain included (PP-Balance:
-  ``(sum t_j + (pp - 1) max t_j) / pp``), and keeps each pipeline's micro-batches in descending
-  order so consecutive ones are alike. The scheduler keeps the naive plan if its own is slower
-  (``SequenceStep.fallback``).
+* ``"balanced"`` — balanced HDP (the paper's Alg. 2): the items are sorted by their work
+  (rank-seconds), largest first, and cut into buckets of about equal work (:func:`flop_buckets`;
+  how many the paper does not say: :func:`default_buckets`). Repeatedly, the ranks whose time
+  trails the busiest by more than ``delta`` (a fraction of its time; all ranks when none trails)
+  take items, lightest first: under ``balance="dp"`` (DP-Balance) from the first bucket that is
+  not empty, so a round runs one length level across the pool; under ``balance="pp"``
+  (PP-Balance) each from its own bucket in turn (rank ``r`` of ``R`` starts at bucket
+  ``r * B // R``; our reading of "all buckets in turn"), so a pipeline keeps to one length level
+  and the pipelines of short items run more of them. A ring item takes as many trailing ranks as
+  it needs. Ranks therefore run different numbers of micro-batches. With pipelines, PP-Balance
+  ranks a pipeline by its 1F1B time, fill and drain included (``(sum t_j + (pp - 1) max t_j) /
+  pp``; the model's estimate). Each sequence keeps the ranks its memory needs, as in Alg. 1.
+  Two variants of the model's own, off by default: ``balance="longest-first"`` (no buckets,
+  the 1F1B key) and ``widen=True`` (:func:`widen_rings`: long sequences take ranks that would
+  otherwise sit idle). The scheduler keeps the naive plan if its own is slower
+  (``SequenceStep.fallback``; the model's safeguard).
 
 The step: each rank (pipeline stage) runs its micro-batches in order; the ranks of a ring start
 a ring piece together (a zero-length barrier op in the timeline); with ``pp > 1`` every pipeline
@@ -57,7 +62,7 @@ micro-batch does not (:func:`assignment_gradient`).
 >>> lengths = global_batch(2**22, context=131072, seed=0)     # 4M tokens, up to 128K each
 >>> steps = compare_schemes(lengths, setup)
 >>> {name: round(s.step_time, 1) for name, s in steps.items()}
-{'static mesh': 13.8, 'naive HDP': 13.5, 'balanced HDP': 10.6}
+{'static mesh': 13.8, 'naive HDP': 13.5, 'balanced HDP': 10.7}
 """
 
 from __future__ import annotations
@@ -109,6 +114,10 @@ __all__ = [
     "schedule_step",
     "compare_schemes",
     "list_schedule",
+    "flop_buckets",
+    "default_buckets",
+    "BalancePlan",
+    "balance_rounds",
     "optimal_makespan",
     "assignment_gradient",
 ]
@@ -226,6 +235,18 @@ class CostModel(Checked):
             return float(fn(check_real(name, value, lo=0.0, hi=_MAX_TOKENS)))
         arr = as_float_array(name, value, lo=0.0, hi=_MAX_TOKENS)
         return fn(arr.reshape(np.shape(value)) if arr.size == np.size(value) else arr)
+
+    def scaled(self, attention: float = 1.0, linear: float = 1.0) -> CostModel:
+        """This model with its attention terms (``alpha``, ``beta_attn``) times ``attention`` and
+        its linear terms (``beta_linear``, ``gamma``) times ``linear`` (each in (0, 1e3]): a
+        slower or faster rank. Coefficients leaving [0, 1e6] are refused.
+
+        >>> CostModel(1e-11, 1e-7, 2e-7).scaled(2.0, 3.0).beta_linear
+        6e-07
+        """
+        a = check_real("attention", attention, lo=0.0, hi=1e3, lo_open=True)
+        b = check_real("linear", linear, lo=0.0, hi=1e3, lo_open=True)
+        return CostModel(self.alpha * a, self.beta_attn * a, self.beta_linear * b, self.gamma * b)
 
     def layer_time(self, lengths) -> float:
         """Forward time (s) of one layer for one pack of sequences ``lengths`` on one rank
@@ -465,7 +486,9 @@ class HdpSetup(Checked):
     ``tp`` GPUs per rank, ``pp`` pipeline stages; ``capacity``: tokens per rank per micro-batch
     (``C``); ``context``: the longest sequence; ``pcie_bw``: host-device bandwidth per GPU and
     direction (bytes/s, for offload). ``cost``: the :class:`CostModel`; ``None`` (the default)
-    means :func:`default_cost_model` of ``model`` (see :attr:`cost_model`). At most 131,072 GPUs;
+    means :func:`default_cost_model` of ``model`` (see :attr:`cost_model`). ``backward_factor``:
+    a layer's backward over its forward, compute and ring traffic alike (model: 2; in [0.5, 10];
+    :mod:`uneven.schedulers.calibration` fits it to ByteScale's Fig. 18b). At most 131,072 GPUs;
     ``capacity`` in [16, 2**24], ``context`` in [128, 2**30]; bandwidths in [1e3, 1e18] bytes/s.
     Checked when made, also by ``dataclasses.replace``.
 
@@ -484,6 +507,7 @@ class HdpSetup(Checked):
     nic_bw: float = real(lo=_BW[0], hi=_BW[1], unit="bytes/s", default=gbit_per_s(400))
     nvlink_bw: float = real(lo=_BW[0], hi=_BW[1], unit="bytes/s", default=gbyte_per_s(160))
     pcie_bw: float = real(lo=_BW[0], hi=_BW[1], unit="bytes/s", default=gbyte_per_s(50))
+    backward_factor: float = real(lo=0.5, hi=10.0, default=2.0)
 
     def __post_init__(self):
         check_fields(self)
@@ -877,7 +901,36 @@ def widen_rings(items: Items, setup: HdpSetup, *, slack: float = 1.0) -> Items:
 # --------------------------------------------------------------------------------------------
 
 SCHEMES = ("static", "naive", "balanced")
-BALANCES = ("dp", "pp")
+#: The balance scheduler's rules: the paper's DP-Balance and PP-Balance (Alg. 2), and the model's
+#: longest-first variant (no buckets; a pipeline's 1F1B time as its key).
+BALANCES = ("dp", "pp", "longest-first")
+
+
+def flop_buckets(work, n_buckets: int) -> tuple[np.ndarray, np.ndarray]:
+    """Alg. 2's buckets [paper]: items sorted by ``work`` (FLOPs, or rank-seconds), largest
+    first, cut into ``n_buckets`` runs of about equal total work. Returns ``(order, ptr)``: bucket
+    ``b`` holds items ``order[ptr[b]:ptr[b + 1]]`` (an item whose work straddles a boundary goes
+    where its work starts, so a bucket may be empty when one item outweighs it). ``work``:
+    finite numbers >= 0 (at most 1e40); ``n_buckets`` in [1, 2**20].
+
+    >>> order, ptr = flop_buckets([1.0, 8.0, 1.0, 4.0, 2.0], 2)
+    >>> order.tolist(), ptr.tolist()       # 8 | 4 + 2 + 1 + 1: equal halves of 16
+    ([1, 3, 4, 0, 2], [0, 1, 5])
+    """
+    w = as_float_array("work", work, ndim=1, lo=0.0, hi=_MAX_TIME)
+    B = check_int("n_buckets", n_buckets, lo=1, hi=1 << 20)
+    order = np.argsort(-w, kind="stable").astype(np.int64)
+    return order, _bucket_ptr(w[order], B)
+
+
+def _bucket_ptr(sorted_work, B):
+    total = float(sorted_work.sum())
+    before = np.cumsum(sorted_work) - sorted_work
+    b = np.floor(before * B / total + 1e-12) if total > 0 else np.zeros(sorted_work.size)
+    counts = np.bincount(np.clip(b, 0, B - 1).astype(np.int64), minlength=B)
+    ptr = np.zeros(B + 1, dtype=np.int64)
+    np.cumsum(counts, out=ptr[1:])
+    return ptr
 
 
 def _static_assign(items: Items, setup: HdpSetup):
@@ -931,20 +984,77 @@ def _reference_naive(order, width, R):
 
 
 @njit
-def _balance_kernel(order, width, t_intra, t_inter, R, delta, p, pp_mode, align,
-                    ranks_per_node, item_ptr, ranks, slots, load,
+def _place(i, chosen, w, t_intra, t_inter, ranks_per_node, item_ptr, ranks, slots, load, count,
+           maxt, key, p, pp_key, align, kmax, item_start):  # pragma: no cover - compiled
+    """Put item ``i`` on the ranks ``chosen[:w]``: it starts when the last of them is free
+    (``item_start[i]``). Updates the ranks' loads, counts and keys; returns the new largest
+    key."""
+    start = 0.0
+    slot = 0
+    node0 = -1
+    intra = ranks_per_node > 1
+    for j in range(w):
+        r = chosen[j]
+        if load[r] > start:
+            start = load[r]
+        if count[r] > slot:
+            slot = count[r]
+        nd = r // ranks_per_node if ranks_per_node > 0 else r
+        if node0 < 0:
+            node0 = nd
+        elif nd != node0:
+            intra = False
+    if w == 1:
+        intra = True
+    t = t_intra[i] if intra else t_inter[i]
+    item_start[i] = start
+    base = item_ptr[i]
+    for j in range(w):
+        r = chosen[j]
+        ranks[base + j] = r
+        if align:
+            slots[base + j] = slot
+            count[r] = slot + 1
+        else:
+            slots[base + j] = count[r]
+            count[r] += 1
+        load[r] = start + t
+        if t > maxt[r]:
+            maxt[r] = t
+        key[r] = (load[r] + (p - 1) * maxt[r]) / p if pp_key else load[r]
+        if key[r] > kmax:
+            kmax = key[r]
+    return kmax
+
+
+@njit
+def _balance_kernel(order, bucket_ptr, width, t_intra, t_inter, R, delta, p, mode, align,
+                    ranks_per_node, item_ptr, ranks, slots, load, item_start,
                     max_steps=2**62):  # pragma: no cover - compiled
     """Rounds of the balance scheduler; fills ``ranks``/``slots`` per item, ``load`` per rank.
 
-    ``load`` is the finish estimate of a rank (exact for ``p = 1``: a ring starts when its last
-    member is free); the balance key is ``load`` (DP) or ``(load + (p - 1) max_t) / p`` (PP).
-    Returns the items placed, or -1 when the rounds would take more than ``max_steps`` steps
-    (a round sorts the ``R`` ranks: about ``R log2 R`` steps).
+    ``order``: the items sorted, cut into buckets ``order[bucket_ptr[b]:bucket_ptr[b + 1]]``.
+    Each round, the ranks whose key trails the largest by more than ``delta`` (all ranks when
+    none does) take items, lightest rank first. ``mode`` 0 (DP-Balance) and 2 (longest-first):
+    the next items of ``order`` (the first bucket that is not empty); mode 1 (PP-Balance): each
+    trailing rank takes the next item of its own bucket, ``b = r * B // R``, or of the next
+    bucket that is not empty. A ring item takes more trailing ranks (the lightest); when too few
+    trail, the round ends, or, if it has placed nothing, the item takes the lightest ranks.
+    ``load`` is a rank's finish estimate (exact for ``p = 1``); the key is ``load`` (mode 0) or
+    ``(load + (p - 1) max_t) / p`` (modes 1, 2: a pipeline's 1F1B time); ``item_start``: each
+    item's start estimate (exact for ``p = 1``). Returns the items
+    placed, or -1 when the rounds would take more than ``max_steps`` steps (a round sorts the
+    ``R`` ranks: about ``R log2 R`` steps).
     """
     n = order.size
+    B = bucket_ptr.size - 1
+    bpos = bucket_ptr[:-1].copy()
     count = np.zeros(R, dtype=np.int64)
     maxt = np.zeros(R)
     key = np.zeros(R)
+    used = np.zeros(R, dtype=np.bool_)
+    chosen = np.empty(R, dtype=np.int64)
+    pp_key = mode != 0
     for r in range(R):
         load[r] = 0.0
     pos = 0
@@ -962,100 +1072,138 @@ def _balance_kernel(order, width, t_intra, t_inter, R, delta, p, pp_mode, align,
             n_s += 1
         if n_s == 0:
             n_s = R
+        if mode != 1:
+            k = 0
+            while k < n_s and pos < n:
+                i = order[pos]
+                w = width[i]
+                if k + w <= n_s:
+                    lo = k
+                    k += w
+                elif k == 0:
+                    lo = 0
+                    k = n_s
+                else:
+                    break
+                for j in range(w):
+                    chosen[j] = srt[lo + j]
+                kmax = _place(i, chosen, w, t_intra, t_inter, ranks_per_node, item_ptr, ranks,
+                              slots, load, count, maxt, key, p, pp_key, align, kmax, item_start)
+                pos += 1
+            continue
+        for j in range(R):
+            used[j] = False
+        placed = 0
         k = 0
         while k < n_s and pos < n:
-            i = order[pos]
+            r = srt[k]
+            if used[r]:
+                k += 1
+                continue
+            b = (r * B) // R
+            while bpos[b] >= bucket_ptr[b + 1]:  # an item is left somewhere: pos < n
+                b = (b + 1) % B
+            i = order[bpos[b]]
             w = width[i]
-            if k + w <= n_s:
-                lo = k
-                k += w
-            elif k == 0:
-                lo = 0
+            m = 1
+            chosen[0] = r
+            q = k + 1
+            while m < w and q < n_s:
+                if not used[srt[q]]:
+                    chosen[m] = srt[q]
+                    m += 1
+                q += 1
+            if m < w:
+                if placed > 0:
+                    break
+                for j in range(w):  # nothing placed yet: the lightest ranks, and the round ends
+                    chosen[j] = srt[j]
                 k = n_s
-            else:
-                break
-            start = 0.0
-            slot = 0
-            node0 = -1
-            intra = ranks_per_node > 1
             for j in range(w):
-                r = srt[lo + j]
-                if load[r] > start:
-                    start = load[r]
-                if count[r] > slot:
-                    slot = count[r]
-                nd = r // ranks_per_node if ranks_per_node > 0 else r
-                if node0 < 0:
-                    node0 = nd
-                elif nd != node0:
-                    intra = False
-            if w == 1:
-                intra = True
-            t = t_intra[i] if intra else t_inter[i]
-            base = item_ptr[i]
-            for j in range(w):
-                r = srt[lo + j]
-                ranks[base + j] = r
-                if align:
-                    slots[base + j] = slot
-                    count[r] = slot + 1
-                else:
-                    slots[base + j] = count[r]
-                    count[r] += 1
-                load[r] = start + t
-                if t > maxt[r]:
-                    maxt[r] = t
-                if pp_mode:
-                    key[r] = (load[r] + (p - 1) * maxt[r]) / p
-                else:
-                    key[r] = load[r]
-                if key[r] > kmax:
-                    kmax = key[r]
+                used[chosen[j]] = True
+            kmax = _place(i, chosen, w, t_intra, t_inter, ranks_per_node, item_ptr, ranks, slots,
+                          load, count, maxt, key, p, pp_key, align, kmax, item_start)
+            bpos[b] += 1
             pos += 1
+            placed += 1
+            k += 1
     return pos
 
 
-def _reference_balance(order, width, t_intra, t_inter, R, delta, p, pp_mode, align,
+def _reference_balance(order, bucket_ptr, width, t_intra, t_inter, R, delta, p, mode, align,
                        ranks_per_node):
     """The same rounds with plain lists: item -> (ranks, slots); and the final loads."""
     load, key, maxt, count = [0.0] * R, [0.0] * R, [0.0] * R, [0] * R
     out = {}
-    pos, kmax = 0, 0.0
     order = list(order)
+    buckets = [order[bucket_ptr[b]:bucket_ptr[b + 1]] for b in range(len(bucket_ptr) - 1)]
+    B = len(buckets)
+    state = {"kmax": 0.0}
+
+    def place(i, chosen):
+        nodes = {(r // ranks_per_node) if ranks_per_node > 0 else r for r in chosen}
+        intra = len(chosen) == 1 or (ranks_per_node > 1 and len(nodes) == 1)
+        t = t_intra[i] if intra else t_inter[i]
+        start = max(load[r] for r in chosen)
+        slot = max(count[r] for r in chosen)
+        slots = []
+        for r in chosen:
+            if align:
+                slots.append(slot)
+                count[r] = slot + 1
+            else:
+                slots.append(count[r])
+                count[r] += 1
+            load[r] = start + t
+            maxt[r] = max(maxt[r], t)
+            key[r] = (load[r] + (p - 1) * maxt[r]) / p if mode != 0 else load[r]
+            state["kmax"] = max(state["kmax"], key[r])
+        out[i] = (list(chosen), slots)
+
+    pos = 0
     while pos < len(order):
         srt = sorted(range(R), key=lambda r: (key[r], r))
-        thr = kmax * (1.0 - delta)
-        trailing = [r for r in srt if key[r] < thr]
-        n_s = len(trailing) or R
-        k = 0
-        while k < n_s and pos < len(order):
-            i = order[pos]
-            w = width[i]
-            if k + w <= n_s:
-                chosen, k = srt[k:k + w], k + w
-            elif k == 0:
-                chosen, k = srt[:w], n_s
-            else:
-                break
-            nodes = {(r // ranks_per_node) if ranks_per_node > 0 else r for r in chosen}
-            intra = w == 1 or (ranks_per_node > 1 and len(nodes) == 1)
-            t = t_intra[i] if intra else t_inter[i]
-            start = max(load[r] for r in chosen)
-            slot = max(count[r] for r in chosen)
-            slots = []
-            for r in chosen:
-                if align:
-                    slots.append(slot)
-                    count[r] = slot + 1
+        thr = state["kmax"] * (1.0 - delta)
+        n_s = len([r for r in srt if key[r] < thr]) or R
+        trailing = srt[:n_s]
+        if mode != 1:
+            k = 0
+            while k < n_s and pos < len(order):
+                i = order[pos]
+                w = width[i]
+                if k + w <= n_s:
+                    chosen, k = srt[k:k + w], k + w
+                elif k == 0:
+                    chosen, k = srt[:w], n_s
                 else:
-                    slots.append(count[r])
-                    count[r] += 1
-                load[r] = start + t
-                maxt[r] = max(maxt[r], t)
-                key[r] = (load[r] + (p - 1) * maxt[r]) / p if pp_mode else load[r]
-                kmax = max(kmax, key[r])
-            out[i] = (list(chosen), slots)
+                    break
+                place(i, chosen)
+                pos += 1
+            continue
+        used, placed = set(), 0
+        for k, r in enumerate(trailing):
+            if pos == len(order):
+                break
+            if r in used:
+                continue
+            b = r * B // R
+            while not buckets[b]:
+                b = (b + 1) % B
+            i = buckets[b][0]
+            free = [q for q in trailing[k + 1:] if q not in used]
+            if 1 + len(free) < width[i]:
+                if placed:
+                    break
+                chosen = srt[:width[i]]
+            else:
+                chosen = [r] + free[:width[i] - 1]
+            used.update(chosen)
+            place(i, chosen)
+            buckets[b].pop(0)
             pos += 1
+            placed += 1
+            if len(chosen) > 1 + len(free):
+                break
     return out, load
 
 
@@ -1067,14 +1215,14 @@ def _reference_balance(order, width, t_intra, t_inter, R, delta, p, pp_mode, ali
 @njit
 def _step_dag(p, R, rank_ptr, rank_items, item_ptr, t_f, act, act_intra_bw, act_inter_bw,
               act_lat_intra, act_lat_inter, tp, dur, res, kind, item_of, rank_of, slot_of,
-              src, dst, dly, opid):  # pragma: no cover - compiled
+              src, dst, dly, opid, bwd=2.0):  # pragma: no cover - compiled
     """Ops (1F1B per stage, or one F+B op per slot when p = 1), ring barriers and edges.
 
     Compute ops are numbered resource by resource in run order (the engine's default order);
     ``opid[(rank_ptr[r] + slot) * 2p + 2s + k]`` is the op of kind k (0 F, 1 B) on stage s (for
     p = 1 only k = 0, kind code 2 = F + B). A ring item gets one zero-length barrier per stage
     and kind, on a resource of its own: it waits for every member's previous op and stage input,
-    and the members' ops wait for it. Returns (n_ops, n_edges).
+    and the members' ops wait for it. A backward takes ``bwd`` forwards. Returns (n_ops, n_edges).
     """
     n = 0
     for r in range(R):
@@ -1085,7 +1233,7 @@ def _step_dag(p, R, rank_ptr, rank_items, item_ptr, t_f, act, act_intra_bw, act_
             if p == 1:
                 for j in range(m):
                     it = rank_items[lo + j]
-                    dur[n] = 3.0 * t_f[it] if it >= 0 else 0.0
+                    dur[n] = (1.0 + bwd) * t_f[it] if it >= 0 else 0.0
                     res[n] = res_id
                     kind[n] = 2
                     item_of[n] = it
@@ -1113,7 +1261,7 @@ def _step_dag(p, R, rank_ptr, rank_items, item_ptr, t_f, act, act_intra_bw, act_
                     j = step - w - (m - w)
                 it = rank_items[lo + j]
                 base = t_f[it] if it >= 0 else 0.0
-                dur[n] = base if k_op == 0 else 2.0 * base
+                dur[n] = base if k_op == 0 else bwd * base
                 res[n] = res_id
                 kind[n] = k_op
                 item_of[n] = it
@@ -1189,7 +1337,7 @@ def _step_dag(p, R, rank_ptr, rank_items, item_ptr, t_f, act, act_intra_bw, act_
     return n, e
 
 
-def _reference_step(p, R, rank_lists, widths, t_f, act, bw, lat, tp):
+def _reference_step(p, R, rank_lists, widths, t_f, act, bw, lat, tp, bwd=2.0):
     """Pure-Python twin of the DAG build + timeline: per op (rank, stage, kind, slot) its
     (start, finish). ``rank_lists[r]``: item per slot (-1 empty); ``bw``/``lat``: (intra, inter)
     for activation messages. Fixed-point relaxation in 1F1B order, ring members together."""
@@ -1213,7 +1361,7 @@ def _reference_step(p, R, rank_lists, widths, t_f, act, bw, lat, tp):
                 base = t_f[it] if it >= 0 else 0.0
                 index[r, s, k_op, j] = len(ops)
                 ops.append((r, s, k_op, j, it))
-                durs.append({0: 1.0, 1: 2.0, 2: 3.0}[k_op] * base)
+                durs.append({0: 1.0, 1: bwd, 2: 1.0 + bwd}[k_op] * base)
                 res.append(r * p + s)
                 deps.append([])
     barriers = {}
@@ -1341,16 +1489,20 @@ class SequenceStep(Checked):
 
 
 def schedule_step(lengths, setup: HdpSetup, scheme: str = "balanced", *, balance: str = "dp",
-                  delta: float = 0.0, offload: bool = False, widen: bool = True,
-                  items: Items | None = None, _naive: SequenceStep | None = None) -> SequenceStep:
+                  delta: float = 0.0, offload: bool = False, widen: bool = False,
+                  n_buckets: int | None = None, items: Items | None = None,
+                  _naive: SequenceStep | None = None) -> SequenceStep:
     """Schedule and time one step of the global batch ``lengths`` (see the module doc).
 
-    ``scheme``: ``"static"``, ``"naive"`` or ``"balanced"`` (:data:`SCHEMES`); ``balance``:
-    ``"dp"`` or ``"pp"`` (balanced only); ``delta`` in [0, 1): how far below the busiest rank a
-    rank must trail to take more work; ``offload``: HDP's selective offload (see
-    :func:`select_ranks`); ``widen`` (balanced only): let the scheduler give long sequences the
-    ranks that would otherwise sit idle (:func:`widen_rings`; it keeps the plan without widening
-    when that is faster). Pass ``items`` from :func:`plan_items` to reuse them.
+    ``scheme``: ``"static"``, ``"naive"`` or ``"balanced"`` (:data:`SCHEMES`); ``balance``
+    (balanced only): ``"dp"`` or ``"pp"`` (Alg. 2's DP- and PP-Balance) or ``"longest-first"``
+    (the model's variant, :data:`BALANCES`); ``delta`` in [0, 1): how far below the busiest rank,
+    as a fraction of its time, a rank must trail to take more work; ``n_buckets``: Alg. 2's
+    buckets (in [1, 2**20]; ``None``: :func:`default_buckets`); ``offload``: HDP's selective
+    offload (see :func:`select_ranks`); ``widen`` (balanced only; the model's variant, off by
+    default): give long sequences the ranks that would otherwise sit idle (:func:`widen_rings`;
+    the plan without widening is kept when faster). Pass ``items`` from :func:`plan_items` to
+    reuse them.
     """
     _check_setup(setup)
     scheme = check_choice("scheme", scheme, SCHEMES)
@@ -1358,6 +1510,8 @@ def schedule_step(lengths, setup: HdpSetup, scheme: str = "balanced", *, balance
     delta = check_real("delta", delta, lo=0.0, hi=1.0, hi_open=True)
     offload = check_bool("offload", offload)
     widen = check_bool("widen", widen)
+    if n_buckets is not None:
+        n_buckets = check_int("n_buckets", n_buckets, lo=1, hi=1 << 20)
     if items is None:
         items = plan_items(lengths, setup, scheme, offload=offload)
     elif not isinstance(items, Items) or (items.scheme == "static") != (scheme == "static"):
@@ -1372,9 +1526,9 @@ def schedule_step(lengths, setup: HdpSetup, scheme: str = "balanced", *, balance
                                    and _naive.offload == offload):
         raise ValueError("_naive must be the naive step of the same items and setup, or None; "
                          f"got {_show(_naive)}")
-    step = _place_and_run(items, setup, scheme, balance, delta, offload)
+    step = _place_and_run(items, setup, scheme, balance, delta, offload, n_buckets)
     if scheme == "balanced":
-        wide = _widened_step(items, setup, balance, delta, offload) if widen else None
+        wide = _widened_step(items, setup, balance, delta, offload, n_buckets) if widen else None
         if wide is not None and wide.step_time < step.step_time:
             step = wide
         naive = _naive if _naive is not None else schedule_step(
@@ -1386,27 +1540,46 @@ def schedule_step(lengths, setup: HdpSetup, scheme: str = "balanced", *, balance
     return step
 
 
-def _balance_plan(items, setup, balance, delta, item_ptr):
-    """The balance rounds on ``items``: ranks and slots per item, and each rank's estimated
-    finish (s; exact when ``pp = 1``)."""
+def default_buckets(widths, n_ranks: int) -> int:
+    """The number of Alg. 2's buckets when none is given (model; the paper does not say): the
+    mean number of micro-batches per rank, ``ceil(sum(widths) / n_ranks)``, at least 1 and at
+    most the number of items."""
+    w = as_int_array("widths", widths, ndim=1, lo=1)
+    R = check_int("n_ranks", n_ranks, lo=1, hi=_MAX_GPUS)
+    if w.size == 0:
+        raise ValueError("widths must hold at least one item")
+    return int(min(w.size, max(1, -(-int(w.sum()) // R))))
+
+
+def _balance_plan(items, setup, balance, delta, item_ptr, n_buckets=None):
+    """The balance rounds on ``items``: ranks and slots per item, each rank's estimated finish
+    (s; exact when ``pp = 1``), and the number of buckets used."""
     R, p = setup.d_hdp, setup.pp
-    t_unit = 3.0 * setup.model.layers  # a rank's whole share of the model, forward + backward
+    # a rank's whole share of the model, forward + backward
+    t_unit = (1.0 + setup.backward_factor) * setup.model.layers
     t_in = items.fwd_intra * t_unit
     t_out = items.fwd_inter * t_unit
-    order = np.argsort(-t_out, kind="stable").astype(np.int64)
+    mode = BALANCES.index(balance)
+    if mode == 2:
+        order = np.argsort(-t_out, kind="stable").astype(np.int64)
+        bucket_ptr = np.array([0, items.n], dtype=np.int64)
+    else:
+        B = default_buckets(items.width, R) if n_buckets is None else min(n_buckets, items.n)
+        order, bucket_ptr = flop_buckets(t_out * items.width, B)
     ranks = np.empty(item_ptr[-1], dtype=np.int64)
     slots = np.empty(item_ptr[-1], dtype=np.int64)
     load = np.empty(R)
     limit = max_steps()
-    done = _balance_kernel(order, items.width, t_in, t_out, R, delta, p, balance == "pp", p > 1,
-                           setup.ranks_per_node, item_ptr, ranks, slots, load, limit)
+    done = _balance_kernel(order, bucket_ptr, items.width, t_in, t_out, R, delta, p, mode, p > 1,
+                           setup.ranks_per_node, item_ptr, ranks, slots, load,
+                           np.empty(items.n), limit)
     if done < 0:
         check_steps("lengths", items.tokens, limit + 1, f"balance rounds over {R} ranks, "
                     "stopped at the limit")
     return ranks, slots, load
 
 
-def _widened_step(items, setup, balance, delta, offload):
+def _widened_step(items, setup, balance, delta, offload, n_buckets):
     """Among the widths :func:`widen_rings` gives for :data:`WIDEN_SLACKS`, the balanced step
     that ends first, or None when no ring is widened. With ``pp = 1`` the balance rounds' finish
     is exact and picks the widths; with pipelines every candidate is timed."""
@@ -1424,13 +1597,14 @@ def _widened_step(items, setup, balance, delta, offload):
         for wide in cands:
             ptr = np.zeros(wide.n + 1, dtype=np.int64)
             np.cumsum(wide.width, out=ptr[1:])
-            ends.append(float(_balance_plan(wide, setup, balance, delta, ptr)[2].max()))
+            ends.append(float(_balance_plan(wide, setup, balance, delta, ptr, n_buckets)[2].max()))
         cands = [cands[int(np.argmin(ends))]]
-    steps = [_place_and_run(w, setup, "balanced", balance, delta, offload) for w in cands]
+    steps = [_place_and_run(w, setup, "balanced", balance, delta, offload, n_buckets)
+             for w in cands]
     return min(steps, key=lambda st: st.step_time)
 
 
-def _place_and_run(items, setup, scheme, balance, delta, offload):
+def _place_and_run(items, setup, scheme, balance, delta, offload, n_buckets=None):
     """Assign ``items`` to ranks and slots under ``scheme`` and time the step."""
     R = setup.d_hdp
     item_ptr = np.zeros(items.n + 1, dtype=np.int64)
@@ -1446,7 +1620,7 @@ def _place_and_run(items, setup, scheme, balance, delta, offload):
         slots = np.empty(item_ptr[-1], dtype=np.int64)
         _naive_kernel(items.order, items.width, R, ranks, slots, item_ptr)
     else:
-        ranks, slots, _ = _balance_plan(items, setup, balance, delta, item_ptr)
+        ranks, slots, _ = _balance_plan(items, setup, balance, delta, item_ptr, n_buckets)
     return _run(items, setup, scheme, balance, delta, offload, item_ptr, ranks, slots,
                 setup.layers_per_stage)
 
@@ -1505,7 +1679,7 @@ def _run(items, setup, scheme, balance, delta, offload, item_ptr, ranks, slots, 
     n, e = _step_dag(p, R, rank_ptr, rank_items, item_ptr, t_f,
                      np.ascontiguousarray(items.act_bytes), act_intra_bw, act_inter_bw,
                      hops["intra_lat"], hops["inter_lat"], setup.tp, dur, res, kind, item_of,
-                     rank_of, slot_of, src, dst, dly, opid)
+                     rank_of, slot_of, src, dst, dly, opid, setup.backward_factor)
     from ..engines.timeline import edges_to_csr, run_timeline
 
     ptr, psrc, pdly = edges_to_csr(n, src[:e], dst[:e], dly[:e])
@@ -1515,14 +1689,15 @@ def _run(items, setup, scheme, balance, delta, offload, item_ptr, ranks, slots, 
     d_of = dur[:n][keep]
     it_of = item_of[:n][keep]
     busy_res = np.bincount(r_of, weights=d_of, minlength=R * p)
-    mult = np.where(kind[:n][keep] == 2, 3.0, np.where(kind[:n][keep] == 1, 2.0, 1.0))
+    bwd = setup.backward_factor
+    mult = np.where(kind[:n][keep] == 2, 1.0 + bwd, np.where(kind[:n][keep] == 1, bwd, 1.0))
     exp_res = np.bincount(r_of, weights=mult * exposed[it_of] * layers, minlength=R * p)
     busy = busy_res.reshape(R, p).max(axis=1)
     exposed_rank = exp_res.reshape(R, p).max(axis=1)
     mbs = np.bincount(ranks, minlength=R)
     compute_time = tl.makespan
     sync = setup.grad_sync_time()
-    unit = 3.0 * t_f  # one item's work on one of its ranks, one stage
+    unit = (1.0 + bwd) * t_f  # one item's work on one of its ranks, one stage
     longest = float(unit.max()) * p if unit.size else 0.0  # one micro-batch through every stage
     per_stage = float((unit * items.width).sum()) / R  # every stage runs all its micro-batches
     lower = max(longest, per_stage) + sync
@@ -1538,7 +1713,8 @@ def _run(items, setup, scheme, balance, delta, offload, item_ptr, ranks, slots, 
 
 
 def compare_schemes(lengths, setup: HdpSetup, *, balance: str = "dp", delta: float = 0.0,
-                    offload: bool = False, widen: bool = True) -> dict:
+                    offload: bool = False, widen: bool = False,
+                    n_buckets: int | None = None) -> dict:
     """The three schemes on one global batch: ``{"static mesh": ..., "naive HDP": ...,
     "balanced HDP": ...}`` (:class:`SequenceStep` each; HDP items are planned once)."""
     _check_setup(setup)
@@ -1550,7 +1726,8 @@ def compare_schemes(lengths, setup: HdpSetup, *, balance: str = "dp", delta: flo
     items = plan_items(lengths, setup, "naive", offload=offload)
     naive = schedule_step(lengths, setup, "naive", offload=offload, items=items)
     bal = schedule_step(lengths, setup, "balanced", balance=balance, delta=delta,
-                        offload=offload, widen=widen, items=items, _naive=naive)
+                        offload=offload, widen=widen, n_buckets=n_buckets, items=items,
+                        _naive=naive)
     return {"static mesh": static, "naive HDP": naive, "balanced HDP": bal}
 
 
@@ -1584,12 +1761,89 @@ def list_schedule(durations, widths, n_ranks: int, *, delta: float = 0.0) -> flo
     slots = np.empty(ptr[-1], dtype=np.int64)
     load = np.empty(R)
     limit = max_steps()
-    done = _balance_kernel(order, w, d, d, R, delta, 1, False, False, 0, ptr, ranks, slots, load,
-                           limit)
+    one = np.array([0, d.size], dtype=np.int64)
+    done = _balance_kernel(order, one, w, d, d, R, delta, 1, 0, False, 0, ptr, ranks, slots,
+                           load, np.empty(d.size), limit)
     if done < 0:
         check_steps("durations", d, limit + 1, f"balance rounds over {R} ranks, stopped at the "
                     "limit")
     return float(load.max()) if d.size else 0.0
+
+
+@dataclass(frozen=True)
+class BalancePlan:
+    """Where :func:`balance_rounds` put each item (times in s): ``ranks[i]`` (a tuple of rank
+    ids), ``start``/``finish`` per item, ``bucket`` per item (its Alg. 2 bucket), ``load`` per
+    rank (its finish), ``makespan``."""
+
+    balance: str
+    ranks: tuple
+    start: np.ndarray
+    finish: np.ndarray
+    bucket: np.ndarray
+    load: np.ndarray
+    makespan: float
+
+
+def balance_rounds(durations, widths, n_ranks: int, *, balance: str = "dp",
+                   n_buckets: int | None = None, delta: float = 0.0,
+                   stages: int = 1) -> BalancePlan:
+    """The balance scheduler's rounds on bare items, for small worked examples: item ``i``
+    needs ``widths[i]`` ranks at once for ``durations[i]`` seconds.
+
+    ``balance``: ``"dp"`` (Alg. 2's DP-Balance: the trailing ranks take the next items of the
+    first bucket, so a round runs one length level), ``"pp"`` (PP-Balance: each trailing rank
+    takes from its own bucket in turn, ``b = r * B // R``, so a rank keeps to one length level)
+    or ``"longest-first"`` (the model's variant: no buckets); ``n_buckets`` in [1, 2**20]
+    (``None``: :func:`default_buckets`); ``delta`` in [0, 1); ``stages`` in [1, 256]: with more
+    than one, the PP rules rank a pipeline by its 1F1B time ``(sum t + (stages - 1) max t) /
+    stages`` (the model's estimate). At most 10,000 items (durations in [0, 1e30] s) and 4,096
+    ranks.
+
+    >>> t = [4, 4, 2, 2, 2, 2, 1, 1, 1, 1]       # buckets of 10 s: 4, 4, 2 | 2, 2, 2, 1 x 4
+    >>> dp = balance_rounds(t, [1] * 10, 4, n_buckets=2)
+    >>> pp = balance_rounds(t, [1] * 10, 4, balance="pp", n_buckets=2)
+    >>> dp.ranks[:4], pp.ranks[:4]           # PP: ranks 0, 1 keep to bucket 0, ranks 2, 3 to 1
+    (((0,), (1,), (2,), (3,)), ((0,), (1,), (0,), (2,)))
+    >>> dp.makespan, pp.makespan             # with one stage, keeping to a bucket costs time
+    (5.0, 6.0)
+    """
+    d = as_float_array("durations", durations, ndim=1, lo=0.0, hi=1e30, unit="s")
+    w = as_int_array("widths", widths, ndim=1, shape=(d.size,), lo=1)
+    R = check_int("n_ranks", n_ranks, lo=1, hi=4096)
+    balance = check_choice("balance", balance, BALANCES)
+    delta = check_real("delta", delta, lo=0.0, hi=1.0, hi_open=True)
+    p = check_int("stages", stages, lo=1, hi=256)
+    if not 1 <= d.size <= 10_000:
+        raise ValueError(f"durations must hold 1 to 10,000 items; got {d.size}")
+    if w.max() > R:
+        raise ValueError(f"widths must be <= n_ranks={R}; the widest item needs {w.max()}")
+    B = default_buckets(w, R) if n_buckets is None else check_int("n_buckets", n_buckets, lo=1,
+                                                                    hi=1 << 20)
+    mode = BALANCES.index(balance)
+    if mode == 2:
+        order = np.argsort(-d, kind="stable").astype(np.int64)
+        bucket_ptr = np.array([0, d.size], dtype=np.int64)
+    else:
+        order, bucket_ptr = flop_buckets(d * w, min(B, d.size))
+    ptr = np.zeros(d.size + 1, dtype=np.int64)
+    np.cumsum(w, out=ptr[1:])
+    ranks = np.empty(ptr[-1], dtype=np.int64)
+    slots = np.empty(ptr[-1], dtype=np.int64)
+    load = np.empty(R)
+    start = np.empty(d.size)
+    _balance_kernel(order, bucket_ptr, w, d, d, R, delta, p, mode, False, 0, ptr, ranks, slots,
+                    load, start)
+    bucket = np.empty(d.size, dtype=np.int64)
+    bucket[order] = np.repeat(np.arange(bucket_ptr.size - 1), np.diff(bucket_ptr))
+    finish = start + d
+    for a in (start, finish, bucket, load):
+        a.flags.writeable = False
+    return BalancePlan(balance=balance,
+                       ranks=tuple(tuple(int(r) for r in ranks[ptr[i]:ptr[i + 1]])
+                                   for i in range(d.size)),
+                       start=start, finish=finish, bucket=bucket, load=load,
+                       makespan=float(load.max()))
 
 
 def optimal_makespan(durations, widths, n_ranks: int) -> float:

@@ -1,0 +1,129 @@
+"""Calibrating the HDP model to ByteScale's own case-study rank (Fig. 18 of arXiv:2502.21231 v1).
+
+:func:`~uneven.schedulers.sequences.default_cost_model` takes a rank's per-layer times from
+ByteScale's Fig. 6a, a profile whose hardware and configuration the paper does not give. Its
+case study (LLaMA-7B, 2M context, 1,024 GPUs, Byted data) prints per-layer times for the ranks
+that ran it in Fig. 18a, and forward against backward in Fig. 18b, all read from an OCR of the
+figures [fig-OCR] (:data:`FIG18`). :func:`fit_fig18` fits three factors to them, each against
+the same quantity in the model (units: s, bytes/s):
+
+* **attention**: a 312K sequence on 39 ranks (compute-bound in the model: its ring hides) —
+  scales the cost model's attention terms;
+* **MLP**: 8K tokens per rank, against Fig. 6a's own MLP reading at 8K — scales the linear
+  terms;
+* **ring step**: attention over the 256 ranks of a static-mesh micro-batch of short sequences
+  (transfer-bound: each of its 255 ring steps moves 8K tokens of KV) — sets the NIC rate that
+  makes one step take what the paper's did;
+* **backward**: the middle of Fig. 18b's 2.3-2.5x.
+
+>>> fit = fit_fig18()
+>>> round(fit.attention_scale, 2), round(fit.linear_scale, 2), round(fit.nic_bw * 8 / 1e9)
+(4.52, 5.28, 84)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from .._validate import check_instance
+from .sequences import HdpSetup, default_cost_model
+
+__all__ = ["FIG18", "Fig18Fit", "fit_fig18"]
+
+#: ByteScale Fig. 18 [fig-OCR], per-layer forward times of the case study's ranks (s) and the
+#: backward/forward ratio. ``ring_*``: (tokens of the sequence, ranks of its ring, attention s).
+FIG18 = {
+    "mlp_8k": (9e-3, 10e-3),  # MLP, 8K tokens per rank (a range read off the figure)
+    "ring_312k": (312 * 1024, 39, 110e-3),  # HDP: a 312K sequence on 39 ranks
+    "ring_static": (256, 405e-3),  # the static mesh: attention over 256 ranks
+    "backward_over_forward": (2.3, 2.5),  # Fig. 18b
+}
+
+_MLP_6A_8K = 1.8e-3  # Fig. 6a's MLP at 8K tokens [fig-OCR] (s)
+
+
+@dataclass(frozen=True)
+class Fig18Fit:
+    """The fitted factors and the setup that uses them.
+
+    ``attention_scale``/``linear_scale``: the paper's rank over the Fig. 6a model, attention and
+    linear terms; ``nic_bw``: the per-GPU NIC rate (bytes/s) that gives Fig. 18a's ring step;
+    ``backward_factor``; ``setup``: the input setup with all four applied; ``rows``: per reading
+    ``(what, paper s, model before s, model after s)``; ``nic_bw_before``: the input's NIC rate.
+    """
+
+    attention_scale: float
+    linear_scale: float
+    nic_bw: float
+    backward_factor: float
+    setup: HdpSetup
+    rows: tuple
+    nic_bw_before: float
+
+    @property
+    def report(self) -> str:
+        """The readings, the paper's value beside the model's before and after (ms)."""
+        lines = [f"{'Fig. 18 reading [fig-OCR]':44s} {'paper':>9s} {'model, Fig. 6a':>15s} "
+                 f"{'calibrated':>11s}"]
+        for what, paper, before, after in self.rows:
+            lines.append(f"{what:44s} {paper * 1e3:7.1f} ms {before * 1e3:12.1f} ms "
+                         f"{after * 1e3:8.1f} ms")
+        lines.append(f"fitted: attention x{self.attention_scale:.2f}, MLP x{self.linear_scale:.2f}"
+                     f", NIC {self.nic_bw * 8 / 1e9:.0f} Gb/s per GPU effective (was "
+                     f"{self.nic_bw_before * 8 / 1e9:.0f}), backward = "
+                     f"{self.backward_factor:g} x forward (was 2) (model)")
+        return "\n".join(lines)
+
+
+def _ring_attention(setup, tokens, width, lengths=None):
+    """Attention part (s) of one layer forward of a ring item across nodes: ``width`` ranks,
+    ``tokens`` in total (one sequence, or ``lengths`` packed)."""
+    cost = setup.cost_model
+    s = np.asarray([tokens] if lengths is None else lengths, dtype=np.float64)
+    att = float(cost._att(s).sum())
+    step_c = att / width**2
+    hops = setup.hops()
+    step_t = tokens / width * setup.model.kv_bytes_per_token / hops["inter_bw"] + hops["inter_lat"]
+    return step_c + (width - 1) * max(step_c, step_t), step_c
+
+
+def fit_fig18(setup: HdpSetup | None = None) -> Fig18Fit:
+    """Fit the attention, MLP, ring-step and backward factors of ``setup`` (default
+    ``HdpSetup()``: the case study's 512 ranks of 2 GPUs, C = 8K) to :data:`FIG18` (model)."""
+    setup = HdpSetup() if setup is None else check_instance("setup", setup, HdpSetup,
+                                                            "e.g. HdpSetup()")
+    base = replace(setup, cost=default_cost_model(setup.model))
+    s312, n312, t312 = FIG18["ring_312k"]
+    n_static, t_static = FIG18["ring_static"]
+    mlp_paper = float(np.mean(FIG18["mlp_8k"]))
+    att_before, _ = _ring_attention(base, s312, n312)
+    k_att = t312 / att_before
+    k_lin = mlp_paper / _MLP_6A_8K
+    cost = base.cost_model.scaled(k_att, k_lin)
+    # a static-mesh micro-batch of short sequences: d_cp * C tokens of 4K sequences
+    C = setup.capacity
+    short = [4096] * (n_static * C // 4096)
+    pack_tokens = float(sum(short))
+    slow = replace(base, cost=cost)
+    static_before, _ = _ring_attention(base, pack_tokens, n_static, short)
+    _, step_c = _ring_attention(slow, pack_tokens, n_static, short)
+    step_t = (t_static - step_c) / (n_static - 1)
+    lat = slow.hops()["inter_lat"]
+    if not step_t > max(step_c, lat):
+        raise ValueError(f"setup={setup!r}: Fig. 18a's ring step cannot be transfer-bound here")
+    per_rank_bw = (pack_tokens / n_static) * setup.model.kv_bytes_per_token / (step_t - lat)
+    nic = per_rank_bw / setup.tp
+    bwd = float(np.mean(FIG18["backward_over_forward"]))
+    fitted = replace(base, cost=cost, nic_bw=nic, backward_factor=bwd)
+    mlp_before = _MLP_6A_8K
+    rows = (
+        ("attention, 312K sequence on 39 ranks (HDP)", t312, att_before,
+         _ring_attention(fitted, s312, n312)[0]),
+        ("attention, micro-batch on 256 ranks (static)", t_static, static_before,
+         _ring_attention(fitted, pack_tokens, n_static, short)[0]),
+        ("MLP, 8K tokens per rank", mlp_paper, mlp_before, mlp_before * k_lin),
+    )
+    return Fig18Fit(attention_scale=k_att, linear_scale=k_lin, nic_bw=nic, backward_factor=bwd,
+                    setup=fitted, rows=rows, nic_bw_before=setup.nic_bw)
