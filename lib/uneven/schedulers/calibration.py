@@ -18,7 +18,7 @@ the same quantity in the model (units: s, bytes/s):
 
 >>> fit = fit_fig18()
 >>> round(fit.attention_scale, 2), round(fit.linear_scale, 2), round(fit.nic_bw * 8 / 1e9)
-(4.52, 5.28, 84)
+(4.52, 5.28, 85)
 """
 
 from __future__ import annotations

@@ -108,6 +108,7 @@ __all__ = [
     "plan_items",
     "WIDEN_SLACKS",
     "widen_rings",
+    "minimal_offload",
     "SCHEMES",
     "BALANCES",
     "SequenceStep",
@@ -819,6 +820,34 @@ def _timed_items(scheme, seq_ptr, seq_ids, tokens, width, attention, ratio, orde
     for a in arrays.values():
         a.flags.writeable = False
     return trusted(Items, scheme=scheme, **arrays)
+
+
+def minimal_offload(items: Items, setup: HdpSetup) -> Items:
+    """Alg. 1 read literally [paper]: every single-sequence HDP item gets the fewest ranks its
+    memory allows with offload, :func:`offload_ranks`'s ``D(s)``, at the largest offload ratio
+    the copy hides behind (re-timed; packs unchanged). The model's own rule is
+    :func:`select_ranks` with ``offload=True``, which keeps a ring as wide as still hides its
+    transfer; this is the other reading, for comparison.
+
+    >>> setup = HdpSetup()
+    >>> items = plan_items([2**21, 4096], setup, "naive")
+    >>> items.width.tolist(), minimal_offload(items, setup).width.tolist()
+    ([256, 1], [16, 1])
+    """
+    check_instance("items", items, Items, "from plan_items(...)")
+    _check_setup(setup)
+    if items.scheme == "static":
+        raise ValueError("items must be HDP items (scheme 'naive' or 'balanced'), not the static "
+                         "mesh's packs")
+    single = (np.diff(items.seq_ptr) == 1) & (items.tokens >= setup.capacity)
+    width = items.width.astype(np.int64).copy()
+    ratio = items.offload_ratio.copy()
+    if single.any():
+        D, r = offload_ranks(items.tokens[single], setup)
+        width[single] = D
+        ratio[single] = np.where(D < np.ceil(items.tokens[single] / setup.capacity), r, 0.0)
+    return _timed_items(items.scheme, items.seq_ptr, items.seq_ids, items.tokens, width,
+                        items.attention, ratio, items.order, setup)
 
 
 #: The targets (multiples of ``W / R``) the balance scheduler tries when it widens rings; it
