@@ -83,8 +83,8 @@ def _kernel_rows():
     S._reference_balance(order.tolist(), bucket_ptr.tolist(), w.tolist(), d, d, R, 0.0, 1, 1,
                          False, 4)
     reference = time.perf_counter() - t0
-    rows.append({"benchmark": "sequences balance rounds (PP-Balance, 8 buckets) vs pure-Python reference",
-                 "size": f"{n_items:,} items (10% rings of 2-63 ranks) on {R} ranks",
+    rows.append({"benchmark": "sequences balance rounds (PP-Balance) vs pure-Python reference",
+                 "size": f"{n_items:,} items (10% rings of 2-63 ranks), 8 buckets, {R} ranks",
                  "seconds": engine, "reference_seconds": reference,
                  "ratio": reference / engine, "metric": "", "target": None, "met": None})
     return rows

@@ -265,3 +265,23 @@ def test_each_section_pins_its_numbers_in_one_collapsed_check_cell(path):
             assert not later, f"{path.name}: {cell.id} is not the last code cell of its section"
         n_checks += len(checks)
     assert n_checks > 0
+
+
+# Notebooks in their second edition: the core path (markdown before the Appendix, solutions and
+# stamps aside) is at most ~3,000 words, and the model's explorations sit in an Appendix.
+SECOND_EDITIONS = ["02_bytescale.ipynb"]
+
+
+@pytest.mark.parametrize("name", SECOND_EDITIONS)
+def test_core_path_is_at_most_3000_words_with_an_appendix_after_it(name):
+    cells = nbformat.read(ROOT / "notebooks" / name, as_version=4).cells
+    words, appendix = 0, False
+    for cell in cells:
+        if cell.cell_type != "markdown" or _tags(cell) & {"solution", "stamp"}:
+            continue
+        if cell.source.startswith("## Appendix"):
+            appendix = True
+            break
+        words += len(cell.source.split())
+    assert appendix, f"{name} has no '## Appendix' section"
+    assert words <= 3000, f"{name}: the core path has {words:,} words of prose"

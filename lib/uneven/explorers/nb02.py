@@ -681,8 +681,11 @@ def context_figure(contexts, throughput: dict, *, dashed: dict | None = None,
         ax.set_xticks(x, [_k(int(c)) for c in x])
         ax.minorticks_off()
         ax.set_yscale("log")
-        ticks = [0.25, 0.5, 1, 2, 4, 8]
+        ys = np.concatenate([np.asarray(v) for v in (*throughput.values(), *dashed.values())])
+        lo, hi = np.floor(np.log2(ys.min() / 1e6)), np.ceil(np.log2(ys.max() / 1e6))
+        ticks = [2.0**k for k in range(int(lo), int(hi) + 1)]
         ax.set_yticks(ticks, [f"{t:g}" for t in ticks])
+        ax.set_ylim(ticks[0], ticks[-1])
         ax.yaxis.set_minor_locator(NullLocator())
         ax.set_xlabel("context length (tokens; static mesh d_cp = context / 8K)")
         ax.set_ylabel("throughput (M tokens/s, log)")
