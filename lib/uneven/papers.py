@@ -146,19 +146,19 @@ PAPERS = (
                        "context", "paper", "production", "undisclosed",
                        "production cluster (more than 12,000 GPUs in all)", None,
                        "the setting LLaMA-7B on 1,024 GPUs is the chapter's [chapter]; arXiv "
-                       "v1's figure does not pin down the panel", "02 §11"),
+                       "v1's figure does not pin down the panel", "02 §9"),
               Evidence("2.41× on production data at 16,384 GPUs, Mistral-8×22B, 2M tokens",
                        "chapter", "production", "undisclosed", "16,384 GPUs", (16384, 16384),
-                       "not in arXiv v1; presumably the camera-ready; unverified", "02 §9"),
+                       "not in arXiv v1; presumably the camera-ready; unverified", "02 App. C"),
               Evidence("Byted data: up to 4.26×; case study 8 min 40 s → 4 min 32 s → "
                        "2 min 37 s (3.31×)", "paper", "production", "undisclosed",
-                       "LLaMA-7B, 2M context, 1,024 GPUs", (1024, 1024), "", "02 §4–6"),
+                       "LLaMA-7B, 2M context, 1,024 GPUs", (1024, 1024), "", "02 §4–5"),
               Evidence("ablation 1.59× → 2.01× → 3.69× → 3.89× (dynamic communication, "
                        "offload, balance, data loader)", "paper", "production", "undisclosed",
                        "1,024 GPUs", (1024, 1024), "", "02 §6"),
               Evidence("PP-Balance 3.42–4.28×, DP-Balance 6.21–7.89× at 2M, GitHub data",
                        "paper", "production", "undisclosed", "70B and MoE models", None, "",
-                       "02 §8"),
+                       "02 App. B"),
           ),
           artifact="none",
           system="balanced HDP", short="long sequence"),
