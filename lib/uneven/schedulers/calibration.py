@@ -27,6 +27,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from .._fields import Checked, check_fields, instance, real
 from .._validate import check_instance
 from .sequences import HdpSetup, default_cost_model
 
@@ -45,22 +46,42 @@ _MLP_6A_8K = 1.8e-3  # Fig. 6a's MLP at 8K tokens [fig-OCR] (s)
 
 
 @dataclass(frozen=True)
-class Fig18Fit:
+class Fig18Fit(Checked):
     """The fitted factors and the setup that uses them.
 
     ``attention_scale``/``linear_scale``: the paper's rank over the Fig. 6a model, attention and
-    linear terms; ``nic_bw``: the per-GPU NIC rate (bytes/s) that gives Fig. 18a's ring step;
-    ``backward_factor``; ``setup``: the input setup with all four applied; ``rows``: per reading
-    ``(what, paper s, model before s, model after s)``; ``nic_bw_before``: the input's NIC rate.
+    linear terms (each in (0, 1e3]); ``nic_bw``: the per-GPU NIC rate (bytes/s) that gives Fig.
+    18a's ring step; ``backward_factor``; ``setup``: the input setup with all four applied;
+    ``nic_bw_before``: the input's NIC rate. Checked when made.
     """
 
-    attention_scale: float
-    linear_scale: float
-    nic_bw: float
-    backward_factor: float
-    setup: HdpSetup
-    rows: tuple
-    nic_bw_before: float
+    attention_scale: float = real(lo=0.0, hi=1e3, lo_open=True)
+    linear_scale: float = real(lo=0.0, hi=1e3, lo_open=True)
+    nic_bw: float = real(lo=1e3, hi=1e18, unit="bytes/s")
+    backward_factor: float = real(lo=0.5, hi=10.0)
+    setup: HdpSetup = instance(HdpSetup, "e.g. HdpSetup()", repr=False)
+    nic_bw_before: float = real(lo=1e3, hi=1e18, unit="bytes/s")
+
+    def __post_init__(self):
+        check_fields(self)
+
+    @property
+    def rows(self) -> tuple:
+        """Per reading ``(what, paper s, model before s, model after s)``."""
+        base = replace(self.setup, cost=default_cost_model(self.setup.model),
+                       nic_bw=self.nic_bw_before, backward_factor=2.0)
+        s312, n312, t312 = FIG18["ring_312k"]
+        n_static, t_static = FIG18["ring_static"]
+        short, tokens = _static_pack(self.setup)
+        mlp = float(np.mean(FIG18["mlp_8k"]))
+        return (
+            ("attention, 312K sequence on 39 ranks (HDP)", t312,
+             _ring_attention(base, s312, n312)[0], _ring_attention(self.setup, s312, n312)[0]),
+            ("attention, micro-batch on 256 ranks (static)", t_static,
+             _ring_attention(base, tokens, n_static, short)[0],
+             _ring_attention(self.setup, tokens, n_static, short)[0]),
+            ("MLP, 8K tokens per rank", mlp, _MLP_6A_8K, _MLP_6A_8K * self.linear_scale),
+        )
 
     @property
     def report(self) -> str:
@@ -75,6 +96,13 @@ class Fig18Fit:
                      f"{self.nic_bw_before * 8 / 1e9:.0f}), backward = "
                      f"{self.backward_factor:g} x forward (was 2) (model)")
         return "\n".join(lines)
+
+
+def _static_pack(setup):
+    """A static-mesh micro-batch of short sequences: ``d_cp * C`` tokens of 4K sequences."""
+    n_static = FIG18["ring_static"][0]
+    short = [4096] * (n_static * setup.capacity // 4096)
+    return short, float(sum(short))
 
 
 def _ring_attention(setup, tokens, width, lengths=None):
@@ -102,12 +130,8 @@ def fit_fig18(setup: HdpSetup | None = None) -> Fig18Fit:
     k_att = t312 / att_before
     k_lin = mlp_paper / _MLP_6A_8K
     cost = base.cost_model.scaled(k_att, k_lin)
-    # a static-mesh micro-batch of short sequences: d_cp * C tokens of 4K sequences
-    C = setup.capacity
-    short = [4096] * (n_static * C // 4096)
-    pack_tokens = float(sum(short))
+    short, pack_tokens = _static_pack(setup)
     slow = replace(base, cost=cost)
-    static_before, _ = _ring_attention(base, pack_tokens, n_static, short)
     _, step_c = _ring_attention(slow, pack_tokens, n_static, short)
     step_t = (t_static - step_c) / (n_static - 1)
     lat = slow.hops()["inter_lat"]
@@ -117,13 +141,5 @@ def fit_fig18(setup: HdpSetup | None = None) -> Fig18Fit:
     nic = per_rank_bw / setup.tp
     bwd = float(np.mean(FIG18["backward_over_forward"]))
     fitted = replace(base, cost=cost, nic_bw=nic, backward_factor=bwd)
-    mlp_before = _MLP_6A_8K
-    rows = (
-        ("attention, 312K sequence on 39 ranks (HDP)", t312, att_before,
-         _ring_attention(fitted, s312, n312)[0]),
-        ("attention, micro-batch on 256 ranks (static)", t_static, static_before,
-         _ring_attention(fitted, pack_tokens, n_static, short)[0]),
-        ("MLP, 8K tokens per rank", mlp_paper, mlp_before, mlp_before * k_lin),
-    )
     return Fig18Fit(attention_scale=k_att, linear_scale=k_lin, nic_bw=nic, backward_factor=bwd,
-                    setup=fitted, rows=rows, nic_bw_before=setup.nic_bw)
+                    setup=fitted, nic_bw_before=setup.nic_bw)

@@ -74,7 +74,18 @@ from numbers import Real
 
 import numpy as np
 
-from .._fields import Checked, array, check_fields, choice, flag, instance, integer, real, text
+from .._fields import (
+    Checked,
+    array,
+    check_fields,
+    choice,
+    flag,
+    instance,
+    integer,
+    items,
+    real,
+    text,
+)
 from .._jit import njit
 from .._validate import (
     _show,
@@ -1800,18 +1811,26 @@ def list_schedule(durations, widths, n_ranks: int, *, delta: float = 0.0) -> flo
 
 
 @dataclass(frozen=True)
-class BalancePlan:
+class BalancePlan(Checked):
     """Where :func:`balance_rounds` put each item (times in s): ``ranks[i]`` (a tuple of rank
     ids), ``start``/``finish`` per item, ``bucket`` per item (its Alg. 2 bucket), ``load`` per
-    rank (its finish), ``makespan``."""
+    rank (its finish), ``makespan``. Checked when made (:func:`balance_rounds` builds it without
+    re-checking): a name from :data:`BALANCES`, one tuple of rank ids per item, finite times >= 0
+    (at most 1e40); the arrays are read-only."""
 
-    balance: str
-    ranks: tuple
-    start: np.ndarray
-    finish: np.ndarray
-    bucket: np.ndarray
-    load: np.ndarray
-    makespan: float
+    balance: str = choice(lambda: BALANCES)
+    ranks: tuple = items(items(integer(lo=0, hi=_MAX_GPUS - 1), hi=_MAX_GPUS), hi=1 << 20)
+    start: np.ndarray = array(shape=lambda pl: (len(pl.ranks),), lo=0.0, hi=_MAX_TIME,
+                              repr=False)
+    finish: np.ndarray = array(shape=lambda pl: (len(pl.ranks),), lo=0.0, hi=_MAX_TIME,
+                               repr=False)
+    bucket: np.ndarray = array("int", shape=lambda pl: (len(pl.ranks),), lo=0, repr=False)
+    load: np.ndarray = array(ndim=1, nonempty=True, lo=0.0, hi=_MAX_TIME, repr=False)
+    makespan: float = real(lo=0.0, hi=_MAX_TIME, unit="s")
+    check_first = ("ranks",)
+
+    def __post_init__(self):
+        check_fields(self)
 
 
 def balance_rounds(durations, widths, n_ranks: int, *, balance: str = "dp",
@@ -1868,11 +1887,11 @@ def balance_rounds(durations, widths, n_ranks: int, *, balance: str = "dp",
     finish = start + d
     for a in (start, finish, bucket, load):
         a.flags.writeable = False
-    return BalancePlan(balance=balance,
-                       ranks=tuple(tuple(int(r) for r in ranks[ptr[i]:ptr[i + 1]])
-                                   for i in range(d.size)),
-                       start=start, finish=finish, bucket=bucket, load=load,
-                       makespan=float(load.max()))
+    return trusted(BalancePlan, balance=balance,
+                   ranks=tuple(tuple(int(r) for r in ranks[ptr[i]:ptr[i + 1]])
+                               for i in range(d.size)),
+                   start=start, finish=finish, bucket=bucket, load=load,
+                   makespan=float(load.max()))
 
 
 def optimal_makespan(durations, widths, n_ranks: int) -> float:
