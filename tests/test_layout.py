@@ -269,7 +269,7 @@ def test_each_section_pins_its_numbers_in_one_collapsed_check_cell(path):
 
 # Notebooks in their second edition: the core path (markdown before the Appendix, solutions and
 # stamps aside) is at most ~3,000 words, and the model's explorations sit in an Appendix.
-SECOND_EDITIONS = ["02_bytescale.ipynb"]
+SECOND_EDITIONS = ["01_attack_of_the_bubbles.ipynb", "02_bytescale.ipynb"]
 
 
 @pytest.mark.parametrize("name", SECOND_EDITIONS)
