@@ -623,6 +623,7 @@ def simulate_pipeline(
     hol: bool = False,
     cap=None,
     plan_delays=None,
+    warmups=None,
 ) -> PipelineResult:
     """Simulate one training iteration of ``schedule`` (see the module doc for the model).
 
@@ -636,6 +637,9 @@ def simulate_pipeline(
     ``plan_delays`` (``replay`` of a dispatched kind only; same shapes as ``delays``): the link
     delays the order is planned under before it is replayed; default zero, a healthy network.
     The PipeMorph artifact's Fig. 8 plans each curve's order this way, under a small delay.
+    ``warmups`` (``replan`` only): the warm-up counts to dispatch with instead of
+    :func:`replan_warmups`'s (``p`` integers in [1, m], not increasing along the pipe), e.g. to
+    search over plans (:mod:`uneven.schedulers.warmup_search`).
 
     Size: one iteration has ``2 p (2 or 3) m v`` op slots (compute ops and their sends), about
     320 bytes each, within the memory budget of :mod:`uneven.limits` (2 GiB by default: e.g.
@@ -649,7 +653,7 @@ def simulate_pipeline(
     [0.39, 0.4, 0.42]
     """
     if (type(schedule) is PipelineSchedule and type(mode) is str and mode == "replay"
-            and type(hol) is bool and cap is None and plan_delays is None):
+            and type(hol) is bool and cap is None and plan_delays is None and warmups is None):
         # The common call, checked in one pass; anything unusual takes the full checks below,
         # which name the culprit.
         quick = _quick_inputs(schedule, t_f, t_b, t_w, delays, transfer)
@@ -669,7 +673,13 @@ def simulate_pipeline(
                              f"zb-h2, zb, greedy); got kind={sched.kind!r}, mode={mode!r}")
         pd = _link_array("plan_delays", plan_delays, p, v)
     _check_size(sched, mode, tf, tb, tw, ld if pd is None else np.maximum(ld, pd), lt)
-    warm = _mode_warmups(sched, mode, ld, tf, cap)
+    if warmups is not None:
+        if mode != "replan" or cap is not None:
+            raise ValueError(f"warmups applies to mode='replan' without cap; got mode={mode!r}, "
+                             f"cap={cap!r}")
+        warm = _check_warmups(warmups, p, sched.m)
+    else:
+        warm = _mode_warmups(sched, mode, ld, tf, cap)
     plan = None if pd is None else _plan(sched, tf, tb, tw, pd, lt, hol)
     return _simulate(sched, tf, tb, tw, ld, lt, mode, hol, warm, plan=plan)
 
