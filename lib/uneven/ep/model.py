@@ -383,7 +383,10 @@ def fanout_per_token(
     """Per-token copies of the relay dispatch, averaged over tokens.
 
     Tokens start on GPUs spread evenly over the group; returns ``ib_copies`` (copies that cross
-    the network), ``nvlink_copies`` (forwards plus same-node sends), ``nodes`` (distinct nodes),
+    the network), ``nvlink_copies`` (forwards plus same-node sends), ``own_node_sends`` (the
+    same-node sends: NVLink, no NIC), ``nvl_writes`` (one NVLink-buffer write per distinct target
+    GPU, a forwarder's write to itself included, as DeepEP's kernels make them), ``nodes``
+    (distinct nodes),
     ``experts_per_node`` (k / nodes) and ``target_gpus_per_node`` (distinct target GPUs per
     node reached). ``n_tokens`` is rounded down to a multiple of the GPU count (at least one
     token per GPU). Sizes as in :func:`route_ep_group`.
@@ -400,9 +403,17 @@ def fanout_per_token(
                             gpus_per_node, 1.0, mode="relay", n_gpus=n_gpus)
     T = routing.expert_ids.shape[0]
     nodes = t.nodes_per_token.mean()
+    # per token: its distinct target GPUs, and those on its own node other than its source
+    gpu = routing.expert_gpu[routing.expert_ids]  # (T, k)
+    srt = np.sort(gpu, axis=1)
+    distinct = np.concatenate([np.ones((T, 1), bool), srt[:, 1:] != srt[:, :-1]], axis=1)
+    src = routing.src_gpu[:, None]
+    own = distinct & (srt // gpus_per_node == src // gpus_per_node) & (srt != src)
     return {
         "ib_copies": t.network_bytes / T,
         "nvlink_copies": t.nvlink_bytes / T,
+        "own_node_sends": float(own.sum() / T),
+        "nvl_writes": float(distinct.sum() / T),
         "nodes": float(nodes),
         "experts_per_node": k / float(nodes),
         "target_gpus_per_node": float(t.gpus_per_token.mean() / nodes),

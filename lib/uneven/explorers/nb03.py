@@ -32,7 +32,8 @@ from ._common import curve as _curve
 
 __all__ = ["DeepSeekState", "deepseek_state", "draw_deepseek", "deepseek_explorer", "DEEPEP",
            "DEEPEP_LABEL", "FABRIC_CASES", "deepep_table", "fabric_times", "decode_bound_curves",
-           "bytes_per_token_figure", "deepep_figure", "planes_figure", "tpot_figure"]
+           "bytes_per_token_figure", "deepep_figure", "planes_figure", "tpot_figure",
+           "COPY_SETTINGS", "copy_table"]
 
 #: The control ``benchmarks/bench_widgets.py`` moves, and the values it moves it through.
 BENCH_CONTROL = ("ib_gbps", (200.0, 300.0, 400.0, 500.0, 600.0))
@@ -416,7 +417,51 @@ def deepep_table(rows: list, rows_fwd: list) -> SimpleNamespace:
                      f"{r['dispatch_logical_GBps']:8.1f} {r['dispatch_bound']:>8} | "
                      f"{f['dispatch_logical_GBps']:6.1f} {f['dispatch_bound']:>7} | "
                      f"{ratio[r['ep']][0]:.2f} → {ratio[r['ep']][1]:.2f}")
-    return SimpleNamespace(ratio=ratio, report="\n".join(lines))
+    # calibrate: one efficiency for the NIC-bound rows DeepEP itself measured (EP32, EP64)
+    fit_eps = [e for e in (32, 64) if e in ratio and DEEPEP_LABEL.get(e) == "repo"]
+    eta = float(np.mean([ratio[e][0] for e in fit_eps])) if fit_eps else 1.0
+    residual = {e: ratio[e][0] / eta - 1.0 for e in ratio}
+    lines.append(f"one efficiency fitted to EP{' and EP'.join(map(str, fit_eps))} (NIC-bound, "
+                 f"[repo]): η = {eta:.2f} of the model's rate (model); measured / (η × model) − 1: "
+                 + ", ".join(f"EP{e} {100 * v:+.0f}%" for e, v in residual.items()))
+    return SimpleNamespace(ratio=ratio, eta=eta, residual=residual, report="\n".join(lines))
+
+
+#: Section 2's settings for :func:`copy_table`: label -> (node cap M, experts per token k, nodes).
+COPY_SETTINGS = {"DeepSeek-V3: M = 4, k = 8, 8 nodes": (4, 8, 8),
+                 "free routing: M = 8, k = 8": (8, 8, 8),
+                 "13 experts: M = 4, k = 13": (4, 13, 8),
+                 "32 experts on one node: M = 1, k = 32": (1, 32, 8),
+                 "the same on 4 nodes": (1, 32, 4)}
+
+
+def copy_table(settings: dict | None = None, n_tokens: int = 8192) -> SimpleNamespace:
+    """Sections 1-2: per token, averaged over ``n_tokens`` tokens with i.i.d. scores, the copies
+    one GPU makes under one copy per node: IB copies, NVLink copies (forwards on the other nodes
+    plus the sends to its own node, which use no NIC), NVLink-buffer writes (DeepEP's count, the
+    forwarders' writes to themselves included) and NVLink copies per IB copy, with the bound
+    ``7 N / (N - 1)`` of an N-node cluster of 8-GPU nodes. ``settings``: label -> (M, k, nodes),
+    default :data:`COPY_SETTINGS` (each an int triple, 2 to 256 nodes, 1 <= M <= nodes);
+    ``n_tokens`` in [1, 2**20]. ``rows[label]`` is :func:`uneven.ep.fanout_per_token`'s dict."""
+    from ..ep import fanout_per_token
+
+    settings = COPY_SETTINGS if settings is None else settings
+    check_dict("settings", settings, key=lambda k: isinstance(k, str), hi=12,
+               item=lambda v: (isinstance(v, tuple) and len(v) == 3
+                               and all(is_int(x) and 1 <= x <= 256 for x in v)
+                               and v[2] >= 2 and v[0] <= v[2]))
+    n_tokens = check_int("n_tokens", n_tokens, lo=1, hi=1 << 20)
+    rows = {label: fanout_per_token(m, k, n_nodes=n, n_tokens=n_tokens)
+            for label, (m, k, n) in settings.items()}
+    lines = [f"{'per token (model)':38s} {'IB':>5s} {'NVLink':>7s} {'of which':>9s} {'NVL':>6s} "
+             f"{'NVLink / IB':>11s} {'bound':>6s}",
+             f"{'':38s} {'copies':>5s} {'copies':>7s} {'own node':>9s} {'writes':>6s}"]
+    for label, r in rows.items():
+        n = settings[label][2]
+        lines.append(f"{label:38s} {r['ib_copies']:5.2f} {r['nvlink_copies']:7.2f} "
+                     f"{r['own_node_sends']:9.2f} {r['nvl_writes']:6.2f} "
+                     f"{r['nvlink_copies'] / r['ib_copies']:11.2f} {7 * n / (n - 1):6.2f}")
+    return SimpleNamespace(rows=rows, report="\n".join(lines))
 
 
 #: Section 4's fabrics: label -> (fabric, cross-rail path) of :func:`uneven.topology.h800_cluster`.
