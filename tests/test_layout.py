@@ -267,9 +267,11 @@ def test_each_section_pins_its_numbers_in_one_collapsed_check_cell(path):
     assert n_checks > 0
 
 
-# Notebooks in their second edition: the core path (markdown before the Appendix, solutions and
-# stamps aside) is at most ~3,000 words, and the model's explorations sit in an Appendix.
-SECOND_EDITIONS = ["01_attack_of_the_bubbles.ipynb", "02_bytescale.ipynb"]
+# Notebooks in their second edition: the core path (markdown before the Appendix, if any;
+# solutions and stamps aside) is at most ~3,000 words; detours and the model's explorations go to
+# an Appendix after the takeaways.
+SECOND_EDITIONS = {"01_attack_of_the_bubbles.ipynb": True, "02_bytescale.ipynb": True,
+                   "03_deepseek_v3.ipynb": False, "04_megascale_moe.ipynb": True}
 
 
 @pytest.mark.parametrize("name", SECOND_EDITIONS)
@@ -283,5 +285,5 @@ def test_core_path_is_at_most_3000_words_with_an_appendix_after_it(name):
             appendix = True
             break
         words += len(cell.source.split())
-    assert appendix, f"{name} has no '## Appendix' section"
+    assert appendix or not SECOND_EDITIONS[name], f"{name} has no '## Appendix' section"
     assert words <= 3000, f"{name}: the core path has {words:,} words of prose"

@@ -43,7 +43,8 @@ __all__ = ["MegaScaleState", "megascale_state", "draw_megascale", "megascale_exp
            "hiding_figure", "PAPER_ABLATION", "PAPER_TABLE3", "PAPER_SPEEDUP", "PAPER_MFU",
            "tp_layer", "layout_volumes", "volume_sweeps", "leave_node", "hiding_curves",
            "deepseek_hiding", "span", "tile_runs", "overlap_report", "ablation_report",
-           "skewed_cluster", "memory_report", "scaling_table", "mfu_table"]
+           "skewed_cluster", "memory_report", "scaling_table", "mfu_table", "eq2_latency",
+           "calibrated_layers"]
 
 #: The control ``benchmarks/bench_widgets.py`` moves, and the values it moves it through.
 BENCH_CONTROL = ("h_ffn", (2048, 4096, 8192, 12288, 14336))
@@ -742,20 +743,71 @@ def volume_sweeps(shape, n: int) -> SimpleNamespace:
 def leave_node(shape) -> SimpleNamespace:
     """Section 1: each layout's communication time, forward, per layer, on one node of 8 GPUs and
     on two nodes of 16 (``leave[layout]``: how much longer on two) and the printed table."""
-    from ..parallel_volumes import group_comm_times
+    from ..parallel_volumes import comm_volume, group_comm_times
     from ..units import to_ms
 
     lines = [f"{'layout':8s} {'8 GPUs, 1 node':>16s} {'16 GPUs, 2 nodes':>18s}   busiest link on "
              "2 nodes"]
-    leave = {}
+    leave, grow = {}, {}
     for att, ffn in (("tp", "tp"), ("sp", "ep")):
         one = group_comm_times(shape, 8, attention=att, ffn=ffn)  # one sequence on 8 GPUs
         two = group_comm_times(shape.with_(micro_batch=2), 16, attention=att, ffn=ffn)  # two on 16
         leave[att] = two["total"] / one["total"]
+        bytes_ = [sum(comm_volume(sh, g, mod, st) for mod, st in (("attention", att),
+                                                                   ("ffn", ffn)))
+                  for sh, g in ((shape, 8), (shape.with_(micro_batch=2), 16))]
+        grow[att] = bytes_[1] / bytes_[0]
         lines.append(f"{att.upper()}+{ffn.upper():5s} {to_ms(one['total']):13.2f} ms "
                      f"{to_ms(two['total']):15.2f} ms   {two['bound']['ffn']} (model, forward, "
                      "per layer)")
-    return SimpleNamespace(leave=leave, report="\n".join(lines))
+    lines.append("bytes per GPU on 2 nodes over 1: " + ", ".join(
+        f"{a.upper()}+{b.upper()} {grow[a]:.2f}x" for a, b in (("tp", "tp"), ("sp", "ep")))
+        + " (model)")
+    return SimpleNamespace(leave=leave, grow=grow, report="\n".join(lines))
+
+
+def eq2_latency(shape, n: int = 8) -> SimpleNamespace:
+    """Section 1: attention's forward communication time under Ulysses SP over TP's, with SP's
+    volume from the tensor shapes and from the printed Eq. 2, on the model's NVLink (rings at the
+    full rate, all-to-alls at the fitted efficiency; ``ratio[reading]``)."""
+    from ..parallel_volumes import collective_time, comm_volume
+    from ..schedulers.moe_layer import H800_NODE as hw
+
+    def t(values, pattern):
+        return collective_time(2.0 * values, n, pattern, bandwidth=hw.nvlink_bw,
+                               a2a_efficiency=hw.a2a_efficiency, alpha=hw.alpha)
+
+    tp = t(comm_volume(shape, n, "attention", "tp"), "ring")
+    ratio = {reading: t(comm_volume(shape, n, "attention", "sp", formula=formula),
+                        "all_to_all") / tp
+             for reading, formula in (("derived", "derived"), ("printed", "paper"))}
+    report = (f"attention's communication time, SP over TP (model, n = {n}): "
+              f"{ratio['derived']:.2f} with the shapes' volume, {ratio['printed']:.2f} with the "
+              "printed Eq. 2; the paper: 'about one-fourth' of TP's latency")
+    return SimpleNamespace(ratio=ratio, report=report)
+
+
+def calibrated_layers(shape, share: float = 1.0 / 3.0) -> SimpleNamespace:
+    """Section 5: the memory-bound operators fitted so that attention and the GEMMs take
+    ``share`` of MegaScale-MoE's layer (the paper's "about one third", §7); ``factor``, ``hw``,
+    the TP+TP and best layers (``tp``, ``best``), the ablation (``rows``) and the printed
+    summary."""
+    from ..schedulers.moe_layer import H800_NODE, ablation, fit_memory_bound, layer_timeline
+
+    factor = fit_memory_bound(shape, share=share)
+    hw = H800_NODE.with_(memory_bound=factor)
+    tp = layer_timeline(shape, "tp_tp", hw=hw)
+    best = layer_timeline(shape, "sp_ep", inter_op=True, intra_op=True, hw=hw)
+    rows = ablation(shape, hw=hw)
+    plain = layer_timeline(shape, "sp_ep", inter_op=True, intra_op=True)
+    report = "\n".join([
+        f"memory-bound operators fitted at {factor:.2f}x each module's GEMM and attention time, "
+        f"so that attention and the GEMMs take {share:.0%} of the layer: "
+        f"{plain.layer_time * 1e3:.2f} -> "
+        f"{best.layer_time * 1e3:.2f} ms (model)",
+        "ablation, calibrated: " + " -> ".join(f"{r['speedup']:.2f}" for r in rows)
+        + "  [paper, Table 5: 1.00 -> 1.13 -> 1.22 -> 1.28]"])
+    return SimpleNamespace(factor=factor, hw=hw, tp=tp, best=best, rows=rows, report=report)
 
 
 def hiding_curves() -> SimpleNamespace:

@@ -91,6 +91,7 @@ __all__ = [
     "LayerTimeline",
     "layer_timeline",
     "ablation",
+    "fit_memory_bound",
     "ClusterLayerTimeline",
     "cluster_layer_timeline",
     "iteration_model",
@@ -116,7 +117,10 @@ class NodeModel(Checked):
     GPU per direction; ``a2a_efficiency`` all-to-all bandwidth relative to ring collectives;
     ``alpha`` latency per collective step (s); ``total_sms`` and ``comm_sms`` (SMs a
     communication kernel takes from the GEMM beside it); ``tile_latency`` added to each
-    transferred tile (s). ``sources`` says where each number comes from (a dict of strings).
+    transferred tile (s); ``memory_bound``: the memory-bound operators the layer has no op for
+    (norms, RoPE, the router, token permutation), as a multiple of each module's GEMM and
+    attention time, run on the SMs before the module and again in its backward (0: left out;
+    :func:`fit_memory_bound` fits it). ``sources`` says where each number comes from.
     Every field is checked when made (also by :meth:`with_` and ``dataclasses.replace``).
 
     >>> H800_NODE.with_(comm_sms=0).comm_sms, H800_NODE.total_sms
@@ -133,6 +137,7 @@ class NodeModel(Checked):
     total_sms: int = integer(lo=1, hi=100_000, default=132)
     comm_sms: int = integer(lo=0, hi=lambda m: m.total_sms - 1, default=8)
     tile_latency: float = real(lo=0.0, unit="s", default=0.0)
+    memory_bound: float = real(lo=0.0, hi=100.0, default=0.0)
     sources: dict = mapping(default_factory=dict, repr=False, compare=False)
 
     def __post_init__(self):
@@ -248,7 +253,8 @@ def _ratio(a: float, b: float) -> float:
 
 
 def _forward_program(shape: MoeShape, strategy: str, n: int, hw: NodeModel):
-    """Forward operators in order: (name, kind 'gemm'|'attn'|'comm', seconds, pattern, loaded)."""
+    """Forward operators in order: (name, kind 'gemm'|'attn'|'comm'|'mem', seconds, pattern,
+    loaded)."""
     T, h, hf, k, m = shape.tokens, shape.hidden, shape.ffn_hidden, shape.top_k, shape.m
     bsh = shape.bsh
 
@@ -266,6 +272,9 @@ def _forward_program(shape: MoeShape, strategy: str, n: int, hw: NodeModel):
                        hw.peak_flops * hw.attention_efficiency)
     ring = bsh * (n - 1) / n  # values one GPU sends in one all-gather or reduce-scatter
     ops = []
+    attn_work = gemm(2.0 * T * h * h * (2 + 2 / m) / n) + attn_core  # QKV + projection + core
+    if hw.memory_bound > 0:  # RMSNorm, RoPE: before the attention module
+        ops.append(("attn_other", "mem", hw.memory_bound * attn_work, None, False))
     if strategy == "tp_tp":
         ops += [("ag_attn", "comm", comm(ring, "ring"), "ring", False),
                 ("qkv", "gemm", gemm(2.0 * T * h * h * (1 + 2 / m) / n), None, False),
@@ -283,6 +292,8 @@ def _forward_program(shape: MoeShape, strategy: str, n: int, hw: NodeModel):
     # Expert work per GPU is the same in all three layouts: T·k token-expert pairs over n GPUs.
     fc13 = gemm(4.0 * T * k * h * hf / n)
     fc2 = gemm(2.0 * T * k * h * hf / n)
+    if hw.memory_bound > 0:  # RMSNorm, the router, token permutation: before the experts
+        ops.append(("ffn_other", "mem", hw.memory_bound * (fc13 + fc2), None, False))
     if strategy == "tp_tp":
         ops += [("ag_ffn", "comm", comm(ring, "ring"), "ring", False),
                 ("fc13", "gemm", fc13, None, False), ("fc2", "gemm", fc2, None, False),
@@ -365,6 +376,8 @@ def _program(shape, strategy, n, hw, inter_op, intra_op):
             continue
         if typ == "comm":
             chain.append(("comm", f"{name}_b", secs, loaded))
+        elif typ == "mem":  # its backward reads and writes as much again: one more pass
+            chain.append(("mem", f"{name}_b", secs, loaded))
         elif typ == "attn":
             chain.append(("attn", "attn_b", 2.5 * secs, loaded))
         else:
@@ -601,6 +614,39 @@ def ablation(shape: MoeShape = INTERNAL_352B, **kw) -> list[dict]:
     for r in rows:
         r["speedup"] = base / r["layer_time"]
     return rows
+
+
+def fit_memory_bound(shape: MoeShape = INTERNAL_352B, *, share: float = 1.0 / 3.0,
+                     hw: NodeModel = H800_NODE, **kw) -> float:
+    """The ``memory_bound`` factor of :class:`NodeModel` at which attention and the GEMMs take
+    ``share`` (in (0, 1]) of the time of MegaScale-MoE's layer (SP+EP, both overlaps) — the
+    paper puts attention plus GroupedGEMM at about one third of a layer (§7, Fig. 13a) [paper].
+    ``kw`` as :func:`layer_timeline` (not ``strategy``, ``inter_op``, ``intra_op``, ``hw``).
+    Returns 0 when the layer already meets the share. Bisection to 1e-6 (model).
+
+    >>> round(fit_memory_bound(), 2)
+    3.05
+    """
+    share = check_real("share", share, lo=0.0, hi=1.0, lo_open=True)
+    check_instance("hw", hw, NodeModel, "e.g. H800_NODE")
+    for bad in ("strategy", "inter_op", "intra_op"):
+        if bad in kw:
+            raise ValueError(f"{bad} is fixed by the fit (MegaScale-MoE's layer); do not pass it")
+
+    def run(r):
+        return layer_timeline(shape, "sp_ep", inter_op=True, intra_op=True,
+                              hw=hw.with_(memory_bound=r), **kw)
+
+    kernels = run(0.0).compute_time  # attention and the GEMMs, SM taxes included
+    if kernels <= share * run(0.0).layer_time:
+        return 0.0
+    lo, hi = 0.0, 100.0
+    if kernels > share * run(hi).layer_time:
+        raise ValueError(f"share={share:g} needs memory-bound work beyond 100x the kernels")
+    while hi - lo > 1e-6:
+        mid = 0.5 * (lo + hi)
+        lo, hi = (mid, hi) if kernels > share * run(mid).layer_time else (lo, mid)
+    return 0.5 * (lo + hi)
 
 
 # --------------------------------------------------------------------------- a whole cluster
