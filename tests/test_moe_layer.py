@@ -268,3 +268,23 @@ def test_iteration_model_and_mfu_refuse_results_beyond_the_float_range():
         iteration_model(5e-324, 5e-324, n_gpus=240)
     with pytest.raises(ValueError, match="tokens_per_s"):
         mfu(1e308, 1e308, 1)
+
+
+def test_memory_bound_operators_are_fitted_to_the_papers_third():
+    """NodeModel.memory_bound adds the operators the layer has no op for; fit_memory_bound sets it
+    so that attention and the GEMMs take the stated share of MegaScale-MoE's layer."""
+    from uneven.schedulers.moe_layer import H800_NODE, fit_memory_bound, layer_timeline
+
+    plain = layer_timeline(strategy="sp_ep", inter_op=True, intra_op=True)
+    r = fit_memory_bound(share=1 / 3)
+    fitted = layer_timeline(strategy="sp_ep", inter_op=True, intra_op=True,
+                            hw=H800_NODE.with_(memory_bound=r))
+    assert abs(plain.compute_time / fitted.layer_time - 1 / 3) < 1e-5
+    assert fit_memory_bound(share=1.0) == 0.0  # already all kernels: nothing to add
+    # more memory-bound work never makes any layout faster
+    for strategy in ("tp_tp", "sp_ep", "sp_agrs"):
+        times = [layer_timeline(strategy=strategy, hw=H800_NODE.with_(memory_bound=x)).layer_time
+                 for x in (0.0, 0.5, 2.0)]
+        assert times == sorted(times)
+    with pytest.raises(ValueError, match="share"):
+        fit_memory_bound(share=0.0)
