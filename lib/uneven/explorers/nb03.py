@@ -461,6 +461,7 @@ def copy_table(settings: dict | None = None, n_tokens: int = 8192) -> SimpleName
         lines.append(f"{label:38s} {r['ib_copies']:5.2f} {r['nvlink_copies']:7.2f} "
                      f"{r['own_node_sends']:9.2f} {r['nvl_writes']:6.2f} "
                      f"{r['nvlink_copies'] / r['ib_copies']:11.2f} {7 * n / (n - 1):6.2f}")
+    lines.append("(the bound holds on average over tokens; a sample's ratio scatters around it)")
     return SimpleNamespace(rows=rows, report="\n".join(lines))
 
 
