@@ -81,6 +81,11 @@ register("04.4", _hide_h_ffn, rtol=0.02,
                    (lambda e: e / 2, "That is the backward pass, which does twice the GEMM work "
                                      "for the same bytes; the question asks for the forward.")],
          hint="set R = 1 in R ≈ 1.5 · h_ffn · bandwidth / peak.")
+register("04.6", lambda: "b", kind="choice", options=("a", "b", "c", "d"),
+         mistakes=[("a", "Fewer bytes would change the transfer's length, not which rows a tile "
+                         "waits for."),
+                   ("d", "Which side is longer sets the pair's time, not whether order "
+                         "matters.")])
 register("04.5", _implied_iteration_s, unit="s", rtol=0.005,
          mistakes=[(lambda e: 39.94, "That is the iteration time Table 3 prints; the question "
                                      "asks what its tokens/s imply."),
@@ -90,7 +95,7 @@ register("04.5", _implied_iteration_s, unit="s", rtol=0.005,
 
 #: The worked solutions of the notebook's <details> blocks.
 SOLUTIONS = {"04.1": lambda b, s, h, m, n: (2 + 2 / m) * b * s * h * (n - 1) / n**2 * 2,
-             "04.2": 1.23, "04.3": 0.66, "04.4": 13187.0, "04.5": 39.03}
+             "04.2": 1.23, "04.3": 0.66, "04.4": 13187.0, "04.5": 39.03, "04.6": "b"}
 
 #: Answers from the neighbouring regime, which must be rejected.
 REGIME_NEIGHBOURS = {
@@ -105,4 +110,5 @@ REGIME_NEIGHBOURS = {
     # Gb/s as GB/s; backward; DeepSeek-V3's own 2,048; the 352B model's 14,336
     "04.4": [1648.0, 6593.0, 2048.0, 14336.0],
     "04.5": [39.94, 30.0, 21.61],  # Table 3's printed time; round; MegaScale-MoE's
+    "04.6": ["a", "c", "d"],
 }
