@@ -95,7 +95,7 @@ register("04.5", _implied_iteration_s, unit="s", rtol=0.005,
 
 #: The worked solutions of the notebook's <details> blocks.
 SOLUTIONS = {"04.1": lambda b, s, h, m, n: (2 + 2 / m) * b * s * h * (n - 1) / n**2 * 2,
-             "04.2": 1.23, "04.3": 0.66, "04.4": 13187.0, "04.5": 39.03, "04.6": "b"}
+             "04.2": 1.23, "04.3": 0.66, "04.4": 13187.0, "04.5": 39.04, "04.6": "b"}
 
 #: Answers from the neighbouring regime, which must be rejected.
 REGIME_NEIGHBOURS = {
