@@ -88,7 +88,7 @@ def best_warmups(p: int, m: int, t_f: float, t_b: float, t_w: float = 0.0, *,
     for w in _plans(p, m):
         t = run(w)
         tried += 1
-        if t < best_t - 1e-12:
+        if t < best_t:
             best, best_t = w, t
     plan = tuple(int(v) for v in replan_warmups(d, t_f=tf, m=m))
     return trusted(WarmupSearch, best=tuple(int(v) for v in best), best_time=float(best_t),
