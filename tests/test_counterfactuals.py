@@ -44,10 +44,10 @@ def test_bandwidth_cannot_buy_back_the_barriers():
 
 def test_transport_before_after_shape():
     r = transport_before_after(n_steps=3)
-    assert set(r) == {(s, t) for s in ("skewed", "balanced") for t in ("DeepEP-LL-like",
+    assert set(r) == {(s, t) for s in ("skewed", "balanced") for t in ("SM-resident",
                                                                         "SM-free")}
     assert all(v >= 0 for v in r.values())
-    assert r["balanced", "SM-free"] < r["balanced", "DeepEP-LL-like"]
+    assert r["balanced", "SM-free"] < r["balanced", "SM-resident"]
 
 
 def test_compute_unit_tax_rows():

@@ -29,8 +29,8 @@ from uneven.ep.placement import (
 )
 from uneven.ep.routing import load_ratio
 from uneven.ep.transport import (
-    DEEPEP_LL,
     SM_FREE,
+    SM_RESIDENT,
     Transport,
     _reference_traffic,
     decode_traffic,
@@ -177,10 +177,10 @@ def _h20_step(seed=0, mode="direct", tokens_per_gpu=32, placement="NIC-aware"):
 @pytest.mark.parametrize("mode", ["direct", "relay"])
 def test_faster_links_and_cheaper_transports_never_finish_later(mode):
     p, tr = _h20_step(mode=mode)
-    base = decode_layer(p, tr, DEEPEP_LL, H20_DECODE)
+    base = decode_layer(p, tr, SM_RESIDENT, H20_DECODE)
     for hw in (DecodeHardware(nic_bw=100e9), DecodeHardware(nvlink_bw=900e9),
                DecodeHardware(hbm_bw=8e12)):
-        assert decode_layer(p, tr, DEEPEP_LL, hw).layer_time <= base.layer_time + 1e-12
+        assert decode_layer(p, tr, SM_RESIDENT, hw).layer_time <= base.layer_time + 1e-12
     assert decode_layer(p, tr, SM_FREE, H20_DECODE).layer_time <= base.layer_time
     assert (base.arrival <= base.compute_start + 1e-12).all()
     assert (base.compute_end <= base.layer_time + 1e-12).all()
@@ -189,7 +189,7 @@ def test_faster_links_and_cheaper_transports_never_finish_later(mode):
 @pytest.mark.parametrize("mode", ["direct", "relay"])
 def test_per_expert_overlap_starts_experts_earlier(mode):
     p, tr = _h20_step(mode=mode, tokens_per_gpu=64)
-    free = Transport("no tax", DEEPEP_LL.fixed, DEEPEP_LL.per_message, 0.0)
+    free = Transport("no tax", SM_RESIDENT.fixed, SM_RESIDENT.per_message, 0.0)
     a = decode_layer(p, tr, free, H20_DECODE, overlap=False)
     b = decode_layer(p, tr, free, H20_DECODE, overlap=True)
     assert b.compute_start.min() <= a.compute_start.min()
@@ -201,8 +201,8 @@ def test_per_expert_overlap_starts_experts_earlier(mode):
 def test_relay_beats_direct_when_the_nic_binds():
     pd, d = _h20_step(mode="direct", tokens_per_gpu=128)
     _, r = _h20_step(mode="relay", tokens_per_gpu=128)
-    a = decode_layer(pd, d, DEEPEP_LL, H20_DECODE)
-    b = decode_layer(pd, r, DEEPEP_LL, H20_DECODE)
+    a = decode_layer(pd, d, SM_RESIDENT, H20_DECODE)
+    b = decode_layer(pd, r, SM_RESIDENT, H20_DECODE)
     assert b.layer_time < 0.8 * a.layer_time
     assert b.nic_in.max() < a.nic_in.max()
 

@@ -114,11 +114,11 @@ def transport_before_after(*, tokens_per_gpu: int = 64, n_steps: int = 20, seed:
     """Median exposed communication (s) of one decode layer (EP32 on H20), per-expert overlap
     on, for ``{(state, transport): seconds}`` with state ``"skewed"`` (contiguous placement, one
     copy per expert: DeepEP's default) or ``"balanced"`` (NIC-aware placement, swaps, relay) and
-    transport ``"DeepEP-LL-like"`` or ``"SM-free"`` (:mod:`uneven.ep.transport`).
+    transport ``"SM-resident"`` or ``"SM-free"`` (:mod:`uneven.ep.transport`).
     ``tokens_per_gpu`` in [1, 4096], ``n_steps`` in [1, 10,000]; the four runs count against the
     work budget of :mod:`uneven.limits`."""
     from .ep.decode import DecodeSetup, simulate_decode
-    from .ep.transport import DEEPEP_LL, SM_FREE
+    from .ep.transport import SM_FREE, SM_RESIDENT
 
     setup = DecodeSetup(tokens_per_gpu=check_int("tokens_per_gpu", tokens_per_gpu, lo=1,
                                                  hi=4096))
@@ -128,7 +128,7 @@ def transport_before_after(*, tokens_per_gpu: int = 64, n_steps: int = 20, seed:
     out = {}
     for state, kw in (("skewed", {"placement": "contiguous"}),
                       ("balanced", {"placement": "NIC-aware", "swaps": True, "mode": "relay"})):
-        for tr in (DEEPEP_LL, SM_FREE):
+        for tr in (SM_RESIDENT, SM_FREE):
             run = simulate_decode(setup, n_steps=n_steps, seed=seed, overlap=True,
                                   transport=tr, **kw)
             out[state, tr.name] = run.median("exposed_comm")
@@ -242,7 +242,7 @@ def compute_unit_tax(*, transfer: float = 0.5e-3, delay: float = 0.03, comm_sms=
     :class:`TaxRow`.
     """
     from .ep.decode import DecodeSetup, simulate_decode
-    from .ep.transport import DEEPEP_LL, Transport
+    from .ep.transport import SM_RESIDENT, Transport
     from .parallel_volumes import DEEPSEEK_V3
     from .schedulers.moe_layer import H800_NODE, layer_timeline
     from .schedulers.pipeline import pipeline_schedule, simulate_pipeline
@@ -267,12 +267,12 @@ def compute_unit_tax(*, transfer: float = 0.5e-3, delay: float = 0.03, comm_sms=
         on, off = (simulate_pipeline(zb, 0.01, 0.01, 0.01, delays=d, transfer=transfer,
                                      mode="replan", hol=h).iteration_time for h in (True, False))
         rows.append(_row("pipeline: sends on the GPU stream", label, on, off))
-    no_tax = Transport(f"{DEEPEP_LL.name}, no SM tax", DEEPEP_LL.fixed, DEEPEP_LL.per_message,
+    no_tax = Transport(f"{SM_RESIDENT.name}, no SM tax", SM_RESIDENT.fixed, SM_RESIDENT.per_message,
                        0.0)
     on, off = (simulate_decode(setup, placement="NIC-aware", swaps=True, mode="relay",
                                overlap=True, transport=tr, n_steps=n_steps, seed=seed).median()
-               for tr in (DEEPEP_LL, no_tax))
-    rows.append(_row(f"decode: {DEEPEP_LL.sm_tax:.0%} SM tax",
+               for tr in (SM_RESIDENT, no_tax))
+    rows.append(_row(f"decode: {SM_RESIDENT.sm_tax:.0%} SM tax",
                      f"{setup.tokens_per_gpu} tokens/GPU", on, off))
     off = layer_timeline(DEEPSEEK_V3, "sp_ep", inter_op=True, intra_op=True,
                          hw=H800_NODE.with_(comm_sms=0)).layer_time

@@ -161,8 +161,8 @@ from .traffic import (
     local_buffer_writes,
 )
 from .transport import (
-    DEEPEP_LL,
     SM_FREE,
+    SM_RESIDENT,
     TRANSPORT_MODES,
     DecodeTraffic,
     Transport,
@@ -192,7 +192,7 @@ __all__ = [
     "deepep_sweep", "fanout_per_token", "decode_tpot_bound", "nvlink_fanout_limit",
     "min_node_cap", "ep_step",
     # transport
-    "Transport", "DEEPEP_LL", "SM_FREE", "DecodeTraffic", "decode_traffic", "send_order",
+    "Transport", "SM_RESIDENT", "SM_FREE", "DecodeTraffic", "decode_traffic", "send_order",
     "expected_remote_hosts",
     # decode
     "DecodeHardware", "H20_DECODE", "H800_DECODE", "DecodeSetup", "LayerResult", "DecodeRun",

@@ -92,7 +92,7 @@ from .placement import (
     route_to_slots,
 )
 from .traffic import combine_bytes_per_token, dispatch_bytes_per_token
-from .transport import DEEPEP_LL, DecodeTraffic, Transport, decode_traffic, send_order
+from .transport import SM_RESIDENT, DecodeTraffic, Transport, decode_traffic, send_order
 
 __all__ = [
     "DecodeHardware",
@@ -494,7 +494,7 @@ def _ready_rank(seq_key, resource, ops):
     return rank
 
 
-def decode_layer(placement: Placement, traffic: DecodeTraffic, transport: Transport = DEEPEP_LL,
+def decode_layer(placement: Placement, traffic: DecodeTraffic, transport: Transport = SM_RESIDENT,
                  hw: DecodeHardware = H20_DECODE, *, overlap: bool = False) -> LayerResult:
     """Time one MoE layer of one decode step (see the module docstring for the model).
 
@@ -715,7 +715,7 @@ def make_placement(kind: str, setup: DecodeSetup, load) -> Placement:
 
 def simulate_decode(setup: DecodeSetup = DecodeSetup(), *, placement: str = "NIC-aware",
                     swaps: bool = False, mode: str = "direct", overlap: bool = False,
-                    transport: Transport = DEEPEP_LL, n_steps: int = 50, seed: int = 0,
+                    transport: Transport = SM_RESIDENT, n_steps: int = 50, seed: int = 0,
                     swap_threshold: float = 0.02, cooldown: int = 10, ema: float = 0.2,
                     popularity=None, start: int = 0) -> DecodeRun:
     """Run ``n_steps`` decode steps of one MoE layer and return per-step times and tails.
@@ -832,7 +832,7 @@ def _time_step(out, i, plc, ids, src, mode, transport, hw, overlap) -> None:
 
 
 def isolated_phases(n_hosts: int, *, tokens_per_gpu: int = 128, k: int = 8, n_experts: int = 288,
-                    hw: DecodeHardware = H800_DECODE, transport: Transport = DEEPEP_LL,
+                    hw: DecodeHardware = H800_DECODE, transport: Transport = SM_RESIDENT,
                     seed: int = 0) -> tuple[float, float]:
     """Dispatch and combine times (s) as DeepEP's low-latency test measures them: uniform
     top-``k`` routing of ``tokens_per_gpu`` tokens per GPU to ``n_experts`` experts (rounded up

@@ -74,7 +74,7 @@ from .placement import MAX_EXPERTS, Placement
 
 __all__ = [
     "Transport",
-    "DEEPEP_LL",
+    "SM_RESIDENT",
     "SM_FREE",
     "TRANSPORT_MODES",
     "DecodeTraffic",
@@ -106,12 +106,16 @@ class Transport(Checked):
     sm_tax: float = real(lo=0.0, hi=0.95)
 
 
-#: A transport like DeepEP's low-latency (LL) kernels. ``fixed`` and ``per_message`` are model
-#: values fitted so that this model, on H800 hosts with uniform top-8 routing of 128 tokens per
-#: GPU, comes within 6% of DeepEP's published low-latency times (EP8 / EP32 / EP256 dispatch
-#: 77 / 155 / 194 µs, combine 114 / 273 / 360 µs, H800 + CX7; github.com/deepseek-ai/DeepEP,
-#: README since de8cfca, docs/legacy.md since b306af0 [repo]); ``sm_tax`` is a model value.
-DEEPEP_LL = Transport("DeepEP-LL-like", fixed=us(30.0), per_message=us(0.01), sm_tax=0.2)
+#: A transport whose receive kernel stays resident on the GPU beside the expert GEMMs, as the
+#: model's per-expert overlap needs (model). Its latency is shaped like DeepEP's low-latency (LL)
+#: kernels: ``fixed`` and ``per_message`` are model values fitted so that this model, on H800
+#: hosts with uniform top-8 routing of 128 tokens per GPU, comes within 6% of DeepEP's published
+#: low-latency times (EP8 / EP32 / EP256 dispatch 77 / 155 / 194 µs, combine 114 / 273 / 360 µs,
+#: H800 + CX7; github.com/deepseek-ai/DeepEP, README since de8cfca, docs/legacy.md since b306af0
+#: [repo]). ``sm_tax`` is a model value and is *not* DeepEP's: DeepEP's README says its LL
+#: hook-based overlap occupies no SMs, because it overlaps a whole layer's receive with other
+#: work; releasing each expert as soon as its tokens land needs a kernel that keeps polling.
+SM_RESIDENT = Transport("SM-resident", fixed=us(30.0), per_message=us(0.01), sm_tax=0.2)
 #: SM-free GPU-initiated RDMA (IBGDA-style posting, no SM spinning): lower fixed and per-message
 #: costs and no SM tax; the values are the model's, not the paper's.
 SM_FREE = Transport("SM-free", fixed=us(10.0), per_message=us(0.003), sm_tax=0.0)

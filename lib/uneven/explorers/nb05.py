@@ -91,7 +91,13 @@ from ..ep.placement import (
     route_to_slots,
 )
 from ..ep.routing import load_ratio
-from ..ep.transport import DEEPEP_LL, SM_FREE, DecodeTraffic, decode_traffic, expected_remote_hosts
+from ..ep.transport import (
+    SM_FREE,
+    SM_RESIDENT,
+    DecodeTraffic,
+    decode_traffic,
+    expected_remote_hosts,
+)
 from ..units import gbit_per_s, gbyte_per_s, to_us
 from ..widgets import Explorer, dropdown, explore, int_slider, reuse, slider, toggle
 from ._common import check_dict, handed_on, is_real
@@ -109,7 +115,7 @@ __all__ = ["BalancingState", "balancing_state", "draw_balancing", "balancing_exp
 #: The control ``benchmarks/bench_widgets.py`` moves, and the values it moves it through.
 BENCH_CONTROL = ("skew", (2.0, 4.0, 6.0, 8.0, 12.0))
 
-TRANSPORTS = {"DeepEP-LL-like": DEEPEP_LL, "SM-free": SM_FREE}
+TRANSPORTS = {"SM-resident": SM_RESIDENT, "SM-free": SM_FREE}
 #: The explorer shows the step this many steps after the placement was planned (it has drifted).
 STALE_STEP = 200
 _MAX_BARS = 4096  # NICs or GPUs one explorer figure draws
@@ -179,7 +185,7 @@ def swap_to_steady(placement, load, threshold, *, max_rounds=32, expert_bytes=44
 
 
 def balancing_state(placement: str = "contiguous", mode: str = "direct", overlap: bool = False,
-                    transport: str = "DeepEP-LL-like", swaps: bool = False,
+                    transport: str = "SM-resident", swaps: bool = False,
                     swap_threshold: float = 0.02, skew: float = 8.0, tokens_per_gpu: int = 64,
                     n_hosts: int = 4, gpus_per_nic: int = 2, nic_gbps: float = 400.0,
                     nvlink_gbps: float = 450.0) -> BalancingState:
@@ -327,7 +333,7 @@ def balancing_explorer(show: bool = True) -> Explorer:
         "mode": dropdown([("one copy per expert (direct)", "direct"),
                           ("one copy per host (relay)", "relay")], "direct", "copies"),
         "overlap": toggle(False, "per-expert overlap"),
-        "transport": dropdown(list(TRANSPORTS), "DeepEP-LL-like", "transport"),
+        "transport": dropdown(list(TRANSPORTS), "SM-resident", "transport"),
         "swaps": toggle(False, "NVLink swaps"),
         "swap_threshold": slider(0.0, 0.2, 0.01, 0.02, "swap threshold"),
         "skew": slider(1.0, 16.0, 1.0, 8.0, "busiest / median"),
@@ -340,7 +346,7 @@ def balancing_explorer(show: bool = True) -> Explorer:
     presets = {
         "DeepEP default (contiguous, direct)": {
             "placement": "contiguous", "mode": "direct", "overlap": False,
-            "transport": "DeepEP-LL-like", "swaps": False},
+            "transport": "SM-resident", "swaps": False},
         "+ NIC-aware placement and swaps": {"placement": "NIC-aware", "swaps": True},
         "+ relay": {"placement": "NIC-aware", "swaps": True, "mode": "relay"},
         "everything (+ overlap, SM-free)": {
@@ -823,7 +829,7 @@ def stale_report(stale) -> str:
 
 @arguments(setup=_SETUP)
 def transport_table(setup) -> SimpleNamespace:
-    """Section 7: the median exposed communication (s) of DeepEP-LL-like and SM-free transports,
+    """Section 7: the median exposed communication (s) of SM-resident and SM-free transports,
     skewed (contiguous, direct) and balanced (NIC-aware, swaps, relay), all with overlap:
     ``table[(balance, transport)]``; ``gain`` (s) and ``rel`` (share) of the better transport."""
     table = {}
@@ -832,8 +838,8 @@ def transport_table(setup) -> SimpleNamespace:
         for name, tr in TRANSPORTS.items():
             table[bal, name] = simulate_decode(setup, n_steps=40, seed=2, overlap=True, **kw,
                                                transport=tr).median("exposed_comm")
-    gain = {b: table[b, "DeepEP-LL-like"] - table[b, "SM-free"] for b in ("skewed", "balanced")}
-    rel = {b: gain[b] / table[b, "DeepEP-LL-like"] for b in gain}
+    gain = {b: table[b, "SM-resident"] - table[b, "SM-free"] for b in ("skewed", "balanced")}
+    rel = {b: gain[b] / table[b, "SM-resident"] for b in gain}
     report = str({b: f"-{to_us(gain[b]):.0f} µs ({rel[b]:.0%})" for b in gain}) + " (model)"
     return SimpleNamespace(table=table, gain=gain, rel=rel, report=report)
 

@@ -994,7 +994,7 @@ def network_fixes(delay: float = 60 * _MS) -> SimpleNamespace:
     need = {kind: float(np.interp(sweep["pipemorph"], sweep[kind][::-1], sweep["shares"][::-1]))
             for kind in ("zb_cpu", "zb_hol")}
     before_after = transport_before_after()
-    gain = {s: 1 - before_after[s, "SM-free"] / before_after[s, "DeepEP-LL-like"]
+    gain = {s: 1 - before_after[s, "SM-free"] / before_after[s, "SM-resident"]
             for s in ("skewed", "balanced")}
     bw = bandwidth_sweep([0.5, 1, 2, 4, 8, 16, np.inf])
     base_inf, ubep_1x = bw["baseline"][-1], bw["ubep"][1]
