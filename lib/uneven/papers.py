@@ -139,15 +139,16 @@ PAPERS = (
           system="PipeMorph", short="slow link"),
     Paper("bytescale", "ByteScale", "SIGCOMM 2025", "DP×CP", "training",
           "a long sequence", "02_bytescale",
-          "up to 7.89× over a static DP×CP mesh, 2M tokens, GitHub data [paper]; the chapter "
-          "ties it to LLaMA-7B on 1,024 GPUs [chapter]",
+          "at most 7.89× the throughput of a fixed DP×CP mesh, 2M tokens, GitHub data [paper]; "
+          "the chapter ties it to LLaMA-7B on 1,024 GPUs [chapter]",
           evidence=(
-              Evidence("up to 7.89× a static DP × CP mesh's throughput, GitHub data, 2M-token "
-                       "context", "paper", "production", "undisclosed",
+              Evidence("at most 7.89× the throughput of a fixed DP × CP mesh, GitHub data, "
+                       "2M-token context", "paper", "production", "undisclosed",
                        "production cluster (more than 12,000 GPUs in all)", None,
                        "the setting LLaMA-7B on 1,024 GPUs is the chapter's [chapter]; arXiv "
                        "v1's figure does not pin down the panel", "02 §9"),
-              Evidence("2.41× on production data at 16,384 GPUs, Mistral-8×22B, 2M tokens",
+              Evidence("2.41× with production data, Mistral-8×22B at a 2M-token context on "
+                       "16,384 GPUs",
                        "chapter", "production", "undisclosed", "16,384 GPUs", (16384, 16384),
                        "not in arXiv v1; presumably the camera-ready; unverified", "02 App. C"),
               Evidence("Byted data: up to 4.26×; case study 8 min 40 s → 4 min 32 s → "
@@ -175,7 +176,8 @@ PAPERS = (
                        "the chapter says 42–58 GB/s [chapter]", "03 §3"),
               Evidence("up to 20 of 132 SMs per H800 spent on communication", "paper",
                        "production", "H800", "DeepSeek-V3 training", None,
-                       "DeepEP's README: 24 SMs for V3-like training [repo]", "07 §4"),
+                       "DeepEP's README sets 24 SMs (Buffer.set_num_sms) in its example "
+                       "configuration [repo]", "07 §4"),
               Evidence("decode TPOT bound 14.76 ms at 50 GB/s, 0.82 ms at 900 GB/s", "paper",
                        "analysis", "H800 (arithmetic)", "one EP exchange per layer", None, "",
                        "03 §5"),
@@ -189,7 +191,8 @@ PAPERS = (
           "cross-node TP/EP traffic in every layer", "04_megascale_moe",
           "1.65–1.88× Megatron-LM, 352B model, 240–1,440 H800 [paper]",
           evidence=(
-              Evidence("1.65–1.88× Megatron-LM's throughput, 352B MoE model", "paper", "testbed",
+              Evidence("1.65–1.88× the throughput of Megatron-LM on a 352B MoE model", "paper",
+                       "testbed",
                        "H800", "240–1,440 GPUs", (240, 1440),
                        "runs at production scale; Megatron-LM at commit f1f03922", "04 §6"),
               Evidence("1.28× from SP + EP and both overlaps (ablation)", "paper", "testbed",
@@ -209,7 +212,8 @@ PAPERS = (
           "a hot expert and its NIC", "05_balancing_and_beyond",
           "communication 190.21 → 134.00 µs vs DeepEP default, EP32 on H20 [chapter]",
           evidence=(
-              Evidence("communication 190.21 → 134.00 µs against DeepEP's default", "chapter",
+              Evidence("communication time 190.21 µs with DeepEP's default, 134.00 µs with the "
+                       "paper's design", "chapter",
                        "chapter-only", "H20", "EP32 (4 hosts)", (32, 32),
                        "the chapter says production claims plus H20 and H800 runs", "05 §10"),
               Evidence("busiest expert about 8× the median expert's tokens", "chapter",
@@ -224,19 +228,21 @@ PAPERS = (
           system="NIC-aware", short="hot expert + NIC"),
     Paper("ubep", "UBEP", "SIGCOMM 2026", "EP", "serving",
           "a barrier and far hops in a superpod", "06_ubep",
-          "dispatch latency up to 52.4% below CANN EP, 64 NPUs [chapter]",
+          "dispatch time up to 52.4% under CANN EP's, 64 NPUs [chapter]",
           evidence=(
-              Evidence("dispatch latency up to 52.4% below Huawei's CANN EP", "chapter",
-                       "chapter-only", "Ascend 910C (CloudMatrix384)", "64 NPUs", (64, 64),
+              Evidence("dispatch takes up to 52.4% less time than with Huawei's CANN EP",
+                       "chapter", "chapter-only", "Ascend 910C (CloudMatrix384)", "64 NPUs",
+                       (64, 64),
                        "the chapter: one partition of a production superpod", "06 §7"),
-              Evidence("P99 time per output token up to 11.1% lower", "chapter",
+              Evidence("P99 TPOT (time per output token) lower by up to 11.1%", "chapter",
                        "chapter-only", "Ascend 910C (CloudMatrix384)", "one partition",
                        None, "", "06 §5"),
-              Evidence("a two-hop access costs 11.5× a local one", "chapter", "chapter-only",
-                       "CloudMatrix384 UB fabric", "—", None, "", "06 §1"),
+              Evidence("an access two hops away takes 11.5× as long as a local access", "chapter",
+                       "chapter-only", "CloudMatrix384 UB fabric", "—", None, "", "06 §1"),
               Evidence("CloudMatrix-Infer dispatch 116 µs at EP8, 152 µs at EP256", "paper",
-                       "production", "Ascend 910C (CloudMatrix384)", "EP8–EP256", (8, 256),
-                       "its own operator, neither CANN's nor UBEP's", "06 §4",
+                       "testbed", "Ascend 910C (CloudMatrix384)", "EP8–EP256", (8, 256),
+                       "an operator benchmark run on a production superpod; its own operator, "
+                       "neither CANN's nor UBEP's", "06 §4",
                        source="CloudMatrix384 report, arXiv:2506.12708"),
           ),
           public=False, artifact="none (the CloudMatrix384 report used as a public anchor)",
