@@ -377,12 +377,14 @@ def test_site_builds_from_a_clean_checkout_without_the_web(site):
     assert "none broken" in done.stdout  # the tool's link check ran and passed
     out = site["html"]
     assert (out / "index.html").exists() and (out / "glossary.html").exists()
+    accuracy = (out / "accuracy.html").read_text(encoding="utf-8")  # the paper-vs-model table
+    assert accuracy.count("(model)") >= 10 and "520" in accuracy
     assert (out / "search.html").exists() and (out / "searchindex.js").exists()
     index = (out / "searchindex.js").read_text(encoding="utf-8")
     assert '"nvlink"' in index and '"pipelin' in index  # the search covers the notebooks' text
     # The notebooks in order in the navigation, one page each (the start page is index).
     nav = (out / "index.html").read_text(encoding="utf-8")
-    pages = [p.stem for p in NOTEBOOKS[1:]] + ["glossary"]
+    pages = [p.stem for p in NOTEBOOKS[1:]] + ["glossary", "accuracy"]
     where = [nav.find(f'href="{p}.html"') for p in pages]
     order = dict(zip(pages, where, strict=True))
     assert all(w > 0 for w in where) and where == sorted(where), order

@@ -246,6 +246,15 @@ def search_terms(text: str) -> str:
     return "".join(f"{w}\n" for w in words)
 
 
+ACCURACY_INTRO = (
+    "Every headline number of the six papers that the model also computes, with where we read "
+    "it ([paper], [repo], [chapter]) and where it was measured, the model's value under the "
+    "assumptions in the last column, and their ratio. The values come from `uneven.accuracy`, "
+    "which makes the same library calls as the notebook named in the first column; a test "
+    "recomputes them. A ratio near 1 under matched assumptions is agreement; under unmatched "
+    "ones it is only a comparison of scale.")
+
+
 def write_sources(executed: dict[str, Path], src: Path) -> list[str]:
     """Write the site's sources into ``src``; return the links left as text (see ``_relink``)."""
     shutil.rmtree(src, ignore_errors=True)
@@ -270,6 +279,13 @@ def write_sources(executed: dict[str, Path], src: Path) -> list[str]:
         (src / "glossary.md").write_text(_relink(glossary.replace("## ", "# ", 1), present,
                                                  pending, "glossary") + "\n", encoding="utf-8")
         toc.append("glossary")
+    # The accuracy table: every paper's headline numbers beside the model's (uneven.accuracy).
+    from uneven import accuracy
+
+    (src / "accuracy.md").write_text(
+        "# Paper against model: the accuracy table\n\n" + ACCURACY_INTRO + "\n\n"
+        + accuracy.render_markdown() + "\n", encoding="utf-8")
+    toc.append("accuracy")
     index_nb.cells.append(nbformat.v4.new_markdown_cell(
         "```{toctree}\n:hidden:\n:maxdepth: 1\n\n" + "\n".join(toc) + "\n```"))
     nbformat.write(index_nb, src / "index.ipynb")
