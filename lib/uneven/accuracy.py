@@ -25,11 +25,10 @@ import sys
 from dataclasses import dataclass
 
 from ._fields import Checked, check_fields, choice, real, text
-from ._validate import _show
+from ._validate import _show, check_str
 from .papers import EVIDENCE_KINDS, LABELS, PAPERS
 
-__all__ = ["Claim", "CLAIMS", "UNITS", "MODELS", "model_value", "table", "render_markdown",
-           "refresh"]
+__all__ = ["Claim", "CLAIMS", "UNITS", "MODELS", "model_value", "table", "render_markdown"]
 
 #: Display units: SI factor of one unit (values are stored in SI: s, B/s, plain ratios).
 UNITS = {"s": 1.0, "ms": 1e-3, "µs": 1e-6, "GB/s": 1e9, "tokens/s": 1.0, "×": 1.0, "%": 0.01}
@@ -200,6 +199,7 @@ MODELS = {
 
 
 def _claim(key: str) -> Claim:
+    key = check_str("key", key)
     for c in CLAIMS:
         if c.key == key:
             return c
@@ -225,8 +225,8 @@ def table(fresh: bool = False) -> list:
     """One dict per claim: ``key``, ``notebook``, ``paper`` (title), ``quantity``, ``label`` (as
     ``[paper]``), ``kind``, ``hardware``, ``unit``, ``paper_value`` and ``model_value`` (in
     ``unit``), ``ratio`` (model / paper), ``matched``. ``fresh=True`` computes the model's values
-    now; otherwise they are the stored ones (:func:`refresh` writes them, a test keeps them
-    current)."""
+    now; otherwise they are the stored ones (``python -m uneven.accuracy --refresh`` writes
+    them, a test keeps them current)."""
     if not isinstance(fresh, bool):
         raise ValueError(f"fresh must be True or False; got {_show(fresh)}")
     values = {c.key: model_value(c.key) for c in CLAIMS} if fresh else _stored()
@@ -252,6 +252,15 @@ def _fmt(v: float) -> str:
 def render_markdown(rows=None) -> str:
     """The table as Markdown (notebook 07 and the site's accuracy page show it)."""
     rows = table() if rows is None else rows
+    need = ("notebook", "paper", "quantity", "label", "kind", "hardware", "unit", "paper_value",
+            "model_value", "ratio", "matched")
+    if (not isinstance(rows, (list, tuple)) or len(rows) > 10_000
+            or not all(isinstance(r, dict) and all(k in r for k in need) for r in rows)
+            or not all(r["unit"] in UNITS and all(isinstance(r[k], (int, float)) and r[k] > 0
+                                                  for k in ("paper_value", "model_value", "ratio"))
+                       for r in rows)):
+        raise ValueError(f"rows must be what table() returns (a list of dicts with keys "
+                         f"{', '.join(need)}); got {_show(rows)}")
     out = ["| notebook | paper | quantity | paper (label; where measured; hardware) | model | "
            "model / paper | assumptions matched |", "|---|---|---|---|---|---|---|"]
     for r in rows:
@@ -263,7 +272,7 @@ def render_markdown(rows=None) -> str:
     return "\n".join(out)
 
 
-def refresh(path=None) -> dict:
+def _refresh(path=None) -> dict:
     """Compute every model value and write them to :mod:`uneven._accuracy_values`."""
     from pathlib import Path
 
@@ -280,5 +289,5 @@ def refresh(path=None) -> dict:
 
 if __name__ == "__main__":
     if sys.argv[1:] == ["--refresh"]:
-        refresh()
+        _refresh()
     print(render_markdown())
