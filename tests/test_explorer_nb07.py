@@ -118,3 +118,56 @@ def test_state_and_recipes_refuse_bad_input_by_name():
         nb07.regimes_figure(EXPERT_COSTS, [1.0, 10.0], **{**kw, "decode_gain": ([1, 4], [0.1])})
     with pytest.raises(ValueError, match="tokens"):
         nb07.regimes_figure(EXPERT_COSTS, [0.0, 10.0], **kw)
+
+
+def test_the_default_image_hides_the_curves_beyond_each_knob():
+    # exercise 07.2 asks what s = 1 gives: the default picture (s = 0.5) must not show it
+    s = nb07.unevenness_state()
+    fig = nb07.unevenness_figure(s)
+    for ax in fig.axes:
+        for line in ax.get_lines():
+            x = np.asarray(line.get_xdata(), dtype=float)
+            if x.size > 2:  # a curve, not a marker or the ideal's line
+                assert x.max() <= 0.5 + 1e-9
+    s1 = nb07.unevenness_state(**dict.fromkeys(PAPER_KEYS, 1.0))
+    fig = nb07.unevenness_figure(s1)
+    assert max(np.asarray(line.get_xdata(), dtype=float).max(initial=0.0)
+               for ax in fig.axes for line in ax.get_lines()) == pytest.approx(1.0)
+
+
+def test_policy_figure_names_the_policy_fixed_in_advance():
+    t = policy_table([[1.0, 2.0], [1.5, 1.0], [3.0, 3.0]], ["a", "b", "c"], ["x", "y"])
+    fig = nb07.policy_figure({"demo": t}, defaults={"demo": "c"},
+                             default_labels={"demo": "notebook 06's fixed split"})
+    labels = [lab.get_text() for lab in fig.axes[0].get_yticklabels()]
+    assert labels[2].endswith("◀ notebook 06's fixed split")
+    assert "notebook 06's fixed split up to" in fig.axes[0].get_title("left")
+    assert nb07.DEFAULT_LABELS["UBEP: counting cores per EP size and batch"] == \
+        "notebook 06's fixed split"
+    with pytest.raises(ValueError, match="default_labels"):
+        nb07.policy_figure({"demo": t}, defaults={"demo": "c"}, default_labels={"other": "x"})
+
+
+@pytest.fixture(scope="module")
+def boundaries():
+    return nb07.boundary_cases()
+
+
+def test_each_agreement_has_a_boundary_case_where_it_stops(boundaries):
+    b = boundaries
+    assert len(b.rows) == 6 and b.markdown.count("\n") == 7
+    # small delays: one fixed plan is the best on every workload, though ZB-H2 is not
+    assert b.fixed.loss < 1e-9 and b.fixed.zb > 0.1
+    # a shared cause: the slowest of 64 comes down to the mean
+    assert b.gap[1.0] == 0.0 and b.gap[0.9] < 0.35 * b.gap[0.0]
+    # a network fix that removes the whole delay beats the re-plan
+    assert b.pipe.zb == pytest.approx(b.pipe.healthy) and b.pipe.zb < b.pipe.pipemorph
+    # one token per GPU: the better transport pays before balancing as much as after
+    assert b.transport["skewed"] > 0.4
+    assert b.transport["skewed"] >= b.transport["balanced"] - 0.05
+    # bytes-bound superpod: bandwidth pays
+    assert b.pod.gain_2x > 1 / 3 and b.pod.baseline[-1] < 0.3 * b.pod.baseline[0]
+    # healthy links: the stream tax is small
+    assert 0.0 < b.tax < 0.03
+    with pytest.raises(ValueError, match="delay"):
+        nb07.boundary_cases(-1.0)

@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 from uneven.order_stats import (
     expected_max,
+    expected_max_correlated,
     expected_mean,
     gaussian_max_asymptotic,
     harmonic,
@@ -117,3 +118,36 @@ def test_hardened_inputs_and_budgets(monkeypatch):
     with pytest.raises(ValueError, match="trials=.*UNEVEN_MAX_STEPS"):
         simulate_max("exponential", 100, trials=10_000)
     assert simulate_max("exponential", 4, trials=100)[0] > 0
+
+
+# ---- where the maximum stops mattering: ranks that share a cause --------------------------------
+
+def test_correlated_maximum_closed_form_ends_and_simulation():
+    # rho = 0: the independent case; rho = 1: every rank alike, the slowest is the mean (0)
+    assert expected_max_correlated(64, 0.0) == pytest.approx(expected_max("gaussian", 64))
+    assert expected_max_correlated(64, 1.0) == 0.0
+    assert expected_max_correlated(2, 0.5, scale=2.0) == pytest.approx(
+        2.0 * math.sqrt(0.5) / math.sqrt(math.pi))
+    # a simulation that builds the shared cause explicitly: X_i = sqrt(rho) Z + sqrt(1-rho) Y_i
+    rng = np.random.default_rng(7)
+    n, rho, trials = 64, 0.9, 20_000
+    x = math.sqrt(rho) * rng.standard_normal((trials, 1)) + math.sqrt(1 - rho) * \
+        rng.standard_normal((trials, n))
+    m = x.max(axis=1)
+    se = m.std(ddof=1) / math.sqrt(trials)
+    assert abs(m.mean() - expected_max_correlated(n, rho)) < 4 * se
+    # and the boundary case of notebook 07: at rho = 0.9 the slowest of 64 is within 0.75 sd
+    assert expected_max_correlated(64, 0.9) < 0.75 < 2.3 < expected_max_correlated(64, 0.0)
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.integers(2, 5000), st.floats(0.0, 1.0), st.floats(0.0, 1.0))
+def test_correlated_maximum_shrinks_as_the_shared_cause_grows(n, r1, r2):
+    lo, hi = sorted((r1, r2))
+    assert expected_max_correlated(n, hi) <= expected_max_correlated(n, lo) + 1e-12
+
+
+def test_correlated_maximum_refuses_bad_rho_by_name():
+    for bad in (-0.1, 1.5, float("nan")):
+        with pytest.raises(ValueError, match="rho"):
+            expected_max_correlated(8, bad)

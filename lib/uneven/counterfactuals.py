@@ -28,6 +28,9 @@ Times in seconds.
 >>> r = transport_before_after(tokens_per_gpu=1, n_steps=1)
 >>> round(r["balanced", "SM-free"] * 1e6, 1)
 28.7
+>>> r = bandwidth_sweep([1, 2], ep=16, tokens_per_die=512, writes_in_flight=64)
+>>> round(float(r["baseline"][0] / r["baseline"][1]), 2)  # bytes bind: twice the bandwidth pays
+1.6
 >>> TaxRow("a model", "a setting", 2.0, 1.5).share
 0.25
 """
@@ -135,7 +138,8 @@ def transport_before_after(*, tokens_per_gpu: int = 64, n_steps: int = 20, seed:
     return out
 
 
-def bandwidth_sweep(factors, *, ep: int = 64, tokens_per_die: int = 128, seed: int = 0) -> dict:
+def bandwidth_sweep(factors, *, ep: int = 64, tokens_per_die: int = 128, seed: int = 0,
+                    writes_in_flight: int | None = None) -> dict:
     """Jitter-free dispatch latency (s) inside a superpod against the bandwidth a core can push.
 
     ``factors`` multiply :attr:`uneven.ep.superpod.CoreCosts.core_bandwidth` (1 = the
@@ -145,7 +149,10 @@ def bandwidth_sweep(factors, *, ep: int = 64, tokens_per_die: int = 128, seed: i
     included) runs at that bandwidth: a 512-byte block then costs 0.5 fs,
     nothing next to the hop latencies (0.1 µs and up), so it stands for unlimited bandwidth.
     ``ep`` in [2, 1024], ``tokens_per_die`` in [1, 8192] with ``ep * tokens_per_die <= 2**20``;
-    routing and planning count against the work budget of :mod:`uneven.limits`. Returns arrays
+    routing and planning count against the work budget of :mod:`uneven.limits`.
+    ``writes_in_flight`` (1..4096; None: the :class:`~uneven.ep.superpod.CoreCosts` default of
+    4) sets how much of each write's hop latency a core hides: with many in flight and a large
+    batch the dispatch becomes bound by bytes, and bandwidth starts to pay. Returns arrays
     over ``factors`` (``np.inf`` kept, as given) for ``"baseline"`` (serialised, two barriers)
     and ``"ubep"``, and ``"barriers"``: the time the baseline spends in its two barriers (s, the
     same at every bandwidth).
@@ -174,8 +181,11 @@ def bandwidth_sweep(factors, *, ep: int = 64, tokens_per_die: int = 128, seed: i
     check_steps("factors", f"{f.size} factors", 10.0 * ep * tokens_per_die * max(256, ep)
                 + 2 * f.size * (80.0 * ep * ep + 200 * PY_STEP),
                 "routing once and planning two schemes per factor")
-    traffic = superpod_traffic(ep, tokens_per_rank=tokens_per_die, seed=seed)
     base = CoreCosts()
+    if writes_in_flight is not None:
+        base = base.with_(writes_in_flight=check_int("writes_in_flight", writes_in_flight, lo=1,
+                                                     hi=4096))
+    traffic = superpod_traffic(ep, tokens_per_rank=tokens_per_die, seed=seed)
     out = {"factors": f, "baseline": [], "ubep": []}
     for x in f:
         costs = base.with_(core_bandwidth=min(base.core_bandwidth * x, _MAX_CORE_BANDWIDTH))
@@ -230,8 +240,9 @@ def compute_unit_tax(*, transfer: float = 0.5e-3, delay: float = 0.03, comm_sms=
       send occupying its sender for ``transfer`` (s), healthy and with ``delay`` (s) on link
       0↔1: sends on the GPU stream (a stuck send blocks the next kernel) vs on CPU processes.
     * Decode (notebook 05): one MoE layer, EP32 on H20, ``decode_tokens`` tokens per GPU,
-      NIC-aware placement, swaps, relay and per-expert overlap: the DeepEP-like transport (20%
-      SM tax) vs the same transport with no SM tax.
+      NIC-aware placement, swaps, relay and per-expert overlap: the SM-resident transport (a
+      receive kernel resident beside the GEMMs, a 20% SM tax [model]) vs the same transport
+      with no SM tax.
     * Training layer (notebooks 03 and 04): one DeepSeek-V3-shaped MoE layer (narrow experts,
       h_ffn = 2,048) with SP + EP and both overlaps, fused communication taking each of
       ``comm_sms`` SMs of 132 from the GEMMs beside it, vs none.

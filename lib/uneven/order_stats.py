@@ -32,6 +32,13 @@ Units: whatever ``scale`` is in (seconds in the notebooks).
 True
 >>> round(gaussian_max_asymptotic(64), 3), round(float(harmonic(8)), 4)
 (2.198, 2.7179)
+
+Where the maximum stops mattering: ranks that share a cause. :func:`expected_max_correlated`
+gives the slowest of N Gaussian ranks with a common correlation ``rho``; at ``rho = 1`` every
+rank is slow together and the slowest is the mean.
+
+>>> [round(expected_max_correlated(64, r), 3) for r in (0.0, 0.9, 1.0)]
+[2.344, 0.741, 0.0]
 """
 
 from __future__ import annotations
@@ -53,6 +60,7 @@ __all__ = [
     "standard_deviation",
     "simulate_max",
     "gaussian_max_asymptotic",
+    "expected_max_correlated",
 ]
 
 #: Per-rank distributions :func:`expected_max` and :func:`simulate_max` know.
@@ -258,3 +266,22 @@ def simulate_max(dist: str, n: int, *, trials: int = 10_000, scale: float = 1.0,
             x = scale * (1.0 + rng.pareto(alpha, (hi - lo, n)))  # classical Pareto, min = scale
         maxima[lo:hi] = x.max(axis=1)
     return float(maxima.mean()), float(maxima.std(ddof=1) / math.sqrt(trials))
+
+
+def expected_max_correlated(n, rho: float, *, scale: float = 1.0):
+    """``E[max(X_1 … X_n)]`` for ``n`` Gaussian ranks of mean 0, standard deviation ``scale``
+    and one common pairwise correlation ``rho`` in [0, 1] (a shared cause: a slow software
+    release, a hot room, a common congested link).
+
+    Exact: write ``X_i = √rho · Z + √(1 - rho) · Y_i`` with ``Z``, ``Y_i`` independent standard
+    normals; the shared ``Z`` moves every rank alike, so ``E[max] = scale · √(1 - rho) · e_n``
+    with ``e_n`` the independent case of :func:`expected_max`. At ``rho = 1`` the slowest rank
+    is the mean rank: spreading work evenly cannot help, only making every rank faster can.
+    ``n`` an int or an array of ints in ``[1, 10**9]`` (costs as :func:`expected_max`);
+    ``scale`` at most 1e100.
+
+    >>> round(expected_max_correlated(10, 0.75), 6)   # half of Tippett's 1.538753
+    0.769376
+    """
+    rho = check_real("rho", rho, lo=0.0, hi=1.0)
+    return math.sqrt(1.0 - rho) * expected_max("gaussian", n, scale=scale)

@@ -2,13 +2,25 @@
 
 from __future__ import annotations
 
+import math
+
+import numpy as np
+
 from . import register
 
 
-def _slowest_of_64_us():
+def _slowest(N, mean):
+    # the expected lateness of the slowest of N dies, each late by an independent exponential
+    # delay with the given mean: mean * H_N
     from ..order_stats import expected_max
 
-    return expected_max("exponential", 64, scale=2e-6) * 1e6
+    return expected_max("exponential", int(N), scale=float(mean))
+
+
+def _draw_slowest(rng):
+    # 1..100,000 dies, log-uniform (a few dies as often as thousands), a mean of 0.01..1,000
+    # (any unit: the answer is in the same one)
+    return (int(np.rint(10 ** rng.uniform(0, 5))), float(np.round(10 ** rng.uniform(-2, 3), 4)))
 
 
 def _extremes_at_one():
@@ -23,11 +35,19 @@ def _extremes_at_one():
     return (int(paper(worst.key).notebook[:2]), int(paper(best.key).notebook[:2]))
 
 
-register("07.1", _slowest_of_64_us, unit="µs", rtol=0.02,
-         mistakes=[(lambda e: 2.0, "That is the mean die: the barrier waits for the slowest."),
-                   (lambda e: 2.0 * 4.1588830833596715,
-                    "ln N alone leaves out Euler's constant: H_N ≈ ln N + 0.577.")],
-         hint="the largest of N exponentials with mean σ has mean σ·H_N, H_N = 1 + 1/2 + … + 1/N.")
+register("07.1", _slowest, kind="function", params=("N", "mean"), rtol=1e-6, atol=1e-12,
+         draw=_draw_slowest, examples=[(64, 2.0), (1, 2.0)],
+         solution="mean * sum(1 / i for i in range(1, N + 1))",
+         mistakes=[(lambda N, m: m, "That is the mean die: the barrier waits for the slowest."),
+                   (lambda N, m: m * math.log(N), "ln N alone leaves out Euler's constant (and "
+                                                  "gives 0 for one die): H_N ≈ ln N + 0.577."),
+                   (lambda N, m: m * sum(1 / i for i in range(2, N + 1)),
+                    "That is how far the slowest is behind the mean die; the question asks how "
+                    "late it is."),
+                   (lambda N, m: m * math.sqrt(2 * math.log(N)), "√(2 ln N) is the Gaussian's "
+                                                                 "growth, not the exponential's.")],
+         hint="the minimum of k exponentials with mean σ is exponential with mean σ/k: wait for "
+              "the first of N, then the first of the N − 1 left, and so on.")
 register("07.2", _extremes_at_one, kind="exact",
          mistakes=[(lambda e: (e[0], 4), "Notebook 04's capped system is flat, but the dropped "
                                          "tokens do not bring it down to its balanced layer: "
@@ -45,12 +65,17 @@ register("07.4", lambda: "d", kind="choice", options=("a", "b", "c", "d"),
                          "of, not less.")])
 
 
-#: The worked solutions of notebook 07's <details> blocks.
-SOLUTIONS = {"07.1": 9.49, "07.2": (3, 1), "07.3": "c", "07.4": "d"}
+#: The worked solutions of notebook 07's <details> blocks (07.1: the function's expression).
+SOLUTIONS = {"07.1": lambda N, mean: mean * sum(1 / i for i in range(1, N + 1)),
+             "07.2": (3, 1), "07.3": "c", "07.4": "d"}
 
 #: Answers from the neighbouring regime, which must be rejected.
 REGIME_NEIGHBOURS = {
-    "07.1": [2.0, 8.32, 7.49, 4.74, 12.0],  # the mean; ln N; max minus mean; sigma = 1; sqrt
+    # the mean die; ln N; the gap to the mean die; the Gaussian's growth; H_N without the mean
+    "07.1": [lambda N, mean: mean, lambda N, mean: mean * math.log(N),
+             lambda N, mean: mean * sum(1 / i for i in range(2, N + 1)),
+             lambda N, mean: mean * math.sqrt(2 * math.log(N)),
+             lambda N, mean: sum(1 / i for i in range(1, N + 1))],
     "07.2": [(3, 4), (1, 3), (2, 1), (3, 6), (5, 1)],
     "07.3": ["a", "b", "d", "c, d"],
     "07.4": ["a", "b", "c", "b, d"],

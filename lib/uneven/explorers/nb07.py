@@ -97,6 +97,8 @@ __all__ = [
     "KIND_COLORS",
     # the notebook's runs, one per section
     "DEFAULT_POLICIES",
+    "DEFAULT_LABELS",
+    "boundary_cases",
     "DISTRIBUTIONS",
     "TRANSPORT_BATCHES",
     "SM_BOUND",
@@ -222,16 +224,15 @@ def draw_unevenness(fig, state: UnevennessState, **_):
         if fig.get_layout_engine() is None:
             fig.subplots_adjust(left=0.06, right=0.99, bottom=0.1, top=0.88, wspace=0.24,
                                 hspace=0.5)
-        dyn, marks, texts = [], {}, {}
+        dyn, marks, texts, lines = [], {}, {}, {}
         for ax, key in zip(axes.ravel(), PAPER_KEYS, strict=True):
             c = state.curves[key]
             k = KNOBS[key]
             col = plots.color(SYSTEM_COLORS[key])
-            ax.plot(c["s"], c["baseline"], ls="--", color=_BASE_COLOR, lw=1.4, label=k.baseline)
-            ax.plot(c["s"], c["system"], color=col, lw=1.8, label=k.system)
+            (lb,) = ax.plot(c["s"], c["baseline"], ls="--", color=_BASE_COLOR, lw=1.4,
+                            label=k.baseline)
+            (ls,) = ax.plot(c["s"], c["system"], color=col, lw=1.8, label=k.system)
             ax.axhline(1.0, color=plots.color("healthy"), lw=0.7, ls=":")
-            top = max(float(c["baseline"].max()), float(c["system"].max()))
-            ax.set_ylim(0.95, 1.0 + (top - 1.0) * 2.7 + 0.08)
             ax.set_xlim(-0.03, 1.03)
             (mb,) = ax.plot([], [], "o", ms=6, mfc="white", mec=_BASE_COLOR, mew=1.6)
             (ms,) = ax.plot([], [], "o", ms=6, color=col)
@@ -242,15 +243,16 @@ def draw_unevenness(fig, state: UnevennessState, **_):
             ax.tick_params(labelsize=7.5)
             marks[key] = (mb, ms)
             texts[key] = txt
-            dyn += [mb, ms, txt]
+            lines[key] = (ax, lb, ls)
+            dyn += [mb, ms, txt, lb, ls]
         for ax in axes[1]:
             ax.set_xlabel("shared unevenness s", fontsize=plots.NOTE)
         for ax in axes[:, 0]:
             ax.set_ylabel("step / balanced ideal", fontsize=plots.NOTE)
         fig.suptitle("each system against its own balanced ideal (model) · s = 0.5: the setting "
-                     "each notebook studies · corner: knob, baseline ×, system ×", x=0.01,
-                     ha="left", fontsize=plots.PANEL)
-        return {"marks": marks, "texts": texts, "dynamic": dyn}
+                     "each notebook studies · curves drawn up to each knob's setting · corner: "
+                     "knob, baseline ×, system ×", x=0.01, ha="left", fontsize=plots.PANEL)
+        return {"marks": marks, "texts": texts, "lines": lines, "dynamic": dyn}
 
     art = reuse(fig, "uneven", build)
     for key, piece in state.pieces.items():
@@ -258,6 +260,16 @@ def draw_unevenness(fig, state: UnevennessState, **_):
         mb.set_data([piece.s], [piece.baseline_ratio])
         ms.set_data([piece.s], [piece.system_ratio])
         art["texts"][key].set_text(_panel_text(piece))
+        # the curves only up to the knob's setting: what lies beyond is for the reader to
+        # predict, then reveal by moving the knob (exercise 07.2)
+        c = state.curves[key]
+        seen = c["s"] <= piece.s + 1e-9
+        ax, lb, ls = art["lines"][key]
+        lb.set_data(c["s"][seen], c["baseline"][seen])
+        ls.set_data(c["s"][seen], c["system"][seen])
+        top = max([1.0, piece.baseline_ratio, piece.system_ratio]
+                  + [float(c[k][seen].max()) for k in ("baseline", "system") if seen.any()])
+        ax.set_ylim(0.95, 1.0 + (top - 1.0) * 1.9 + 0.08)
     return "uneven"
 
 
@@ -292,11 +304,13 @@ def unevenness_figure(state: UnevennessState):
 
 
 @plots.recipe
-def policy_figure(tables: dict, *, defaults: dict | None = None):
+def policy_figure(tables: dict, *, defaults: dict | None = None,
+                  default_labels: dict | None = None):
     """One heatmap per :class:`uneven.policies.PolicyTable` (``tables``: ``{title: table}``):
     each policy's time over each workload's best (1 = the best for that workload, boxed), the
-    best fixed policy marked, and optionally a ``defaults`` policy per title (what a system fixes
-    by default) marked too."""
+    best fixed policy marked, and optionally a ``defaults`` policy per title (one fixed in
+    advance) marked too, named by ``default_labels[title]`` (a string of at most 60
+    characters; "fixed in advance" if not given)."""
     import matplotlib
 
     from ..policies import PolicyTable
@@ -314,6 +328,12 @@ def policy_figure(tables: dict, *, defaults: dict | None = None):
         if title not in tables or not isinstance(d, str) or d not in tables[title].policies:
             raise ValueError(f"defaults must map titles of tables to one of that table's "
                              f"policies; got {_show(title)}: {_show(d)}")
+    default_labels = {} if default_labels is None else check_mapping("default_labels",
+                                                                     default_labels)
+    for title, lab in default_labels.items():
+        if title not in defaults:
+            raise ValueError(f"default_labels must name titles of defaults; got {_show(title)}")
+        _label(f"default_labels[{title!r}]", lab, max_len=60)
     heights = [len(t.policies) for t in tables.values()]
     fig, axes = plots.figure(11.5, 0.33 * sum(heights) + 1.15 * len(tables) + 0.6,
                              nrows=len(tables), height_ratios=heights)
@@ -337,7 +357,8 @@ def policy_figure(tables: dict, *, defaults: dict | None = None):
             labels[t.fixed] = labels[t.fixed] + "  ◀ best fixed"
             if title in defaults:
                 d = t.policies.index(defaults[title])
-                labels[d] = labels[d] + ("" if d == t.fixed else "  ◀ default")
+                name = default_labels.get(title, "fixed in advance")
+                labels[d] = labels[d] + ("" if d == t.fixed else f"  ◀ {name}")
             ax.set_yticks(range(len(labels)), labels, fontsize=plots.SMALL)
             ax.get_yticklabels()[t.fixed].set_fontweight("bold")
             ax.set_xticks(range(len(t.workloads)), t.workloads, fontsize=plots.SMALL, rotation=18,
@@ -345,7 +366,8 @@ def policy_figure(tables: dict, *, defaults: dict | None = None):
             ax.grid(False)
             text = f"{title}: best fixed in hindsight loses up to {t.loss.max():.0%}"
             if title in defaults and defaults[title] != t.policies[t.fixed]:
-                text += f", the default up to {t.loss_of(defaults[title]).max():.0%}"
+                name = default_labels.get(title, "fixed in advance")
+                text += f", {name} up to {t.loss_of(defaults[title]).max():.0%}"
             ax.set_title(text + " (model)", fontsize=plots.LABEL)
             fig.colorbar(im, ax=ax, label="time ÷ this workload's best", shrink=0.9,
                          ticks=[1.0, 1.25, 1.5, 1.75, 2.0], pad=0.01)
@@ -863,10 +885,17 @@ def _rows(name, rows, keys, *, lo=1, hi=1000) -> list:
 
 _MS, _US = 1e-3, 1e-6
 _PIECES = per_key(PAPER_KEYS, instance("uneven.unevenness:SlowPiece"))
-#: Each table's default policy: what the paper's system does without a per-workload choice.
+#: Each table's policy fixed in advance: ZB-H2 planned for a healthy network, as a production
+#: job replays it; relay with overlap at every batch; and notebook 06's EP64 split (count on
+#: 1, send on 47) kept at every EP size and batch. The last is the *model's* choice, not
+#: UBEP's: the chapter says UBEP's split follows the expert count and the batch.
 DEFAULT_POLICIES = {"PipeMorph: warm-ups per delay profile": "ZB-H2, planned healthy",
                     "Balancing and Beyond: transport and overlap per batch": "relay + overlap",
                     "UBEP: counting cores per EP size and batch": "count on 1, send on 47"}
+#: How the figure and the report name each table's policy fixed in advance.
+DEFAULT_LABELS = {"PipeMorph: warm-ups per delay profile": "a production job's choice",
+                  "Balancing and Beyond: transport and overlap per batch": "fixed in advance",
+                  "UBEP: counting cores per EP size and batch": "notebook 06's fixed split"}
 #: Section 2's per-rank time distributions: label -> (name in uneven.order_stats, parameters).
 DISTRIBUTIONS = {"Gaussian": ("gaussian", {}), "exponential": ("exponential", {}),
                  "Pareto α = 3": ("pareto", {"alpha": 3.0}),
@@ -904,8 +933,8 @@ def policy_tables() -> SimpleNamespace:
         chosen = sorted(set(t.best_names()), key=t.policies.index)
         d = DEFAULT_POLICIES[title]
         lines.append(f"{title}\n  per-workload best: {', '.join(chosen)}\n  best fixed "
-                     f"'{t.policies[t.fixed]}' loses up to {t.loss.max():.0%}; the default '{d}' "
-                     f"up to {t.loss_of(d).max():.0%} (model)")
+                     f"'{t.policies[t.fixed]}' loses up to {t.loss.max():.0%}; "
+                     f"{DEFAULT_LABELS[title]} '{d}' up to {t.loss_of(d).max():.0%} (model)")
     return SimpleNamespace(
         warm=warm, trans=trans, cores=cores, tables=tables,
         zb_loss=warm.loss_of("ZB-H2, planned healthy"),
@@ -1010,6 +1039,108 @@ def network_fixes(delay: float = 60 * _MS) -> SimpleNamespace:
         f"{bw['barriers'] / _US:.0f} µs (model)"])
     return SimpleNamespace(sweep=sweep, need=need, before_after=before_after, gain=gain, bw=bw,
                            base_inf=base_inf, ubep_1x=ubep_1x, report=report)
+
+
+#: The boundary cases' settings (see :func:`boundary_cases`).
+BOUNDARY_SMALL_DELAYS_MS = (10, 20)
+BOUNDARY_RHO = (0.0, 0.5, 0.9, 1.0)
+BOUNDARY_TOKENS_PER_GPU = 1
+BOUNDARY_POD = {"ep": 64, "tokens_per_die": 1024, "writes_in_flight": 64}
+
+
+@arguments(delay=real(lo=0.0, hi=10.0, unit="s"))
+def boundary_cases(delay: float = 60 * _MS) -> SimpleNamespace:
+    """Where each agreement of the chapter stops holding in the library's own models.
+
+    One run per agreement, each changing what the agreement rests on (model):
+
+    * ``fixed``: the warm-up table of Section 1 with delays of only 10 and 20 ms
+      (:data:`BOUNDARY_SMALL_DELAYS_MS`): the best fixed plan's largest loss (``fixed.loss``,
+      its name ``fixed.name``);
+    * ``gap``: the slowest of 64 Gaussian ranks above the mean, in standard deviations, when
+      the ranks share a cause with correlation ``rho`` (:data:`BOUNDARY_RHO`);
+    * ``pipe``: a network fix that removes *all* of ``delay`` (s) on link 0↔1 (congestion that
+      ECMP or spraying undoes): the fixed ZB-H2 (``zb``), PipeMorph under the whole delay
+      (``pipemorph``), healthy (``healthy``), s;
+    * ``transport``: the better transport's saving on the skewed and on the balanced decode
+      layer at 1 token per GPU, where fixed and per-message costs bind, not the hot NIC;
+    * ``pod``: the serialised superpod dispatch at 1×, 2×, 4× and unlimited bandwidth
+      (``factors``, ``baseline`` s) with :data:`BOUNDARY_POD` (64 writes in flight hide the hop
+      latency, 1,024 tokens per die): bytes bind;
+    * ``tax``: sends on the GPU stream on a healthy pipeline (PipeMorph's re-plan, 0.5-ms
+      sends), share of the iteration.
+
+    ``rows``: one dict per agreement (``agreement``, ``construction``: what the model makes true
+    by definition, ``holds``, ``stops``); ``markdown``: them as a table; ``report``: the numbers.
+    """
+    from ..counterfactuals import bandwidth_sweep, network_fix_sweep, transport_before_after
+    from ..order_stats import expected_max_correlated
+    from ..policies import warmup_policy_table
+    from ..schedulers.pipeline import pipeline_schedule, simulate_pipeline
+
+    warm = warmup_policy_table(delay_profiles(delays_ms=BOUNDARY_SMALL_DELAYS_MS), p=8, m=24,
+                               t_op=10 * _MS, cap=16)
+    fixed = SimpleNamespace(name=warm.policies[warm.fixed], loss=float(warm.loss.max()),
+                            zb=float(warm.loss_of("ZB-H2, planned healthy").max()))
+    gap = {r: float(expected_max_correlated(64, r)) for r in BOUNDARY_RHO}
+    sw = network_fix_sweep(delay, [1.0])
+    pipe = SimpleNamespace(zb=float(sw["zb_cpu"][0]), pipemorph=float(sw["pipemorph"]),
+                           healthy=float(sw["healthy"]))
+    ba = transport_before_after(tokens_per_gpu=BOUNDARY_TOKENS_PER_GPU)
+    transport = {st: 1 - ba[st, "SM-free"] / ba[st, "SM-resident"]
+                 for st in ("skewed", "balanced")}
+    bw = bandwidth_sweep([1, 2, 4, np.inf], **BOUNDARY_POD)
+    pod = SimpleNamespace(factors=bw["factors"], baseline=bw["baseline"], ubep=bw["ubep"],
+                          gain_2x=float(1 - bw["baseline"][1] / bw["baseline"][0]))
+    zb = pipeline_schedule("zb-h2", 8, 24)
+    on, off = (simulate_pipeline(zb, 0.01, 0.01, 0.01, transfer=0.5e-3, mode="replan",
+                                 hol=h).iteration_time for h in (True, False))
+    tax = (on - off) / on
+    ms, us = (lambda x: f"{x / _MS:.0f} ms"), (lambda x: f"{x / _US:.0f} µs")
+    rows = [
+        {"agreement": "a choice fixed in advance loses",
+         "construction": "the loss is measured against each workload's best, among the "
+                         "candidates the table holds",
+         "holds": "delays of 40–80 ms: every fixed plan loses somewhere (Section 1)",
+         "stops": f"delays of only {' and '.join(map(str, BOUNDARY_SMALL_DELAYS_MS))} ms: the "
+                  f"fixed '{fixed.name}' loses {fixed.loss:.0%} on every workload (ZB-H2 "
+                  f"fixed for a healthy network still loses up to {fixed.zb:.0%})"},
+        {"agreement": "the slowest rank sets the step",
+         "construction": "every model defines the step as a maximum; PipeMorph's 3.00 is one "
+                         "delayed link of three",
+         "holds": f"independent ranks: the slowest of 64 is {gap[0.0]:.2f} σ above the mean",
+         "stops": f"ranks sharing one cause (ρ = 0.9): {gap[0.9]:.2f} σ; ρ = 1: "
+                  f"{gap[1.0]:.2f} σ, the slowest is the mean"},
+        {"agreement": "pipeline: fixing the network is not enough",
+         "construction": "the network is credited with a share of the delay: the result is a "
+                         "break-even share, not a test of what ECMP can see",
+         "holds": "a delay at an endpoint (a slow NIC), which no routing removes",
+         "stops": f"congestion that spraying removes fully: fixed ZB-H2 {ms(pipe.zb)} against "
+                  f"PipeMorph's {ms(pipe.pipemorph)} under the whole delay"},
+        {"agreement": "decode: transport gains need balancing first",
+         "construction": "both states use one transport model fitted to DeepEP's tables",
+         "holds": "64 tokens per GPU: the hot NIC's bytes bind (Section 3)",
+         "stops": f"{BOUNDARY_TOKENS_PER_GPU} token per GPU: it saves {transport['skewed']:.0%}"
+                  f" on the skewed layer, {transport['balanced']:.0%} on the balanced one"},
+        {"agreement": "superpod: bandwidth does not speed a barrier-bound dispatch",
+         "construction": "barrier and hop latencies are fixed inputs, independent of bandwidth",
+         "holds": "128 tokens per die, 4 writes in flight (Section 3)",
+         "stops": f"{BOUNDARY_POD['tokens_per_die']:,} tokens per die, "
+                  f"{BOUNDARY_POD['writes_in_flight']} writes in flight: "
+                  f"{us(pod.baseline[0])} → {us(pod.baseline[1])} at 2× ({pod.gain_2x:.0%} "
+                  f"less), {us(pod.baseline[-1])} with free bytes"},
+        {"agreement": "communication on the compute units costs the step",
+         "construction": "a send on the GPU stream blocks the next kernel by assumption",
+         "holds": "30 ms on one link: over half the iteration (Appendix A)",
+         "stops": f"healthy links: {tax:.1%} of the iteration"},
+    ]
+    head = "| agreement | true by construction (model) | where it holds | where it stops (model) |"
+    md = "\n".join([head, "|---|---|---|---|"] + [
+        f"| {r['agreement']} | {r['construction']} | {r['holds']} | {r['stops']} |"
+        for r in rows])
+    report = "\n".join(f"{r['agreement']}: {r['stops']} (model)" for r in rows)
+    return SimpleNamespace(fixed=fixed, gap=gap, pipe=pipe, transport=transport, pod=pod,
+                           tax=tax, rows=rows, markdown=md, report=report)
 
 
 #: Section 4's upper bound: DeepEP's 20 of an H800's 132 SMs held for the whole step [derived].
