@@ -1,6 +1,7 @@
 """Decode-time EP: direct per-expert copies against the same-index relay, the decode-layer
 timeline with per-expert overlap, the drifting workload and many-step runs."""
 
+import dataclasses
 import math
 
 import numpy as np
@@ -406,3 +407,116 @@ def test_simulate_decode_names_its_own_parameters():
         drifting_popularity(2, 5_000_000, 1.0)
     with pytest.raises(ValueError, match="n_experts"):
         expected_remote_hosts(8, 4, n_experts=10**18)
+
+
+# ---------------------------------------------------------------------------------------------
+# the relay's own costs, and the inverse problems
+
+
+def _one_forwarded_copy():
+    """2 H20 hosts, one expert per GPU; one token on GPU 0 whose only expert sits on GPU 9: the
+    copy crosses to GPU 8 (the same-index relay), which forwards it to GPU 9 over NVLink."""
+    p = contiguous_slots(16, 16)
+    src = np.array([0])
+    return p, decode_traffic(p, route_to_slots(p, [[9]], src), src, "relay")
+
+
+def test_relay_costs_add_on_the_critical_path_closed_form():
+    p, t = _one_forwarded_copy()
+    free = decode_layer(p, t).layer_time
+    c, s = 3e-6, 5e-6
+    # one forwarded copy in dispatch and one in combine; one sync in each phase
+    assert decode_layer(p, t, relay_copy=c).layer_time == pytest.approx(free + 2 * c, abs=1e-12)
+    assert decode_layer(p, t, relay_sync=s).layer_time == pytest.approx(free + 2 * s, abs=1e-12)
+    assert decode_layer(p, t, relay_copy=c, relay_sync=s).layer_time == pytest.approx(
+        free + 2 * (c + s), abs=1e-12)
+    # a copy that lands on the relay itself is not forwarded: no per-copy cost, the sync stays
+    t8 = decode_traffic(p, route_to_slots(p, [[8]], [0]), [0], "relay")
+    f8 = decode_layer(p, t8).layer_time
+    assert decode_layer(p, t8, relay_copy=c).layer_time == pytest.approx(f8, abs=1e-12)
+    assert decode_layer(p, t8, relay_sync=s).layer_time == pytest.approx(f8 + 2 * s, abs=1e-12)
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.integers(0, 10_000), st.floats(0.0, 2e-5), st.floats(0.0, 2e-5), st.booleans())
+def test_relay_costs_never_finish_sooner_and_leave_direct_alone(seed, c, s, overlap):
+    hw = DecodeHardware(gpus_per_node=4, gpus_per_nic=2)
+    p, slots, src = _random_step(seed)
+    r = decode_traffic(p, slots, src, "relay")
+    d = decode_traffic(p, slots, src, "direct")
+    free = decode_layer(p, r, hw=hw, overlap=overlap)
+    paid = decode_layer(p, r, hw=hw, overlap=overlap, relay_copy=c, relay_sync=s)
+    assert (paid.completion >= free.completion - 1e-12).all()
+    assert paid.layer_time <= free.layer_time + 2 * s + 2 * c * slots.size + 1e-12
+    zero = decode_layer(p, r, hw=hw, overlap=overlap, relay_copy=0.0, relay_sync=0.0)
+    np.testing.assert_array_equal(zero.completion, free.completion)  # the default is no cost
+    a = decode_layer(p, d, hw=hw, overlap=overlap)
+    b = decode_layer(p, d, hw=hw, overlap=overlap, relay_copy=c, relay_sync=s)
+    np.testing.assert_array_equal(a.completion, b.completion)  # no relay, nothing to pay
+
+
+def test_simulate_decode_passes_relay_costs_and_defaults_reproduce_todays_numbers():
+    s = DecodeSetup(n_hosts=2, n_experts=16, n_slots=16, k=4, tokens_per_gpu=4)
+    base = simulate_decode(s, mode="relay", n_steps=3, seed=1)
+    same = simulate_decode(s, mode="relay", n_steps=3, seed=1, relay_copy=0.0, relay_sync=0.0)
+    np.testing.assert_array_equal(base.layer_time, same.layer_time)
+    dear = simulate_decode(s, mode="relay", n_steps=3, seed=1, relay_sync=1e-5)
+    assert (dear.layer_time > base.layer_time).all()
+    for kw, name in (({"relay_copy": -1.0}, "relay_copy"), ({"relay_sync": 2.0}, "relay_sync"),
+                     ({"relay_sync": float("nan")}, "relay_sync")):
+        with pytest.raises(ValueError, match=name):
+            simulate_decode(s, mode="relay", n_steps=1, **kw)
+        p, t = _one_forwarded_copy()
+        with pytest.raises(ValueError, match=name):
+            decode_layer(p, t, **kw)
+
+
+_SMALL = DecodeSetup(n_hosts=2, n_experts=16, n_slots=16, k=4, tokens_per_gpu=4)
+
+
+@pytest.mark.parametrize("cost", ["relay_sync", "relay_copy"])
+def test_relay_cost_for_solves_the_inverse_problem(cost):
+    from uneven.ep.decode import relay_cost_for
+
+    kw = dict(mode="relay", placement="NIC-aware", n_steps=3, seed=1)
+    free = simulate_decode(_SMALL, **kw).median("exposed_comm")
+    target = free + 30e-6
+    c = relay_cost_for(target, _SMALL, cost=cost, **kw)
+    got = simulate_decode(_SMALL, **kw, **{cost: c}).median("exposed_comm")
+    assert got == pytest.approx(target, abs=2e-8) and c > 0
+    assert relay_cost_for(free, _SMALL, cost=cost, **kw) == 0.0  # nothing to add
+    with pytest.raises(ValueError, match="target"):
+        relay_cost_for(0.5 * free, _SMALL, cost=cost, **kw)  # the free relay is already slower
+
+
+def test_relay_cost_for_and_matching_batch_check_their_arguments():
+    from uneven.ep.decode import matching_batch, relay_cost_for
+
+    for call, name in (
+        (lambda: relay_cost_for(1e-4, _SMALL, n_steps=1), "mode"),
+        (lambda: relay_cost_for(1e-4, _SMALL, mode="relay", cost="x", n_steps=1), "cost"),
+        (lambda: relay_cost_for(-1.0, _SMALL, mode="relay", n_steps=1), "target"),
+        (lambda: relay_cost_for(1e-4, _SMALL, mode="relay", n_steps=1, bogus=1), "bogus"),
+        (lambda: relay_cost_for(1e-4, "x", mode="relay", n_steps=1), "setup"),
+        (lambda: relay_cost_for(10.0, _SMALL, mode="relay", n_steps=1), "target"),
+        (lambda: matching_batch(1e-4, _SMALL, lo=0), "lo"),
+        (lambda: matching_batch(1e-4, _SMALL, lo=8, hi=4), "hi"),
+        (lambda: matching_batch(1e-4, _SMALL, what="x"), "what"),
+    ):
+        with pytest.raises(ValueError, match=name):
+            call()
+
+
+def test_matching_batch_picks_the_closest_batch():
+    from uneven.ep.decode import matching_batch
+
+    kw = dict(n_steps=3, seed=1, placement="contiguous")
+    b, t = matching_batch(100e-6, _SMALL, hi=64, **kw)
+
+    def at(x):
+        return simulate_decode(dataclasses.replace(_SMALL, tokens_per_gpu=x),
+                               **kw).median("exposed_comm")
+
+    assert t == at(b)
+    assert abs(t - 100e-6) <= min(abs(at(b - 1) - 100e-6), abs(at(b + 1) - 100e-6))
+    assert matching_batch(1e-9, _SMALL, hi=8, **kw)[0] == 1  # below every batch: the smallest

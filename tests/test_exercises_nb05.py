@@ -24,13 +24,61 @@ def test_expected_values_come_from_the_library():
 def test_the_predict_exercise_answer_is_not_the_default_ratio():
     # the explorer's default ratio (400 Gb/s) is on screen; the exercise's must be clearly apart
     default = [balancing_state(mode=m).layer_time for m in ("direct", "relay")]
+    assert round(default[0] / default[1], 2) == 1.38  # the ratio the prompt states
     e = exercise("05.2").expected()
     assert e > 1.15 * default[0] / default[1]
     assert not check("05.2", default[0] / default[1]).ok
 
 
-@pytest.mark.parametrize("key", ["05.2", "05.4"])  # 05.1: test_exercises_derive.py
+@pytest.mark.parametrize("key", ["05.2", "05.4"])  # 05.1: test_exercises_derive.py; 05.5-6 below
 def test_registered_slips_get_their_hint(key):
+    ex = exercise(key)
+    e = float(ex.expected())
+    for wrong, message in ex.mistakes:
+        value = float(wrong(e))
+        if not math.isclose(value, e, rel_tol=ex.rtol):
+            assert message in check(key, value).message
+
+
+def test_the_placement_exercise_is_the_hierarchical_policy_at_ep64():
+    from uneven.ep.placement import nic_loads, placement_from_phy2log, rebalance_experts
+    from uneven.explorers.nb05 import step_skew
+
+    load = step_skew(DecodeSetup()).load
+    ratios = {}
+    for groups, nodes in ((8, 8), (1, 1)):
+        phy2log = rebalance_experts(load[None], 320, groups, nodes, 64)[0][0]
+        n = nic_loads(placement_from_phy2log(phy2log, 256, 64), load)
+        ratios[groups] = n.max() / n.mean()
+    assert exercise("05.5").expected() == pytest.approx(ratios[8])
+    # the two policies sit in different regimes: the hierarchical one cannot move load across hosts
+    assert ratios[8] > 1.1 > 1.01 > ratios[1]
+    assert check("05.5", round(ratios[8], 2)).ok and not check("05.5", ratios[1]).ok
+
+
+def test_the_inverse_problem_exercise_solves_for_a_per_copy_cost():
+    from uneven.ep.decode import relay_cost_for
+    from uneven.explorers.nb05 import ABLATION, TRANSPORTS
+
+    e = exercise("05.6").expected()
+    last = {**ABLATION[-1][1], "transport": TRANSPORTS["SM-free"]}
+    s = DecodeSetup(tokens_per_gpu=19)  # Section 6's matched batch
+    r = simulate_decode(s, n_steps=60, seed=1, relay_copy=e * 1e-6, **last)
+    assert r.median("exposed_comm") == pytest.approx(134.00e-6, abs=1e-8)
+    # the solution's claim: the relay stops paying at about 0.27 µs per forwarded copy
+    relay = {**ABLATION[3][1]}
+    swaps = simulate_decode(s, n_steps=60, seed=1, **ABLATION[2][1]).median("exposed_comm")
+    even = relay_cost_for(swaps, s, cost="relay_copy", **relay)
+    assert round(even * 1e6, 2) == 0.27 and even * 1e6 < e / 2
+    # and 0.81 µs is about 50 times a token's NVLink byte time (7,392 bytes: 16 ns)
+    from uneven.ep.decode import H20_DECODE
+
+    byte_time = H20_DECODE.dispatch_bytes / H20_DECODE.nvlink_bw
+    assert round(byte_time * 1e9) == 16 and 45 < e * 1e-6 / byte_time < 55
+
+
+@pytest.mark.parametrize("key", ["05.5", "05.6"])
+def test_new_exercises_slips_get_their_hint(key):
     ex = exercise(key)
     e = float(ex.expected())
     for wrong, message in ex.mistakes:

@@ -120,3 +120,42 @@ def test_states_and_recipes_check_their_inputs():
     ):
         with pytest.raises(ValueError, match=name):
             call()
+
+
+def test_waterfall_puts_the_paper_beside_the_model():
+    fig = nb05.waterfall_figure(["a", "b", "c"], [200.0, 120.0, 40.0], [210.0, 130.0, 45.0],
+                                layer_us=[300.0, 250.0, 150.0], paper=nb05.PAPER_COMM)
+    main, side = fig.axes
+    heights = [b.get_height() for b in side.patches]
+    assert heights == pytest.approx([1.0, 0.6, 0.2])  # the model's rungs over the first
+    ends = side.lines[1].get_ydata()
+    assert list(ends) == pytest.approx([1.0, 134.00 / 190.21])  # the paper's two ends
+    assert any("[chapter]" in t.get_text() for t in side.get_legend().get_texts())
+    assert len(nb05.waterfall_figure(["a"], [1.0], [1.0]).axes) == 1  # no paper, no panel
+
+
+def test_ablation_runs_pass_the_relay_costs_to_the_relay_rungs_only():
+    s = DecodeSetup(n_hosts=2, tokens_per_gpu=4)
+    free = nb05.ablation_runs(s, n_steps=2)
+    dear = nb05.ablation_runs(s, n_steps=2, relay_sync=2e-5)
+    relay = [i for i, (_, kw) in enumerate(nb05.ABLATION) if kw.get("mode") == "relay"]
+    assert relay == [3, 4, 5]
+    assert dear.med[:3] == free.med[:3]
+    assert all(dear.med[i] > free.med[i] for i in relay)
+    with pytest.raises(ValueError, match="relay_sync"):
+        nb05.ablation_runs(s, n_steps=2, relay_sync=-1.0)
+
+
+def test_matched_ablation_calibrates_then_solves():
+    m = nb05.matched_ablation(n_steps=4)
+    # the matched batch is the closest to the paper's baseline among its neighbours
+    near = [simulate_decode(DecodeSetup(tokens_per_gpu=b), placement="contiguous", n_steps=4,
+                            seed=1).median("exposed_comm") * 1e6
+            for b in (m.batch - 1, m.batch + 1)]
+    assert all(abs(m.base - 190.21) <= abs(x - 190.21) for x in near)
+    assert m.fitted[-1] == pytest.approx(134.0, abs=0.05)
+    assert m.fitted[:m.relay_rung] == m.abl.med[:m.relay_rung]
+    assert 0 < m.break_even < m.sync
+    for _q, p, v, r in m.rows:
+        assert r == pytest.approx(v / p)
+    assert "[chapter]" in m.report

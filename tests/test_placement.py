@@ -353,3 +353,50 @@ def test_swapped_placements_with_replicas_keep_consistent_maps(seed, shape):
         rebuilt = placement_from_phy2log(p.phy2log, n_exp, n_gpus, gpus_per_node=gpn,
                                          gpus_per_nic=gpnic, phyrank=rank)
         np.testing.assert_array_equal(checked.log2phy, rebuilt.log2phy)
+
+
+# ---------------------------------------------------------------------------------------------
+# the floor on the busiest GPU without replicas
+
+
+def _best_busiest_gpu(load, n_gpus):
+    """The least busiest-GPU load over every way to deal the experts, equal counts per GPU
+    (brute force, tiny inputs only)."""
+    m = len(load) // n_gpus
+    best = np.inf
+    for perm in itertools.permutations(range(len(load))):
+        gpus = [sum(load[e] for e in perm[g * m:(g + 1) * m]) for g in range(n_gpus)]
+        best = min(best, max(gpus))
+    return best
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.lists(st.integers(0, 50), min_size=6, max_size=6), st.sampled_from([2, 3]))
+def test_busiest_gpu_floor_is_a_lower_bound_and_tight_when_one_expert_dominates(ints, n_gpus):
+    from uneven.ep.placement import busiest_gpu_floor
+
+    load = [float(x) for x in ints]
+    floor = busiest_gpu_floor(load, n_gpus)
+    best = _best_busiest_gpu(load, n_gpus)
+    assert floor <= best + 1e-9  # no placement beats it
+    m = len(load) // n_gpus
+    s = sorted(load)
+    assert floor == max(sum(load) / n_gpus, s[-1] + sum(s[:m - 1]))
+    # one expert heavier than all the others together: the busiest expert's GPU decides
+    heavy = [*load[:-1], 10.0 * (sum(load) + 1)]
+    assert busiest_gpu_floor(heavy, n_gpus) == pytest.approx(_best_busiest_gpu(heavy, n_gpus))
+
+
+def test_busiest_gpu_floor_of_notebook_05_and_its_errors():
+    from uneven.ep.placement import busiest_gpu_floor
+
+    load = expert_popularity(256, 8.0, seed=0)
+    ratio = busiest_gpu_floor(load, 32) / (load.sum() / 32)
+    p = eplb_placement(load, 256, 32)
+    assert ratio <= gpu_loads(p, load).max() / gpu_loads(p, load).mean() + 1e-12
+    assert busiest_gpu_floor(np.ones(8), 4) == 2.0  # uniform: the mean
+    for bad, n, name in (([], 1, "expert_load"), ([[1.0, 2.0]], 1, "expert_load"),
+                         ([1.0, 2.0, 3.0], 2, "n_gpus"), ([1.0, -1.0], 1, "expert_load"),
+                         ([1.0, 2.0], 0, "n_gpus"), ([1.0, 2.0], 3, "n_gpus")):
+        with pytest.raises(ValueError, match=name):
+            busiest_gpu_floor(bad, n)

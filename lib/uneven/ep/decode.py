@@ -62,7 +62,7 @@ One H20 host, 8 experts in 16 slots, top-2, 4 tokens per GPU:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from types import SimpleNamespace
 
 import numpy as np
@@ -109,6 +109,9 @@ __all__ = [
     "expert_bytes",
     "H800_DECODE",
     "isolated_phases",
+    "RELAY_COSTS",
+    "matching_batch",
+    "relay_cost_for",
 ]
 
 PLACEMENTS = ("contiguous", "EPLB", "NIC-aware")
@@ -164,10 +167,11 @@ class DecodeHardware(Checked):
                              f"got {self.gpus_per_nic}")
 
 
-#: An H20 host: 8 GPUs sharing 4 × 400 Gb/s NICs in pairs, NVLink 900 GB/s bidirectional (450 per
-#: direction) [public, lmsys H20 write-up]; HBM 4.0 TB/s and 296 dense FP8 TFLOPS [public H20
-#: spec]; DeepSeek-V3 experts (44.04 MB in FP8), FP8 dispatch and BF16 combine; NIC latency 2.8 µs
-#: (ISCA'25 Table 5 [paper]); NVLink latency 1 µs [model].
+#: An H20 host: 8 GPUs and 4 × 400 Gb/s NICs, NVLink 900 GB/s bidirectional (450 per direction)
+#: [public, lmsys H20 write-up]; that adjacent GPUs pair on one NIC is our assumption; HBM
+#: 4.0 TB/s and 296 dense FP8 TFLOPS [public H20 spec]; DeepSeek-V3 experts (44.04 MB in FP8),
+#: FP8 dispatch and BF16 combine; NIC latency 2.8 µs (ISCA'25 Table 5 [paper]); NVLink latency
+#: 1 µs [model].
 H20_DECODE = DecodeHardware()
 #: An H800 host as in DeepEP's tables: one 400 Gb/s CX7 NIC per GPU, NVLink 160 GB/s per direction
 #: achieved (ISCA'25 [paper]), H800 HBM 3.35 TB/s and 1,979 dense FP8 TFLOPS [public spec].
@@ -495,15 +499,36 @@ def _ready_rank(seq_key, resource, ops):
 
 
 def decode_layer(placement: Placement, traffic: DecodeTraffic, transport: Transport = SM_RESIDENT,
-                 hw: DecodeHardware = H20_DECODE, *, overlap: bool = False) -> LayerResult:
+                 hw: DecodeHardware = H20_DECODE, *, overlap: bool = False,
+                 relay_copy: float = 0.0, relay_sync: float = 0.0) -> LayerResult:
     """Time one MoE layer of one decode step (see the module docstring for the model).
 
     ``placement`` and ``traffic`` (from :func:`uneven.ep.transport.decode_traffic` on that
     placement) describe the step; ``transport`` its fixed, per-message and SM costs; ``hw`` the
     host; ``overlap`` per-expert overlap. The placement's ``gpus_per_nic`` and ``gpus_per_node``
     must match ``hw``'s.
+
+    The relay's own work *(model)*, 0 by default (then the relay costs only its NVLink bytes and
+    latency), each 0 .. 1 s and used only by relay traffic: ``relay_copy`` (s) per copy the relay
+    forwards over NVLink, in dispatch and again in combine, paid on the port of the GPU that holds
+    the slot, one copy after another (a forwarding kernel's per-copy work);
+    ``relay_sync`` (s) once between an RDMA arrival and the relay's NVLink fan-out, and once
+    between the last partial output reaching the relay and its RDMA copy back (detecting the
+    arrival, then launching the next step).
+
+    >>> from uneven.ep.transport import decode_traffic
+    >>> p = contiguous_slots(16, 16)                     # 2 H20 hosts, one expert per GPU
+    >>> src = np.arange(16)
+    >>> ids = (src[:, None] + np.array([1, 8, 9])) % 16  # top-3, two experts on the other host
+    >>> t = decode_traffic(p, route_to_slots(p, ids, src), src, "relay")
+    >>> free = decode_layer(p, t).layer_time
+    >>> round((decode_layer(p, t, relay_sync=us(5)).layer_time - free) * 1e6, 1)  # twice 5 µs
+    10.0
     """
+    relay_copy = check_real("relay_copy", relay_copy, lo=0.0, hi=1.0, unit="s")
+    relay_sync = check_real("relay_sync", relay_sync, lo=0.0, hi=1.0, unit="s")
     g = _layer_shape(placement, traffic, transport, hw, overlap)
+    g.relay_copy, g.relay_sync = (relay_copy, relay_sync) if g.relay else (0.0, 0.0)
     dur, res, seq, rel, comp = _layer_ops(g, traffic, transport, hw, overlap)
     inputs, edges = _layer_edges(g, traffic, transport, hw, overlap)
     fin, start = _run_layer(g, dur, res, seq, rel, edges)
@@ -579,7 +604,10 @@ def _layer_ops(g, traffic, transport, hw, overlap):
     dur[:A] = traffic.rdma_in.ravel() * t_d * np.repeat(s_d, sph)
     res[:A], seq[:A], rel[:A] = g.nic_ids, g.js, transport.fixed
     o_dnvl, o_c, o_envl, o_enic, o_chain = g.o_dnvl, g.o_c, g.o_envl, g.o_enic, g.o_chain
-    dur[o_dnvl:o_c] = traffic.nvl_in * (hw.dispatch_bytes / hw.nvlink_bw)
+    # the relay's forwarded copies: a slot's NVLink copies less those from its own host's tokens
+    own_nvl = np.bincount(traffic.ret_op[traffic.ret_kind == 1], minlength=g.P)
+    fwd = (traffic.nvl_in - own_nvl) * g.relay_copy if g.relay else 0.0
+    dur[o_dnvl:o_c] = traffic.nvl_in * (hw.dispatch_bytes / hw.nvlink_bw) + fwd
     res[o_dnvl:o_c], seq[o_dnvl:o_c], rel[o_dnvl:o_c] = K + g.gpu, g.order, transport.fixed
     tax = 1.0 / (1.0 - transport.sm_tax) if overlap else 1.0
     tok = traffic.tokens
@@ -588,7 +616,7 @@ def _layer_ops(g, traffic, transport, hw, overlap):
     dur[o_c:o_envl] = comp
     res[o_c:o_envl], seq[o_c:o_envl] = K + N + g.gpu, g.order
     rel[o_c:o_envl] = transport.fixed  # nothing computes before the dispatch kernel has run
-    dur[o_envl:o_enic] = traffic.nvl_back * (hw.combine_bytes / hw.nvlink_bw)
+    dur[o_envl:o_enic] = traffic.nvl_back * (hw.combine_bytes / hw.nvlink_bw) + fwd
     res[o_envl:o_enic], seq[o_envl:o_enic] = K + 2 * N + g.gpu, g.order
     dur[o_enic:o_chain] = traffic.rdma_back.ravel() * t_c * np.repeat(s_c, sph)
     res[o_enic:o_chain], seq[o_enic:o_chain] = K + 3 * N + g.nic_ids, g.js
@@ -617,7 +645,7 @@ def _layer_edges(g, traffic, transport, hw, overlap):
     remote = traffic.remote_tokens > 0
     if g.relay:  # fan-out waits for every RDMA stream of the host to reach the slot
         edge((host_nics * sph + order[:, None])[remote], np.repeat(o_dnvl + slot[remote], nph),
-             hw.nic_latency)
+             hw.nic_latency + g.relay_sync)
         inputs = [(o_dnvl + slot, hw.nvlink_latency, (traffic.nvl_in > 0) | remote)]
     else:
         inputs = [(own_dnic, hw.nic_latency, traffic.rdma_in.ravel()[own_dnic] > 0),
@@ -637,7 +665,8 @@ def _layer_edges(g, traffic, transport, hw, overlap):
         done = o_c + last[g.gpu]
     edge(done, o_envl + slot, transport.fixed)
     if g.relay:
-        edge(o_envl + g.slot_at.ravel(), o_chain + np.arange(g.H * sph), hw.nvlink_latency)
+        edge(o_envl + g.slot_at.ravel(), o_chain + np.arange(g.H * sph),
+             hw.nvlink_latency + g.relay_sync)
         chain_of = o_chain + (g.nic_ids // nph) * sph + g.js
         edge(chain_of, o_enic + np.arange(g.A), 0.0)
     else:
@@ -717,7 +746,8 @@ def simulate_decode(setup: DecodeSetup = DecodeSetup(), *, placement: str = "NIC
                     swaps: bool = False, mode: str = "direct", overlap: bool = False,
                     transport: Transport = SM_RESIDENT, n_steps: int = 50, seed: int = 0,
                     swap_threshold: float = 0.02, cooldown: int = 10, ema: float = 0.2,
-                    popularity=None, start: int = 0) -> DecodeRun:
+                    popularity=None, start: int = 0, relay_copy: float = 0.0,
+                    relay_sync: float = 0.0) -> DecodeRun:
     """Run ``n_steps`` decode steps of one MoE layer and return per-step times and tails.
 
     The placement is planned once, before step 0, for the expected load of step 0 (a fresh
@@ -734,6 +764,8 @@ def simulate_decode(setup: DecodeSetup = DecodeSetup(), *, placement: str = "NIC
     ``k`` positive entries) replaces the drifting workload. Costs about 2-5 ms per timed step,
     far less per untimed one (no layer is timed); the steps must fit the work budget of
     :mod:`uneven.limits` (at its default, about 900 timed steps of the default setup).
+    ``relay_copy`` and ``relay_sync`` (s): the relay's own work, as in :func:`decode_layer`
+    (0 by default; used only with ``mode="relay"``).
 
     >>> r = simulate_decode(DecodeSetup(n_hosts=1, n_experts=8, n_slots=8, k=2,
     ...                                 tokens_per_gpu=2), n_steps=3, start=5, swaps=True)
@@ -742,6 +774,8 @@ def simulate_decode(setup: DecodeSetup = DecodeSetup(), *, placement: str = "NIC
     """
     a = _decode_args(setup, placement, swaps, mode, overlap, transport, n_steps, start, seed,
                      swap_threshold, cooldown, ema)
+    relay_cost = dict(relay_copy=check_real("relay_copy", relay_copy, lo=0.0, hi=1.0, unit="s"),
+                      relay_sync=check_real("relay_sync", relay_sync, lo=0.0, hi=1.0, unit="s"))
     pop = _decode_popularity(setup, popularity, a.total, a.seed)
     n_tok = setup.n_gpus * setup.tokens_per_gpu
     expected = pop[0] * n_tok * setup.k
@@ -769,7 +803,8 @@ def simulate_decode(setup: DecodeSetup = DecodeSetup(), *, placement: str = "NIC
         counts = np.bincount(ids.ravel(), minlength=setup.n_experts)
         avg = (1.0 - a.ema) * avg + a.ema * counts
         if t >= a.start:
-            _time_step(out, t - a.start, plc, ids, src, a.mode, transport, setup.hw, a.overlap)
+            _time_step(out, t - a.start, plc, ids, src, a.mode, transport, setup.hw, a.overlap,
+                       relay_cost)
     for v in out.values():
         v.flags.writeable = False
     return trusted(DecodeRun, copy_bytes=copied, placement=plc, **out)
@@ -796,14 +831,20 @@ def _decode_args(setup, placement, swaps, mode, overlap, transport, n_steps, sta
     n_steps, start = a.n_steps, a.start
     a.total = total = start + n_steps
     copies = setup.n_gpus * setup.tokens_per_gpu * setup.k
-    per_step = 20 * PY_STEP + 30.0 * copies + 20.0 * setup.n_experts
-    per_timed = 300 * PY_STEP + 80.0 * copies + 400.0 * setup.n_slots
-    check_steps("n_steps", n_steps, start * per_step + n_steps * (per_step + per_timed),
+    check_steps("n_steps", n_steps, _run_steps(setup, n_steps, start),
                 f"{start:,} untimed and {n_steps:,} timed steps of {copies:,} routed copies")
     check_bytes("n_steps", n_steps, 8.0 * (3 * total * setup.n_experts
                                            + n_steps * (setup.n_gpus + 8) + 40 * copies),
                 "the popularity of every step and the per-step results")
     return a
+
+
+def _run_steps(setup, n_steps, start) -> float:
+    """Loop steps of one :func:`simulate_decode` run (the work budget's estimate)."""
+    copies = setup.n_gpus * setup.tokens_per_gpu * setup.k
+    per_step = 20 * PY_STEP + 30.0 * copies + 20.0 * setup.n_experts
+    per_timed = 300 * PY_STEP + 80.0 * copies + 400.0 * setup.n_slots
+    return start * per_step + n_steps * (per_step + per_timed)
 
 
 def _decode_popularity(setup, popularity, total, seed) -> np.ndarray:
@@ -821,10 +862,10 @@ def _decode_popularity(setup, popularity, total, seed) -> np.ndarray:
     return pop
 
 
-def _time_step(out, i, plc, ids, src, mode, transport, hw, overlap) -> None:
+def _time_step(out, i, plc, ids, src, mode, transport, hw, overlap, relay_cost) -> None:
     """Time step ``i`` (its routed ``ids``) on placement ``plc`` into row ``i`` of ``out``."""
     tr = decode_traffic(plc, route_to_slots(plc, ids, src), src, mode)
-    lr = decode_layer(plc, tr, transport, hw, overlap=overlap)
+    lr = decode_layer(plc, tr, transport, hw, overlap=overlap, **relay_cost)
     out["layer_time"][i], out["exposed_comm"][i] = lr.layer_time, lr.exposed_comm
     nic_in = tr.nic_in()
     out["nic_ratio"][i] = nic_in.max() / nic_in.mean() if nic_in.mean() > 0 else 1.0
@@ -864,3 +905,137 @@ def isolated_phases(n_hosts: int, *, tokens_per_gpu: int = 128, k: int = 8, n_ex
     lr = decode_layer(p, decode_traffic(p, route_to_slots(p, ids, src), src, "direct"),
                       transport, bare)
     return lr.dispatch_end, lr.layer_time - lr.dispatch_end
+
+
+# --------------------------------------------------------------------------------------------
+# inverse problems: the batch, and the relay cost, that match a measured time
+
+#: The relay's own costs that :func:`relay_cost_for` can solve for (keywords of
+#: :func:`simulate_decode`).
+RELAY_COSTS = ("relay_copy", "relay_sync")
+#: Most :func:`simulate_decode` runs one :func:`relay_cost_for` makes: 2 to start, up to 20 to
+#: bracket the root, the rest to close in on it; the work budget is checked for a typical solve
+#: (notebook 05's take about 10 runs).
+_MAX_SOLVER_RUNS, _TYPICAL_SOLVER_RUNS = 64, 16
+_RUN_KEYS = ("placement", "swaps", "mode", "overlap", "transport", "relay_copy", "relay_sync")
+
+
+def _median_of(setup, run, what, n_steps, seed, start) -> float:
+    r = simulate_decode(setup, n_steps=n_steps, seed=seed, start=start, **run)
+    return r.median(what)
+
+
+def _inverse_args(target, setup, what, n_steps, seed, start, run) -> dict:
+    check_real("target", target, lo=0.0, lo_open=True, hi=1e3, unit="s")
+    check_instance("setup", setup, DecodeSetup)
+    check_choice("what", what, ("layer_time", "exposed_comm"))
+    check_int("n_steps", n_steps, lo=1, hi=2000)
+    check_int("seed", seed, lo=0)
+    check_int("start", start, lo=0, hi=100_000)
+    bad = sorted(set(run) - set(_RUN_KEYS))
+    if bad:
+        raise ValueError(f"the run's keywords must be among {_RUN_KEYS}; got {bad}")
+    return dict(run)
+
+
+def matching_batch(target: float, setup: DecodeSetup = DecodeSetup(), *, lo: int = 1,
+                   hi: int = 256, what: str = "exposed_comm", n_steps: int = 60, seed: int = 1,
+                   start: int = 0, **run) -> tuple[int, float]:
+    """The tokens per GPU (``lo`` .. ``hi``) at which the median ``what`` (``"exposed_comm"`` or
+    ``"layer_time"``) of :func:`simulate_decode` on ``setup`` with the keywords ``run`` comes
+    closest to ``target`` (s), and that median (s). A bisection on the batch: it assumes the time
+    grows with the batch, as it does for every rung of notebook 05's ablation. ``hi`` at most
+    4096.
+
+    >>> small = DecodeSetup(n_hosts=2, n_experts=16, n_slots=16, k=4)
+    >>> b, t = matching_batch(100e-6, small, hi=64, n_steps=3, placement="contiguous")
+    >>> b, round(t * 1e6, 1)
+    (10, 98.8)
+    """
+    run = _inverse_args(target, setup, what, n_steps, seed, start, run)
+    lo = check_int("lo", lo, lo=1, hi=4096)
+    hi = check_int("hi", hi, lo=lo, hi=4096)
+    runs = 2 + max(1, hi - lo).bit_length()
+    check_steps("hi", hi, runs * _run_steps(replace(setup, tokens_per_gpu=hi), n_steps, start),
+                f"up to {runs} runs of {n_steps:,} steps at up to {hi:,} tokens per GPU")
+    cache: dict[int, float] = {}
+
+    def at(b):
+        if b not in cache:
+            cache[b] = _median_of(replace(setup, tokens_per_gpu=b), run, what, n_steps, seed,
+                                  start)
+        return cache[b]
+
+    a, z = lo, hi
+    while z - a > 1:  # the largest batch below the target, and the next one
+        m = (a + z) // 2
+        if at(m) < target:
+            a = m
+        else:
+            z = m
+    best = min((a, z), key=lambda b: (abs(at(b) - target), b))
+    return best, at(best)
+
+
+def relay_cost_for(target: float, setup: DecodeSetup = DecodeSetup(), *,
+                   cost: str = "relay_sync", what: str = "exposed_comm", n_steps: int = 60,
+                   seed: int = 1, start: int = 0, tol: float = 1e-8, **run) -> float:
+    """The relay cost (s) that makes the median ``what`` of :func:`simulate_decode` on ``setup``
+    with the keywords ``run`` (``mode="relay"``) equal ``target`` (s): the inverse problem
+    behind a measured time. ``cost``: ``"relay_copy"`` (per forwarded copy) or ``"relay_sync"``
+    (per arrival → fan-out), the other one as ``run`` gives it (0 by default). Solved by a
+    bracketed secant (Illinois) search to ``tol`` (s, on the median). Raises ValueError when the
+    free relay is already slower than ``target``, or when a cost of 1 s stays below it.
+
+    >>> small = DecodeSetup(n_hosts=2, n_experts=16, n_slots=16, k=4, tokens_per_gpu=4)
+    >>> c = relay_cost_for(80e-6, small, n_steps=3, mode="relay", placement="NIC-aware")
+    >>> r = simulate_decode(small, n_steps=3, seed=1, mode="relay", placement="NIC-aware",
+    ...                     relay_sync=c)
+    >>> round(r.median("exposed_comm") * 1e6, 2)
+    80.0
+    """
+    run = _inverse_args(target, setup, what, n_steps, seed, start, run)
+    cost = check_choice("cost", cost, RELAY_COSTS)
+    tol = check_real("tol", tol, lo=1e-12, hi=1e-3, unit="s")
+    if run.get("mode") != "relay":
+        raise ValueError(f"the run must use mode='relay' (a relay cost needs a relay); got "
+                         f"mode={run.get('mode', 'direct')!r}")
+    check_steps("n_steps", n_steps, _TYPICAL_SOLVER_RUNS * _run_steps(setup, n_steps, start),
+                f"about {_TYPICAL_SOLVER_RUNS} runs of {n_steps:,} steps")
+
+    def gap(c):
+        return _median_of(setup, {**run, cost: c}, what, n_steps, seed, start) - target
+
+    a, fa = 0.0, gap(0.0)
+    if fa > 0:
+        raise ValueError(f"target must be above the free relay's median {what} "
+                         f"({fa + target:.6g} s); got {target:.6g} s")
+    if abs(fa) <= tol:
+        return 0.0
+    z = 1e-6
+    fz = gap(z)
+    while fz < 0:  # bracket the root, doubling
+        a, fa = z, fz
+        z *= 2.0
+        if z > 1.0:
+            raise ValueError(f"target must be reachable with a {cost} of at most 1 s; got "
+                             f"{target:.6g} s")
+        fz = gap(z)
+    side = 0
+    c = z
+    for _ in range(_MAX_SOLVER_RUNS - 22):  # Illinois: a secant step that keeps the bracket
+        c = z - fz * (z - a) / (fz - fa) if fz != fa else 0.5 * (a + z)
+        fc = gap(c)
+        if abs(fc) <= tol or z - a <= 1e-13:
+            return float(c)
+        if fc > 0:
+            z, fz = c, fc
+            if side == 1:
+                fa *= 0.5
+            side = 1
+        else:
+            a, fa = c, fc
+            if side == -1:
+                fz *= 0.5
+            side = -1
+    return float(c)

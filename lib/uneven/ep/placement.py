@@ -100,6 +100,7 @@ __all__ = [
     "gpu_loads",
     "nic_loads",
     "host_loads",
+    "busiest_gpu_floor",
     "nvlink_swaps",
     "MAX_LAYERS",
     "MAX_EXPERTS",
@@ -725,6 +726,28 @@ def host_loads(placement: Placement, expert_load) -> np.ndarray:
     """Load per host (float64 ``[n_nodes]``)."""
     p = _check_placement(placement)
     return gpu_loads(p, expert_load).reshape(p.n_nodes, p.gpus_per_node).sum(axis=1)
+
+
+def busiest_gpu_floor(expert_load, n_gpus: int) -> float:
+    """A lower bound on the busiest GPU's load when each of ``n_gpus`` GPUs holds
+    ``m = n_experts / n_gpus`` experts and no expert has a replica: the mean GPU load, or the
+    busiest expert plus the ``m − 1`` lightest others, whichever is larger (the busiest expert's
+    GPU holds ``m − 1`` more experts, at best the lightest). ``n_gpus`` must divide the expert
+    count (at most 65,536 experts).
+
+    >>> busiest_gpu_floor([8.0, 1.0, 1.0, 2.0, 3.0, 1.0], 2)    # 8 + the two lightest
+    10.0
+    """
+    load = check_loads("expert_load", expert_load, ndim=1)
+    if not 1 <= load.size <= MAX_EXPERTS:
+        raise ValueError(f"expert_load must hold one load per expert (1 .. {MAX_EXPERTS:,}); "
+                         f"got {load.size:,}")
+    n = check_int("n_gpus", n_gpus, lo=1, hi=load.size)
+    if load.size % n:
+        raise ValueError(f"n_gpus must divide the expert count ({load.size}); got {n}")
+    m = load.size // n
+    order = np.sort(load)
+    return float(max(load.sum() / n, order[-1] + order[:m - 1].sum()))
 
 
 def nvlink_swaps(placement: Placement, expert_load, *, threshold: float = 0.02,

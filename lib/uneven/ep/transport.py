@@ -12,11 +12,13 @@ on the token's own GPU costs nothing. Two experts of one token on one GPU get tw
 ``"relay"``: for every remote host that holds one of the token's slots, **one** RDMA write, to
 the GPU with the sender's local index on that host (the *relay*); the relay copies the token over
 NVLink to each of that host's slots (itself excepted). Slots on the token's own host are reached
-over NVLink as in direct mode. *Balancing and Beyond* sends one copy per remote host through the
-same-index GPU, keeping the traffic on its rail [chapter]; that the relay shares its NIC's rail
+over NVLink as in direct mode. *Balancing and Beyond* relays through the same-index GPU, one copy
+per remote host, so the traffic stays on its rail [chapter]; that the relay shares its NIC's rail
 and leaf switch with the sender, and that in combine it first adds up the weighted outputs of its
 host's experts for the token (they reach it over NVLink) and sends **one** copy back, is this
-model's reading *(model)*.
+model's reading *(model)*. The relay's own work (a forwarding kernel's time per copy, the wait
+between an RDMA arrival and the NVLink fan-out) costs nothing unless
+:func:`uneven.ep.decode.decode_layer` is given ``relay_copy`` or ``relay_sync`` *(model)*.
 
 :func:`decode_traffic` counts copies — not bytes, so one count serves FP8 dispatch and BF16
 combine — per *NIC stream slot*: NIC ``n``'s RDMA copies are grouped by the host slot they serve,

@@ -88,12 +88,85 @@ register("05.4", _swaps_per_step, unit="swaps per GPU per step", rtol=0.05,
          hint="the time the copy may take, over the time one swap keeps a GPU's NVLink port busy.")
 
 
+#: Exercise 05.5: EP64 on H20 (8 hosts of 8 GPUs), one spare slot per GPU.
+EP64_HOSTS, EP64_SLOTS, EXPERT_GROUPS = 8, 320, 8
+
+
+def _ep64_nic_ratio(n_groups=EXPERT_GROUPS, n_slots=EP64_SLOTS, level="nic"):
+    # Section 1's expected load, placed by EPLB on 8 hosts; busiest / mean at one level
+    from ..ep.decode import DecodeSetup
+    from ..ep.placement import (
+        gpu_loads,
+        host_loads,
+        nic_loads,
+        placement_from_phy2log,
+        rebalance_experts,
+    )
+    from ..explorers.nb05 import step_skew
+
+    setup = DecodeSetup()
+    load = step_skew(setup).load
+    n_gpus = EP64_HOSTS * setup.hw.gpus_per_node
+    nodes = EP64_HOSTS if n_groups > 1 else 1
+    phy2log = rebalance_experts(load[None], n_slots, n_groups, nodes, n_gpus)[0][0]
+    p = placement_from_phy2log(phy2log, setup.n_experts, n_gpus,
+                               gpus_per_node=setup.hw.gpus_per_node,
+                               gpus_per_nic=setup.hw.gpus_per_nic)
+    per = {"nic": nic_loads, "gpu": gpu_loads, "host": host_loads}[level](p, load)
+    return float(per.max() / per.mean())
+
+
+@lru_cache(maxsize=1)
+def _matched_setup():
+    # Section 6's calibration: the batch where the model's DeepEP default exposes 190.21 µs
+    from ..ep.decode import DecodeSetup, matching_batch
+    from ..explorers.nb05 import PAPER_COMM
+
+    batch, _ = matching_batch(PAPER_COMM[0] * 1e-6, lo=1, hi=64, placement="contiguous")
+    return DecodeSetup(tokens_per_gpu=batch)
+
+
+@lru_cache(maxsize=2)
+def _relay_cost_us(cost="relay_copy"):
+    # the relay cost (µs) at which all mechanisms expose the paper's 134.00 µs
+    from ..ep.decode import relay_cost_for
+    from ..explorers.nb05 import ABLATION, PAPER_COMM, TRANSPORTS
+
+    kw = dict(ABLATION[-1][1])
+    kw["transport"] = TRANSPORTS[kw["transport"]]
+    return 1e6 * relay_cost_for(PAPER_COMM[1] * 1e-6, _matched_setup(), cost=cost, **kw)
+
+
+register("05.5", _ep64_nic_ratio, unit="busiest NIC / mean", rtol=0.004,
+         mistakes=[(lambda e: _ep64_nic_ratio(n_groups=1), "That is the global policy (one "
+                                                           "group, one node): the question asks "
+                                                           "for the hierarchical one."),
+                   (lambda e: _ep64_nic_ratio(level="gpu"), "That is the busiest GPU: add up "
+                                                            "the two GPUs behind each NIC."),
+                   (lambda e: _ep64_nic_ratio(level="host"), "That is the busiest host: a NIC "
+                                                             "serves two of its GPUs."),
+                   (lambda e: _ep64_nic_ratio(n_slots=256), "That is with no spare slots: "
+                                                            "use 320.")],
+         hint="rebalance_experts(load[None], 320, 8, 8, 64), then placement_from_phy2log and "
+              "nic_loads.")
+register("05.6", _relay_cost_us, unit="µs per forwarded copy", rtol=0.03,
+         mistakes=[(lambda e: 1000 * e, "Give it in µs, not ns."),
+                   (lambda e: e * 1e-6, "Give it in µs, not seconds."),
+                   (lambda e: _relay_cost_us("relay_sync"), "That is the sync per crossing "
+                                                            "that Section 6 solved for: this "
+                                                            "time the sync is free and each "
+                                                            "forwarded copy costs.")],
+         hint="relay_cost_for(134e-6, setup, cost='relay_copy', ...) with the last rung's "
+              "keywords, at Section 6's matched batch.")
+
+
 #: The worked solutions of notebook 05's <details> blocks.
 def _copies_solution(H, k):  # noqa: N803 - the page's symbol
     return (H - 1) * (1 - (1 - 1 / H) ** k)
 
 
-SOLUTIONS = {"05.1": _copies_solution, "05.2": 1.71, "05.3": "b", "05.4": 370.0}
+SOLUTIONS = {"05.1": _copies_solution, "05.2": 1.71, "05.3": "b", "05.4": 370.0,
+             "05.5": 1.14, "05.6": 0.81}
 
 #: Answers from the neighbouring regime, which must be rejected.
 REGIME_NEIGHBOURS = {
@@ -106,4 +179,8 @@ REGIME_NEIGHBOURS = {
     "05.3": ["a", "c", "d", "a, b"],
     # copies serialised; 900 GB/s per direction; one layer only; Gb/s; 98 (the copy time in µs)
     "05.4": [185.0, 741.0, 6.4, 46.0, 98.0],
+    # global policy; busiest GPU; busiest host; no spare slots
+    "05.5": [1.003, 1.156, 1.132, 1.748],
+    # the sync of Section 6 (µs); where the relay stops paying; the same in ns
+    "05.6": [47.0, 0.27, 814.0],
 }

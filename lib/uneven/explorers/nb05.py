@@ -76,12 +76,15 @@ from ..ep.decode import (
     drifting_popularity,
     isolated_phases,
     make_placement,
+    matching_batch,
+    relay_cost_for,
     sample_routing,
     simulate_decode,
 )
 from ..ep.placement import (
     MAX_EXPERTS,
     Placement,
+    busiest_gpu_floor,
     gpu_loads,
     host_loads,
     nic_loads,
@@ -109,7 +112,7 @@ __all__ = ["BalancingState", "balancing_state", "draw_balancing", "balancing_exp
            # the notebook's runs, one per section
            "ABLATION", "BATCH_OPTIONS", "DEEPEP_LL_TABLE", "step_skew", "placement_loads",
            "replica_rows", "swap_runs", "relay_step", "shuffled_host", "layer_report",
-           "ablation_runs", "stale_report", "transport_table",
+           "ablation_runs", "stale_report", "transport_table", "PAPER_COMM", "matched_ablation",
            "batch_sweep", "deepep_ll_check"]
 
 #: The control ``benchmarks/bench_widgets.py`` moves, and the values it moves it through.
@@ -455,7 +458,8 @@ def waterfall_figure(names, median_us, p99_us, *, layer_us=None, paper: tuple | 
     steps; ``layer_us`` (optional, median layer time in µs per step) is drawn as a black dash
     above each bar, because the exposed metric moves with the busiest GPU's expert time.
     ``names``: one label per step (1 .. 16 steps); times from 0 to 1e12 µs; ``paper``: the
-    paper's (before, after) communication time in µs, or None."""
+    paper's (before, after) communication time in µs, or None; when given, a side panel puts
+    it beside the model's rungs, both divided by the first rung (DeepEP's default = 1)."""
     med = _curve("median_us", median_us, lo=0.0)
     if med.size > 16 or med.max() > 1e12:
         raise ValueError(f"median_us must have 1 .. 16 steps of at most 1e12 µs; got "
@@ -477,7 +481,10 @@ def waterfall_figure(names, median_us, p99_us, *, layer_us=None, paper: tuple | 
                                   and all(is_real(x, lo=0.0) and x < 1e12 for x in paper)):
         raise ValueError(f"paper must be None or a pair (before, after) of times in µs; got "
                          f"{_show(paper)}")
-    fig, ax = plots.figure(10, 4.0)
+    if paper is None:
+        fig, ax = plots.figure(10, 4.0)
+    else:  # the paper beside the bars: both normalised to DeepEP's default
+        fig, (ax, ax_p) = plots.figure(12, 4.2, ncols=2, width_ratios=(3.2, 1.0))
     with plots.style():
         x = np.arange(med.size)
         ax.bar(x[:1], med[:1], 0.6, color=plots.color("grey"))
@@ -508,11 +515,35 @@ def waterfall_figure(names, median_us, p99_us, *, layer_us=None, paper: tuple | 
         ax.set_ylim(0, top * 1.2 if top > 0 else 1.0)
         ax.grid(axis="x", visible=False)
         title = "exposed communication, median over steps (model); green = what each step removes"
-        if paper is not None:
-            title += f"\npaper: communication {paper[0]:.2f} → {paper[1]:.2f} µs [chapter]"
         ax.set_title(title, fontsize=plots.LABEL)
         plots.legend(ax, "inside", loc="upper right")
+        if paper is not None:
+            _paper_panel(ax_p, med, paper)
     return fig
+
+
+def _paper_panel(ax, med, paper):
+    """The waterfall's side panel: each rung's median over the first rung's (model, bars) and
+    the paper's two published ends (markers), both with DeepEP's default = 1."""
+    n = med.size
+    rel = med / med[0] if med[0] > 0 else np.ones(n)
+    shades = [plots.color("grey")] + [plots.color("green")] * (n - 2) + [plots.color("sky")]
+    ax.bar(np.arange(n), rel, 0.6, color=shades[:n], alpha=0.55, label="model, each rung")
+    end = paper[1] / paper[0] if paper[0] > 0 else 1.0
+    ax.plot([0, n - 1], [1.0, end], "--", color=plots.color("red"), lw=1.2)
+    ax.plot([0, n - 1], [1.0, end], "o", color=plots.color("red"), ms=6,
+            label=f"paper [chapter], ends only:\n{paper[0]:.2f} → {paper[1]:.2f} µs")
+    ax.annotate(f"paper {end:.2f}", (n - 1, end), xytext=(-6, 8), textcoords="offset points",
+                ha="right", fontsize=plots.NOTE, color=plots.color("red"))
+    ax.annotate(f"model\n{rel[-1]:.2f}", (n - 1, rel[-1]), xytext=(0, 3),
+                textcoords="offset points", ha="center", va="bottom", fontsize=plots.NOTE)
+    ax.set_xticks([0, n - 1], ["DeepEP\ndefault", "all"] if n > 1 else ["DeepEP\ndefault"] * 2,
+                  fontsize=plots.NOTE)
+    ax.set_ylim(0, 1.6)
+    ax.set_ylabel("exposed communication / DeepEP default")
+    ax.set_title("normalised: model vs paper", fontsize=plots.LABEL)
+    ax.grid(axis="x", visible=False)
+    plots.legend(ax, "inside", loc="upper right", fontsize=plots.SMALL)
 
 
 @plots.recipe
@@ -660,15 +691,20 @@ def _ratios(p, load) -> tuple:
 def placement_loads(setup, load) -> SimpleNamespace:
     """Section 1: contiguous, EPLB and NIC-aware placements of ``setup`` planned for ``load``
     (tokens per expert); each one's busiest GPU and NIC over the mean (``gpu_max``,
-    ``nic_max``)."""
+    ``nic_max``); ``floor``: the least busiest-GPU ratio any placement without replicas can reach
+    (:func:`uneven.ep.placement.busiest_gpu_floor`, over the mean)."""
     placements = {kind: make_placement(kind, setup, load) for kind in PLACEMENTS}
+    floor = busiest_gpu_floor(load, setup.n_gpus) / (float(np.sum(load)) / setup.n_gpus)
     gpu_max, nic_max, lines = {}, {}, []
     for name, p in placements.items():
         gpu_max[name], nic_max[name], _ = _ratios(p, load)
         lines.append(f"{name:11s} busiest GPU {gpu_max[name]:.2f}x mean, busiest NIC "
                      f"{nic_max[name]:.2f}x mean, two heaviest GPUs: "
                      f"{np.argsort(-gpu_loads(p, load))[:2].tolist()} (model)")
-    return SimpleNamespace(placements=placements, gpu_max=gpu_max, nic_max=nic_max,
+    m = setup.n_slots // setup.n_gpus
+    lines.append(f"no placement without spare slots beats {floor:.2f}x: the busiest expert plus "
+                 f"the {m - 1} lightest (model)")
+    return SimpleNamespace(placements=placements, gpu_max=gpu_max, nic_max=nic_max, floor=floor,
                            report="\n".join(lines))
 
 
@@ -788,15 +824,20 @@ def layer_report(placement, direct, relay) -> str:
 
 
 @arguments(setup=_SETUP, rungs=integer(lo=1, hi=len(ABLATION)), n_steps=integer(lo=1, hi=2000),
-           seed=_SEED, start=integer(lo=0, hi=100_000))
+           seed=_SEED, start=integer(lo=0, hi=100_000), relay_sync=real(lo=0.0, hi=1.0, unit="s"),
+           relay_copy=real(lo=0.0, hi=1.0, unit="s"))
 def ablation_runs(setup, rungs: int = len(ABLATION), *, n_steps: int = 60, seed: int = 1,
-                  start: int = 0) -> SimpleNamespace:
+                  start: int = 0, relay_sync: float = 0.0, relay_copy: float = 0.0
+                  ) -> SimpleNamespace:
     """Sections 6-7: the first ``rungs`` rungs of :data:`ABLATION` run for ``n_steps`` from step
     ``start`` (``runs``), and per rung, µs: median and P99 exposed communication (``med``,
     ``p99``), median layer (``layer``), the busiest GPU's experts (``busiest``), and the busiest
     / mean NIC (``nic``); the cut of exposed communication and of the layer from the first rung
-    to the last (``cut``, ``cut_layer``) and the table beside the chapter's (``report``)."""
+    to the last (``cut``, ``cut_layer``) and the table beside the chapter's (``report``).
+    ``relay_sync``, ``relay_copy`` (s): the relay's own work in the rungs that use it (see
+    :func:`uneven.ep.decode.decode_layer`; 0 by default)."""
     runs = {name: simulate_decode(setup, n_steps=n_steps, seed=seed, start=start,
+                                  relay_sync=relay_sync, relay_copy=relay_copy,
                                   **_decode_kw(kw)) for name, kw in ABLATION[:rungs]}
     abl = SimpleNamespace(
         runs=runs, nic=[r.nic_ratio.mean() for r in runs.values()],
@@ -825,6 +866,54 @@ def stale_report(stale) -> str:
         f"{n:.2f}, layer {lt:4.0f} µs (P99 {to_us(r.p99()):4.0f}), exposed {m:4.0f} µs (model)"
         for name, n, lt, m, r in zip(stale.runs, stale.nic, stale.layer, stale.med,
                                      stale.runs.values(), strict=True))
+
+
+#: The paper's communication time against DeepEP's default, EP32 on H20: (DeepEP's default,
+#: all mechanisms), µs [chapter].
+PAPER_COMM = (190.21, 134.00)
+
+
+@arguments(n_steps=integer(lo=1, hi=2000), seed=_SEED)
+def matched_ablation(*, n_steps: int = 60, seed: int = 1) -> SimpleNamespace:
+    """Section 6: calibrate, then compare. The tokens per GPU at which the model's DeepEP default
+    (contiguous, one copy per expert) has the paper's exposed communication, 190.21 µs
+    (``batch``; ``base``: the model's value there, µs; :func:`uneven.ep.decode.matching_batch`);
+    the ablation at that batch (``abl``, from :func:`ablation_runs`); the relay sync per crossing
+    that makes the last rung equal the paper's 134.00 µs (``sync``, s;
+    :func:`uneven.ep.decode.relay_cost_for`), the relay rungs' medians with it (``fitted``, µs,
+    one per rung of :data:`ABLATION`), and the sync at which the relay stops paying, its rung no
+    faster than the one before (``break_even``, s); ``rows``: (quantity, paper, model,
+    model / paper) and ``report``."""
+    before, after = PAPER_COMM
+    batch, base = matching_batch(before * 1e-6, lo=1, hi=64, n_steps=n_steps, seed=seed,
+                                 placement="contiguous")
+    setup = DecodeSetup(tokens_per_gpu=batch)
+    abl = ablation_runs(setup, n_steps=n_steps, seed=seed)
+    kw = [_decode_kw(k) for _, k in ABLATION]
+    relay = next(i for i, k in enumerate(kw) if k.get("mode") == "relay")
+    common = dict(n_steps=n_steps, seed=seed)
+    sync = relay_cost_for(after * 1e-6, setup, cost="relay_sync", **common, **kw[-1])
+    fitted = list(abl.med[:relay]) + [
+        to_us(simulate_decode(setup, relay_sync=sync, **common, **k).median("exposed_comm"))
+        for k in kw[relay:]]
+    break_even = relay_cost_for(abl.med[relay - 1] * 1e-6, setup, cost="relay_sync", **common,
+                                **kw[relay])
+    rows = [("DeepEP default, exposed communication (µs)", before, abl.med[0]),
+            ("all mechanisms, relay free (µs)", after, abl.med[-1]),
+            ("cut from DeepEP's default (%)", 100 * (1 - after / before), 100 * abl.cut),
+            (f"all mechanisms, relay sync {to_us(sync):.0f} µs (µs)", after, fitted[-1])]
+    rows = [(q, p, m, m / p) for q, p, m in rows]
+    lines = [f"matched batch: {batch} tokens per GPU, where the model's DeepEP default exposes "
+             f"{to_us(base):.1f} µs against the paper's {before:.2f} [chapter] (model)",
+             f"{'quantity':46s} {'paper [chapter]':>15s} {'model':>7s} {'model / paper':>13s}"]
+    lines += [f"{q:46s} {p:15.1f} {m:7.1f} {r:13.2f}" for q, p, m, r in rows]
+    lines.append(f"solved (model): {to_us(sync):.1f} µs of relay sync per crossing gives "
+                 f"{after:.2f} µs; the relay rung then exposes {fitted[relay]:.0f} µs against "
+                 f"{abl.med[relay - 1]:.0f} without the relay: it pays only below "
+                 f"{to_us(break_even):.1f} µs")
+    return SimpleNamespace(batch=batch, base=to_us(base), setup=setup, abl=abl, sync=sync,
+                           fitted=fitted, break_even=break_even, relay_rung=relay, rows=rows,
+                           report="\n".join(lines))
 
 
 @arguments(setup=_SETUP)
