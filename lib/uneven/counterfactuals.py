@@ -1,7 +1,7 @@
 """Counterfactuals: change one thing, keep the rest, and see whether the slow piece moves.
 
-The chapter's third point of agreement is that network-layer fixes alone are not enough, and two
-papers keep communication off the GPU's compute units. Each function here runs one of the
+The chapter's third point of agreement is that network-layer fixes alone are not enough; two
+papers also take communication away from the GPU's SMs. Each function here runs one of the
 library's models twice or more, changing a single thing:
 
 * :func:`network_fix_sweep` (pipeline, :mod:`uneven.schedulers.pipeline`): a fix in the network

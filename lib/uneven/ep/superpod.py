@@ -28,12 +28,15 @@ expert) are ordered and split over the sending cores:
   barrier separates the two (the senders need global offsets), as in a CANN-like operator:
   count → barrier → send → barrier → poll;
 * *concurrent core groups* (``concurrent=True``): ``count_cores`` cores count while the other
-  ``C - count_cores`` send, at the same time (a sender-local slot layout needs no global offsets);
+  ``C - count_cores`` send, at the same time (the model's reading: a per-source slot layout
+  needs no global offsets);
 * how a receiver learns that its data is complete (``sync``): ``"barrier"``, a global barrier
   after the sends (every rank waits for the slowest); ``"flag"``, after its sends each rank waits
   for its writes to land (a fence, one two-hop latency) and writes a separate flag to every
-  destination; ``"block"``, the flag travels inside every atomic block (an epoch number, so no
-  buffer is ever cleared), which costs ``flag_bytes`` of every block and nothing else. Without a
+  destination; ``"block"``, the flag travels inside every atomic block, which costs
+  ``flag_bytes`` of every block and nothing else (the chapter names the flag inside 512-byte
+  atomic writes; that it is an epoch number, so no buffer is ever cleared, is the model's
+  reading). Without a
   barrier a receiver waits only for what it needs: the counts of every source and the data of
   the sources that send it something, each landing ``ℓ(s, r)`` after its source wrote it;
 * finally every core *polls* (reads the counts or the last flags), ``poll_cost``.
@@ -117,6 +120,10 @@ __all__ = [
     "decode_steps",
     "best_split",
     "MAX_RANKS",
+    "core_write_time",
+    "CLOUDMATRIX_DISPATCH",
+    "WritesFit",
+    "fit_writes_in_flight",
 ]
 
 SYNC_MODES = ("barrier", "flag", "block")
@@ -1103,15 +1110,21 @@ def _phase_steps(n, dense) -> int:
 class _Draws:
     """Seeded extra delays (s): ``jitter`` x standard exponential from ``default_rng(seed)``,
     plus ``straggler_delay`` where a uniform from ``default_rng([seed, 1])`` falls below
-    ``straggler_prob``. Two streams, so drawing in chunks of steps gives the same values as
-    drawing all steps at once."""
+    ``straggler_prob``, plus ``pareto_scale`` x a Lomax (Pareto II, minimum 0) draw of shape
+    ``pareto_alpha`` from ``default_rng([seed, 2])``, capped at 1,000 s. Separate streams, so
+    drawing in chunks of steps gives the same values as drawing all steps at once, and a run
+    without a Pareto part draws exactly what it drew before that part existed."""
 
-    def __init__(self, seed, jitter, straggler_prob=0.0, straggler_delay=0.0):
+    def __init__(self, seed, jitter, straggler_prob=0.0, straggler_delay=0.0, pareto_alpha=2.0,
+                 pareto_scale=0.0):
         self.exp = np.random.default_rng(seed)
         self.uni = np.random.default_rng([seed, 1])
+        self.par = np.random.default_rng([seed, 2])
         self.jitter = jitter
         self.prob = straggler_prob
         self.delay = straggler_delay
+        self.alpha = pareto_alpha
+        self.scale = pareto_scale
 
     def __call__(self, shape):
         if self.jitter > 0:
@@ -1120,18 +1133,70 @@ class _Draws:
             out = np.zeros(shape)
         if self.prob > 0 and self.delay > 0:
             out += (self.uni.random(shape) < self.prob) * self.delay
+        if self.scale > 0:
+            out += np.minimum(self.par.pareto(self.alpha, shape) * self.scale, _MAX_COST)
         return out
 
 
+class _SlowDies:
+    """Persistent stragglers: in each step (run) every rank is slow with probability ``prob``
+    (uniforms from ``default_rng([seed, 3])``, one per step and rank), and a slow rank's ops
+    all take ``slowdown`` times as long that whole step. ``base[k, r]``: the duration of op row
+    ``k`` on rank ``r`` that the draws of row ``k`` add to; a slow rank gets ``(slowdown - 1) *
+    base`` more in every layer."""
+
+    def __init__(self, seed, prob, slowdown, base):
+        self.rng = np.random.default_rng([seed, 3])
+        self.prob = prob
+        self.extra = (slowdown - 1.0) * np.asarray(base, dtype=np.float64)
+        self.on = prob > 0 and slowdown > 1.0
+
+    def add(self, jit):
+        """Add the slow ranks' extra time to ``jit`` ``[steps, ..., rows, n]`` in place."""
+        if not self.on:
+            return jit
+        m, n = jit.shape[0], jit.shape[-1]
+        slow = self.rng.random((m, n)) < self.prob
+        shape = (m,) + (1,) * (jit.ndim - 2) + (n,)
+        jit += slow.reshape(shape) * self.extra
+        return jit
+
+
+def _check_tails(slow_prob, slowdown, pareto_alpha, pareto_scale):
+    """The persistent and heavy-tailed straggler parameters, checked."""
+    return (check_real("slow_prob", slow_prob, lo=0.0, hi=1.0),
+            check_real("slowdown", slowdown, lo=1.0, hi=_MAX_FACTOR),
+            check_real("pareto_alpha", pareto_alpha, lo=1.0, lo_open=True, hi=1e3),
+            check_real("pareto_scale", pareto_scale, lo=0.0, hi=_MAX_COST, unit="s"))
+
+
+def _send_base(plan) -> np.ndarray:
+    """Per rank, the part of a phase's send path its send draw adds to: with a barrier before
+    the sends or separate counting cores, the send and flag time; serialised without a first
+    barrier, the serial count + send (+ flags) beyond the count (so that count plus send scale
+    together)."""
+    if plan.has_count and not plan.scheme.concurrent and not plan.barrier1:
+        return plan.rank_serial - plan.rank_count + plan.rank_flag
+    return plan.rank_send + plan.rank_flag
+
+
 def latency_samples(plan: PhasePlan, n_steps: int = 1000, jitter: float = 0.0, seed: int = 0,
-                    *, straggler_prob: float = 0.0, straggler_delay: float = 0.0) -> np.ndarray:
+                    *, straggler_prob: float = 0.0, straggler_delay: float = 0.0,
+                    slow_prob: float = 0.0, slowdown: float = 1.0, pareto_alpha: float = 2.0,
+                    pareto_scale: float = 0.0) -> np.ndarray:
     """Latency (s) of ``n_steps`` independent runs of the phase, every rank starting at 0.
 
     Each run draws fresh jitter: per rank and op (count, send, poll) an extra delay,
     exponential with mean ``jitter`` (s), plus ``straggler_delay`` (s) with probability
     ``straggler_prob``. Draws are ``[n_steps, 3, n_ranks]`` in C order (exponentials from
     ``default_rng(seed)``, straggler uniforms from ``default_rng([seed, 1])``), so two plans
-    given one seed see the same jitter. ``jitter`` and ``straggler_delay``: 0..1,000 s. Largest
+    given one seed see the same jitter. Two straggler models with tails, both off by default
+    (the draws are then the ones above): *a slow die*, each rank slow in a run with probability
+    ``slow_prob`` (0..1), its count, send and poll then ``slowdown`` (1..1e4) times as long;
+    *heavy-tailed per-op delays*, ``pareto_scale`` (s) times a Lomax draw of shape
+    ``pareto_alpha`` (> 1, at most 1e3; mean ``pareto_scale / (pareto_alpha - 1)``) added to
+    every op (see :class:`_Draws`, :class:`_SlowDies` for the streams). ``jitter``,
+    ``straggler_delay`` and ``pareto_scale``: 0..1,000 s. Largest
     size: ``n_steps * n_ranks * (40 + n_ranks)`` loop steps (``40`` instead of ``40 + n_ranks``
     when every rank sends to every rank) and ``8 * n_steps`` bytes, within the budgets of
     :mod:`uneven.limits` (by default ``n_steps * n_ranks`` up to about 5e7 for dense traffic).
@@ -1145,21 +1210,25 @@ def latency_samples(plan: PhasePlan, n_steps: int = 1000, jitter: float = 0.0, s
     plan = _check_plan(plan)
     n_steps = check_int("n_steps", n_steps, lo=1)
     jit3 = _check_jitter(jitter, straggler_prob, straggler_delay)
+    slow_p, slow_f, p_alpha, p_scale = _check_tails(slow_prob, slowdown, pareto_alpha,
+                                                    pareto_scale)
     seed = check_int("seed", seed, lo=0)
     n = plan.n_ranks
     check_bytes("n_steps", n_steps, 8 * n_steps, "one latency per step")
     sends, dense, full_own = _sends(plan)
     check_steps("n_steps", n_steps, n_steps * (3 * n + _phase_steps(n, dense)),
                 f"{n_steps:,} runs of a phase on {n} ranks")
-    draw = _Draws(seed, *jit3)
+    draw = _Draws(seed, *jit3, p_alpha, p_scale)
     args = _plan_args(plan)
+    slow = _SlowDies(seed, slow_p, slow_f, np.stack([args[0], _send_base(plan),
+                                                     np.full(n, args[4])]))
     flags = _flags(plan)
     consts = _consts(plan)
     out = np.empty(n_steps)
     per = max(1, _CHUNK_DRAWS // (3 * n))
     for lo in range(0, n_steps, per):
         hi = min(n_steps, lo + per)
-        jit = draw((hi - lo, 3, n))
+        jit = slow.add(draw((hi - lo, 3, n)))
         _samples_kernel(jit, *args, *flags, sends, dense, full_own, *consts, out[lo:hi])
     return out
 
@@ -1449,7 +1518,8 @@ class DecodeSteps(Checked):
 def decode_steps(traffic: SuperpodTraffic, costs: CoreCosts, scheme: Scheme, *, n_steps: int = 1000,
                  n_layers: int = 58, other_time: float = 500e-6, expert_time: float = 100e-6,
                  jitter: float = 2e-6, straggler_prob: float = 0.0, straggler_delay: float = 0.0,
-                 seed: int = 0) -> DecodeSteps:
+                 seed: int = 0, slow_prob: float = 0.0, slowdown: float = 1.0,
+                 pareto_alpha: float = 2.0, pareto_scale: float = 0.0) -> DecodeSteps:
     """Time per output token over ``n_steps`` decode steps of ``n_layers`` MoE layers.
 
     A layer on rank r: other work (attention, gate, shared expert; ``other_time`` [model]),
@@ -1457,7 +1527,11 @@ def decode_steps(traffic: SuperpodTraffic, costs: CoreCosts, scheme: Scheme, *, 
     and poll ops inside dispatch and the send and poll ops inside combine, gets its own jitter
     draw (as in :func:`latency_samples`). A step ends when every rank has finished its last
     layer; all ranks start a step together. Draws are ``[n_steps, n_layers, 7, n_ranks]`` (seeded
-    as in :func:`latency_samples`), so schemes given one seed see the same jitter. Ranges:
+    as in :func:`latency_samples`), so schemes given one seed see the same jitter. Stragglers
+    with tails, as in :func:`latency_samples`: a rank slow for a whole step with probability
+    ``slow_prob`` runs every op of that step (other work, count, send, poll, experts, combine)
+    ``slowdown`` times as long; ``pareto_scale`` x Lomax(``pareto_alpha``) is added to every
+    op. Both off by default, which gives exactly the step times of the plain jitter. Ranges:
     ``n_layers`` 1..1,000; ``other_time``, ``expert_time``, ``jitter``, ``straggler_delay``
     0..1,000 s. Largest size: ``n_steps * n_layers * n_ranks * (87 + 2 n_ranks)`` loop steps
     (``87`` alone when every rank sends to every rank) and ``8 * n_steps`` bytes, within the
@@ -1474,6 +1548,8 @@ def decode_steps(traffic: SuperpodTraffic, costs: CoreCosts, scheme: Scheme, *, 
     other_time = check_real("other_time", other_time, lo=0.0, hi=_MAX_COST, unit="s")
     expert_time = check_real("expert_time", expert_time, lo=0.0, hi=_MAX_COST, unit="s")
     jit3 = _check_jitter(jitter, straggler_prob, straggler_delay)
+    slow_p, slow_f, p_alpha, p_scale = _check_tails(slow_prob, slowdown, pareto_alpha,
+                                                    pareto_scale)
     seed = check_int("seed", seed, lo=0)
     n = traffic.n_ranks
     check_bytes("n_steps", n_steps, 8 * n_steps, "one time per step")
@@ -1487,12 +1563,16 @@ def decode_steps(traffic: SuperpodTraffic, costs: CoreCosts, scheme: Scheme, *, 
     d_cnt, d_snd, d_ser, d_flg, d_poll = _plan_args(d)
     _, c_snd, _, c_flg, c_poll = _plan_args(c)
     consts = _consts(d)
-    draw = _Draws(seed, *jit3)
+    draw = _Draws(seed, *jit3, p_alpha, p_scale)
+    full = np.full(n, 1.0)
+    slow = _SlowDies(seed, slow_p, slow_f, np.stack([
+        other_time * full, d_cnt, _send_base(d), d_poll * full, expert_time * full,
+        _send_base(c), c_poll * full]))
     out = np.empty(n_steps)
     per = max(1, _CHUNK_DRAWS // (7 * n * n_layers))
     for lo in range(0, n_steps, per):
         hi = min(n_steps, lo + per)
-        jit = draw((hi - lo, n_layers, 7, n))
+        jit = slow.add(draw((hi - lo, n_layers, 7, n)))
         _decode_kernel(jit, np.int64(n_layers), other_time, expert_time, d_cnt, d_snd, d_ser,
                        d_flg, d_poll, d.barrier1, d_sends, d_dense, d_full, c_snd, c_flg, c_poll,
                        c_sends, c_dense, c_full, bool(scheme.concurrent), scheme.sync == "barrier",
@@ -1554,3 +1634,147 @@ def best_split(traffic: SuperpodTraffic, costs: CoreCosts, scheme: Scheme) -> tu
         if lat < best[1] - 1e-15:
             best = (c, lat)
     return best
+
+
+# --------------------------------------------------------------------------- a core's writes
+
+
+def core_write_time(hop_copies, costs: CoreCosts | None = None, blocks: int = 15,
+                    block_bytes: int = 512) -> float:
+    """Seconds one core spends sending ``hop_copies[h]`` token copies of hop class ``h``
+    (0 own die, 1 same node, 2 another node), each ``blocks`` atomic writes of ``block_bytes``:
+    ``Σ_h n_h · blocks · (ℓ_h / q + block_bytes / bw_core)`` (:meth:`CoreCosts.write_time`).
+    ``hop_copies``: three integers 0..2**32; ``blocks`` 1..2**20; ``block_bytes`` 16..2**20.
+
+    >>> round(core_write_time([1, 15, 16], CoreCosts(cores=8)) * 1e6, 1)   # µs
+    177.2
+    """
+    hc = as_float_array("hop_copies", hop_copies, shape=(3,), lo=0.0, hi=float(_MAX_ROW_COPIES))
+    if not np.array_equal(hc, np.round(hc)):
+        raise ValueError(f"hop_copies must be three whole numbers of copies; got "
+                         f"{_show(hop_copies)}")
+    costs = CoreCosts() if costs is None else costs
+    if not isinstance(costs, CoreCosts):
+        raise ValueError(f"costs must be a CoreCosts; got {type(costs).__name__}")
+    blocks = check_int("blocks", blocks, lo=1, hi=1 << 20)
+    block_bytes = check_int("block_bytes", block_bytes, lo=16, hi=1 << 20)
+    return float(sum(hc[h] * blocks * costs.write_time(h, block_bytes) for h in range(3)))
+
+
+# --------------------------------------------------------------------------- calibration
+
+#: CloudMatrix-Infer's measured dispatch on CloudMatrix384, 128 tokens per rank, top-8, INT8
+#: (arXiv:2506.12708 [paper]): EP size -> (latency s, bandwidth per rank bytes/s).
+CLOUDMATRIX_DISPATCH = {8: (116e-6, 71e9), 256: (152e-6, 54e9)}
+
+
+@dataclass(frozen=True)
+class WritesFit:
+    """The writes in flight per core that best fit measured dispatch latencies (see
+    :func:`fit_writes_in_flight`). Times in s, bandwidths in bytes/s; arrays read-only.
+
+    ``q``: the fitted writes in flight; ``costs``: the given costs with that ``q``; ``kind``:
+    the scheme fitted; ``eps``; ``target`` and ``model`` latencies per EP size; ``residual``:
+    ``model / target - 1``; ``rms``: the root mean square of ``residual``; ``q_values`` and
+    ``rms_by_q``: the scan; ``copies``: copies one rank sends (1,024 at 128 tokens, top-8);
+    ``copy_bytes``: payload bytes of one INT8 copy in the model; ``wire_bytes``: the bytes its
+    atomic blocks carry (15 blocks of 512 B = 7,680); ``target_bandwidth``: the measured
+    bandwidths where given (else NaN).
+    """
+
+    q: int
+    costs: CoreCosts
+    kind: str
+    eps: tuple
+    target: np.ndarray
+    model: np.ndarray
+    residual: np.ndarray
+    rms: float
+    q_values: np.ndarray
+    rms_by_q: np.ndarray
+    copies: int
+    copy_bytes: int
+    wire_bytes: int
+    target_bandwidth: np.ndarray
+
+    @property
+    def model_bandwidth(self) -> np.ndarray:
+        """Block bytes one rank writes over the model's latency (bytes/s)."""
+        return self.copies * self.wire_bytes / self.model
+
+    @property
+    def payload_bandwidth(self) -> np.ndarray:
+        """Payload bytes one rank sends over the model's latency (bytes/s)."""
+        return self.copies * self.copy_bytes / self.model
+
+    @property
+    def target_copy_bytes(self) -> np.ndarray:
+        """Bytes per copy the measured bandwidth and latency imply: bandwidth x latency /
+        copies (NaN where no bandwidth is given)."""
+        return self.target_bandwidth * self.target / self.copies
+
+
+def fit_writes_in_flight(targets: dict | None = None, *, kind: str = "baseline",
+                         costs: CoreCosts | None = None, q_values=tuple(range(1, 33)),
+                         tokens_per_rank: int = 128, seed: int = 0) -> WritesFit:
+    """Fit :attr:`CoreCosts.writes_in_flight` to measured dispatch latencies.
+
+    ``targets``: EP size (ranks = dies) -> latency (s) or (latency s, bandwidth bytes/s);
+    default :data:`CLOUDMATRIX_DISPATCH`. For every ``q`` of ``q_values`` (integers 1..4096,
+    at most 64 of them) the jitter-free dispatch of scheme ``kind`` (``"baseline"`` or
+    ``"ubep"``, :func:`scheme`) with ``costs`` (default :class:`CoreCosts`) but that ``q`` is
+    compared with each target on :func:`superpod_traffic` of that size (``tokens_per_rank``,
+    top-8, ``seed``); the ``q`` with the smallest root mean square of ``model / target - 1``
+    wins (ties: the smaller ``q``). The bandwidths are not fitted: at a fixed number of copies
+    they are the latencies divided into bytes, so they add no second constraint; they are kept
+    to compare bytes per copy (:attr:`WritesFit.target_copy_bytes`). At most 8 targets of EP
+    1..1,024 with latencies in (0, 1] s.
+
+    >>> fit = fit_writes_in_flight({8: 116e-6}, q_values=range(2, 9))
+    >>> fit.q, bool(abs(fit.residual[0]) < 0.05)
+    (6, True)
+    """
+    targets = CLOUDMATRIX_DISPATCH if targets is None else targets
+    if not isinstance(targets, dict) or not 1 <= len(targets) <= 8:
+        raise ValueError(f"targets must be a dict of 1 to 8 EP sizes -> latency (s); got "
+                         f"{_show(targets)}")
+    eps, lat, bw = [], [], []
+    for ep, v in targets.items():
+        eps.append(check_int("targets (EP size)", ep, lo=1, hi=MAX_RANKS))
+        pair = v if isinstance(v, (tuple, list)) else (v, math.nan)
+        if len(pair) != 2:
+            raise ValueError(f"targets[{ep}] must be a latency (s) or (latency s, bandwidth "
+                             f"bytes/s); got {_show(v)}")
+        lat.append(check_real(f"targets[{ep}] latency", pair[0], lo=0.0, lo_open=True, hi=1.0,
+                              unit="s"))
+        b = pair[1]
+        bw.append(math.nan if isinstance(b, float) and math.isnan(b) else check_real(
+            f"targets[{ep}] bandwidth", b, lo=0.0, lo_open=True, hi=1e15, unit="bytes/s"))
+    kind = check_choice("kind", kind, SCHEMES)
+    costs = CoreCosts() if costs is None else costs
+    if not isinstance(costs, CoreCosts):
+        raise ValueError(f"costs must be a CoreCosts; got {type(costs).__name__}")
+    qs = as_float_array("q_values", list(q_values), ndim=1, lo=1, hi=4096)
+    if not 1 <= qs.size <= 64 or not np.array_equal(qs, np.round(qs)):
+        raise ValueError(f"q_values must be 1 to 64 integers in 1..4096; got {_show(q_values)}")
+    qs = qs.astype(np.int64)
+    tokens_per_rank = check_int("tokens_per_rank", tokens_per_rank, lo=1, hi=8192)
+    traffic = [superpod_traffic(ep, tokens_per_rank=tokens_per_rank, seed=seed) for ep in eps]
+    sch = scheme(kind)
+    target = np.array(lat)
+    models = np.array([[phase_latency(phase_plan(t, costs.with_(writes_in_flight=int(q)), sch))
+                        for t in traffic] for q in qs])
+    rms_by_q = np.sqrt(np.mean((models / target - 1.0) ** 2, axis=1))
+    best = int(np.argmin(rms_by_q))  # argmin keeps the first, i.e. the smaller q on a tie
+    model = models[best]
+    residual = model / target - 1.0
+    plan0 = phase_plan(traffic[0], costs, sch)
+    arrays = [target, model, residual, qs, rms_by_q, np.array(bw)]
+    for a in arrays:
+        a.flags.writeable = False
+    return WritesFit(q=int(qs[best]), costs=costs.with_(writes_in_flight=int(qs[best])),
+                     kind=kind, eps=tuple(eps), target=target, model=model, residual=residual,
+                     rms=float(rms_by_q[best]), q_values=qs, rms_by_q=rms_by_q,
+                     copies=int(traffic[0].copies[0].sum()),
+                     copy_bytes=int(traffic[0].dispatch_bytes),
+                     wire_bytes=int(plan0.blocks * sch.block_bytes), target_bandwidth=arrays[-1])

@@ -45,7 +45,10 @@ __all__ = ["GANTT_KINDS", "GANTT_COLORS", "SCHEME_COLORS", "UbepState", "ubep_st
            # the notebook's runs, one per section
            "ABLATION_STEPS", "PAPER_DISPATCH", "CHAPTER_CUT", "write_costs", "split_plans",
            "die_timelines", "timeline_report", "ablation_rows", "core_split", "block_table",
-           "ep_sweep", "tpot_runs", "barrier_needed", "phase_table"]
+           "ep_sweep", "tpot_runs", "barrier_needed", "phase_table",
+           # second edition: calibration, pinned latencies, tails
+           "fitted_q", "calibration", "latency_pins", "TAIL_MODELS", "tail_runs",
+           "tail_figure", "CHAPTER_P99_CUT"]
 
 #: The control ``benchmarks/bench_widgets.py`` moves, and the values it moves it through.
 BENCH_CONTROL = ("barrier_us", (0.0, 10.0, 20.0, 30.0, 40.0))
@@ -184,12 +187,12 @@ def _traffic(ep, batch):
 
 
 @lru_cache(maxsize=32)
-def _plans(ep, batch, cores, one, ratio, barrier, count_cores, block):
+def _plans(ep, batch, cores, one, ratio, barrier, count_cores, block, q=4):
     # The per-core work does not depend on the jitter: moving that slider reuses it.
     from ..ep.superpod import CoreCosts, phase_plan, scheme
 
     costs = CoreCosts(cores=cores, one_hop_factor=one, two_hop_factor=ratio,
-                      barrier_cost=barrier)
+                      barrier_cost=barrier, writes_in_flight=q)
     t = _traffic(ep, batch)
     return (phase_plan(t, costs, scheme("baseline", block_bytes=block)),
             phase_plan(t, costs, scheme("ubep", block_bytes=block, count_cores=count_cores)))
@@ -197,13 +200,15 @@ def _plans(ep, batch, cores, one, ratio, barrier, count_cores, block):
 
 def ubep_state(ep: int = 64, hop_ratio: float = 11.5, barrier_us: float = 20.0,
                cores: int = 48, count_cores: int = 1, batch: int = 128, block: int = 512,
-               jitter_us: float = 2.0) -> UbepState:
+               jitter_us: float = 2.0, writes_in_flight: int = 4) -> UbepState:
     """Dispatch on ``ep`` ranks (one per die, 16 per node) with ``batch`` tokens per rank and
     top-8: the serialised baseline against UBEP with ``count_cores`` of ``cores`` counting.
 
     ``hop_ratio``: two-hop over local latency (one hop stays at 5×, or ``hop_ratio`` if that is
     smaller); ``barrier_us``: a barrier's cost after the last rank (µs); ``block``: atomic block
-    bytes (128, 256, 512 or 1024); ``jitter_us``: mean extra delay per rank and op (µs).
+    bytes (128, 256, 512 or 1024); ``jitter_us``: mean extra delay per rank and op (µs);
+    ``writes_in_flight``: writes a core keeps outstanding, 1..64 (4, the library's default; the
+    explorer opens at :func:`fitted_q`).
     Ranges: ``ep`` one of 8, 16, 32, 64, 128, 256, 320; ``hop_ratio`` 1..100; ``barrier_us``
     and ``jitter_us`` 0..10,000 µs; ``cores`` 2..128; ``count_cores`` 1 or more (capped at
     ``cores - 1``); ``batch`` 1..1,024.
@@ -218,6 +223,7 @@ def ubep_state(ep: int = 64, hop_ratio: float = 11.5, barrier_us: float = 20.0,
     batch = check_int("batch", batch, lo=1, hi=1024)
     block = check_choice("block", block, (128, 256, 512, 1024))
     jitter = check_real("jitter_us", jitter_us, lo=0.0, hi=1e4, unit="µs") * 1e-6
+    q = check_int("writes_in_flight", writes_in_flight, lo=1, hi=64)
     notes = []
     if count_cores >= cores:
         count_cores = cores - 1
@@ -225,7 +231,7 @@ def ubep_state(ep: int = 64, hop_ratio: float = 11.5, barrier_us: float = 20.0,
     one = min(5.0, ratio)
     if one < 5.0:
         notes.append(f"one-hop factor lowered to {one:g} (it cannot exceed two hops)")
-    pb, pu = _plans(ep, batch, cores, one, ratio, barrier, count_cores, block)
+    pb, pu = _plans(ep, batch, cores, one, ratio, barrier, count_cores, block, q)
     tb = core_timeline(pb, jitter=jitter, seed=0)
     tu = core_timeline(pu, jitter=jitter, seed=0)
     sb = latency_samples(pb, _SAMPLES, jitter, seed=1)
@@ -303,16 +309,20 @@ def draw_ubep(fig, state: UbepState, **_):
     (b50, b99), (u50, u99) = stats["base"], stats["ubep"]
     note = f" · note: {'; '.join(state.notes)}" if state.notes else ""
     art["title"].set_text(
-        f"EP{state.ep} dispatch (model) · P50 {b50:,.0f} → {u50:,.0f} µs "
+        f"EP{state.ep} dispatch (model, q = {state.base.plan.costs.writes_in_flight}) · "
+        f"P50 {b50:,.0f} → {u50:,.0f} µs "
         f"(−{_cut(u50, b50):.0f}%) · P99 {b99:,.0f} → {u99:,.0f} µs "
         f"(−{_cut(u99, b99):.0f}%){note}")
     return (lay_b, lay_u, xlim)
 
 
 def ubep_explorer(show: bool = True) -> Explorer:
-    """Notebook 06's widget: EP size, hop cost ratio, barrier cost, cores and their split,
-    batch, block size, jitter."""
+    """Notebook 06's widget: writes in flight per core (opening at :func:`fitted_q`, the value
+    CloudMatrix384's measured dispatch fits), EP size, hop cost ratio, barrier cost, cores and
+    their split, batch, block size, jitter."""
+    q = fitted_q()
     controls = {
+        "writes_in_flight": int_slider(1, 32, 1, q, "writes in flight per core (q)"),
         "ep": dropdown(list(EP_SIZES), 64, "EP size (dies)"),
         "hop_ratio": slider(1.0, 20.0, 0.5, 11.5, "two-hop / local latency"),
         "barrier_us": slider(0.0, 60.0, 2.0, 20.0, "barrier cost (µs)"),
@@ -323,10 +333,13 @@ def ubep_explorer(show: bool = True) -> Explorer:
         "jitter_us": slider(0.0, 20.0, 0.5, 2.0, "jitter per op (µs)"),
     }
     presets = {
-        "CloudMatrix-like, EP64": {"ep": 64, "hop_ratio": 11.5, "barrier_us": 20.0,
+        "CloudMatrix-like, EP64": {"writes_in_flight": q, "ep": 64, "hop_ratio": 11.5,
+                                   "barrier_us": 20.0,
                                    "cores": 48, "count_cores": 1, "batch": 128, "block": 512,
                                    "jitter_us": 2.0},
         "flat fabric (every hop = local)": {"hop_ratio": 1.0},
+        "library default q = 4": {"writes_in_flight": 4},
+        "many writes in flight (q = 32): bytes bind": {"writes_in_flight": 32},
         "free barriers, no jitter": {"barrier_us": 0.0, "jitter_us": 0.0},
         "noisy ranks (jitter 10 µs)": {"jitter_us": 10.0},
         "128-B blocks": {"block": 128},
@@ -357,8 +370,8 @@ def hop_cost_figure(costs, plans: dict, *, block_bytes: int = 512, ep: int = 32)
     fig, (ax_w, ax_h) = plots.figure(11, 3.9, ncols=2, width_ratios=(1.0, 1.35))
     names = ("local (own die)", "one hop (same node)", "two hops (another node)")
     f1, f2 = costs.one_hop_factor, costs.two_hop_factor
-    labels = ("[model]", f"({f1:g}× local) [model]",
-              f"({f2:g}× local) [{'chapter' if f2 == 11.5 else 'model'}]")
+    labels = ("(model)", f"(model: {f1:g}× local)",
+              f"(model; {f2:g}× local{' [chapter]' if f2 == 11.5 else ''})")
     lat = np.array(costs.hop_latency)
     per_lat = lat / costs.writes_in_flight * 1e9
     per_byte = block_bytes / costs.core_bandwidth * 1e9
@@ -375,7 +388,10 @@ def hop_cost_figure(costs, plans: dict, *, block_bytes: int = 512, ep: int = 32)
         ax_w.invert_yaxis()
         ax_w.set_xlim(0, (per_lat[-1] + per_byte) * 1.9)
         ax_w.set_xlabel(f"core time per {block_bytes}-B write (ns)")
-        ax_w.set_title("one write, by distance")
+        gap = f2 - f1
+        ax_w.set_title(f"one write, by distance (q = {costs.writes_in_flight})"
+                       + (f"\nℓ0 < {1 / gap:.3f} µs if ℓ2 − ℓ1 = {gap:g} ℓ0 < 1 µs [paper]"
+                          if gap > 0 else ""), fontsize=plots.PANEL)
         ax_w.grid(axis="y", visible=False)
         plots.legend(ax_w, "below", ncol=1)
         hi = max(p.send_time.max() for p in plans.values()) * 1e6
@@ -598,7 +614,7 @@ PAPER_DISPATCH = {
     "DeepEP low-latency dispatch, H800 + 400 Gb/s IB [repo]": {
         8: 163, 16: 173, 32: 182, 64: 186, 128: 192, 256: 194},
 }
-#: "Up to 52.4% lower at 64 NPUs" [chapter], at both readings of "64 NPUs": label -> (EP, %).
+#: Dispatch latency up to 52.4% below CANN EP at 64 NPUs [chapter], at both readings of "64 NPUs": label -> (EP, %).
 CHAPTER_CUT = {
     "52.4% at 64 NPUs [chapter], read as 64 dies": (64, 52.4),
     "52.4% at 64 NPUs [chapter], read as 64 two-die NPUs": (128, 52.4),
@@ -845,3 +861,184 @@ def phase_table(costs, eps=(8, 256)) -> SimpleNamespace:
         lines.append(f"EP{ep}: " + ", ".join(f"{k} {ph} {v:.0f}"
                                              for (k, ph), v in table[ep].items()))
     return SimpleNamespace(table=table, report="\n".join(lines))
+
+
+# --------------------------------------------------------------------------- second edition
+# Calibration of the writes in flight, what pins the local latency, and stragglers with tails.
+
+#: "P99 time per output token up to 11.1% lower" [chapter], as a share.
+CHAPTER_P99_CUT = 0.111
+
+#: Section 5's straggler models: label -> keywords of :func:`uneven.ep.superpod.decode_steps`.
+#: The Pareto model has the exponential's mean per op (scale / (alpha - 1) = 2 µs).
+TAIL_MODELS = {
+    "light: exponential, mean 2 µs": dict(jitter=2e-6),
+    "slow die: 0.1% of die-steps at 1.5×": dict(jitter=2e-6, slow_prob=1e-3, slowdown=1.5),
+    "heavy: Pareto α = 1.5, mean 2 µs": dict(jitter=0.0, pareto_alpha=1.5, pareto_scale=1e-6),
+}
+
+
+@lru_cache(maxsize=1)
+def fitted_q() -> int:
+    """The writes in flight per core that fit CloudMatrix384's measured dispatch (116 µs at EP8,
+    152 µs at EP256 [paper]) with the serialised baseline and the other costs at their
+    defaults (:func:`uneven.ep.superpod.fit_writes_in_flight`). The library's own default stays
+    4; notebook 06 and its explorer use this value."""
+    from ..ep.superpod import fit_writes_in_flight
+
+    return fit_writes_in_flight(kind="baseline").q
+
+
+def calibration() -> SimpleNamespace:
+    """Section 1: ``q`` fitted to CloudMatrix384's dispatch with the serialised baseline
+    (``fits["baseline"]``) and with UBEP (``fits["ubep"]``); ``costs``: the baseline fit's
+    :class:`~uneven.ep.superpod.CoreCosts`; ``far_latency_share``: how much of a two-hop
+    512-B write is latency at the fitted ``q``; ``q_latency_bound``: the largest ``q`` at
+    which a two-hop write is still mostly latency."""
+    from ..ep.superpod import fit_writes_in_flight
+
+    fits = {k: fit_writes_in_flight(kind=k) for k in ("baseline", "ubep")}
+    costs = fits["baseline"].costs
+    lat2 = costs.hop_latency[2] / costs.writes_in_flight
+    push = 512 / costs.core_bandwidth
+    bound = costs.hop_latency[2] * costs.core_bandwidth / 512  # ℓ2 / q = push at this q
+    lines = [f"{'fitted to':22s}{'q':>4s}  " + "  ".join(
+        f"EP{ep}: model/measured" for ep in fits["baseline"].eps) + "   rms"]
+    for k, f in fits.items():
+        name = "serialised baseline" if k == "baseline" else "UBEP"
+        lines.append(f"{name:22s}{f.q:4d}  " + "  ".join(
+            f"{m / _US:5.0f} / {t / _US:3.0f} µs ({100 * r:+4.1f}%)"
+            for m, t, r in zip(f.model, f.target, f.residual, strict=True))
+            + f"   {100 * f.rms:.1f}%")
+    fb = fits["baseline"]
+    lines.append("bandwidth per rank, baseline fit, block bytes over latency: " + ", ".join(
+        f"EP{ep} {mb / 1e9:.0f} GB/s (measured {tb / 1e9:.0f} GB/s)"
+        for ep, mb, tb in zip(fb.eps, fb.model_bandwidth, fb.target_bandwidth, strict=True)))
+    lines.append("measured GB/s × measured µs / 1,024 copies = "
+                 + ", ".join(f"{b:,.0f}" for b in fb.target_copy_bytes)
+                 + f" B per copy [derived]; the model's copy: {fb.copy_bytes:,} B of payload in "
+                 f"{fb.wire_bytes:,} B of blocks")
+    lines.append(f"at q = {costs.writes_in_flight} a two-hop 512-B write costs "
+                 f"{(lat2 + push) / _US * 1e3:.0f} ns, {100 * lat2 / (lat2 + push):.0f}% of it "
+                 f"latency; latency outweighs bytes on far writes up to q = {bound:.0f}")
+    return SimpleNamespace(fits=fits, costs=costs, far_latency_share=lat2 / (lat2 + push),
+                           q_latency_bound=bound, report="\n".join(lines))
+
+
+@arguments(costs=_COSTS, extra=real(lo=0.0, hi=1e-3, lo_open=True, unit="s"))
+def latency_pins(costs, extra: float = 1e-6) -> SimpleNamespace:
+    """Section 1: what bounds the local latency ℓ0. With ℓ1 = f1 ℓ0 and ℓ2 = f2 ℓ0 (f2 = 11.5,
+    the chapter's ratio), an inter-node penalty below ``extra`` (1 µs, CloudMatrix384 [paper])
+    means (f2 - f1) ℓ0 < ``extra``. ``bound``: the largest ℓ0 (s) at the costs' f1;
+    ``by_f1``: the bound for f1 = 1, 3, 5, 8."""
+    f1, f2 = costs.one_hop_factor, costs.two_hop_factor
+    if not f2 > f1:
+        raise ValueError(f"costs must have two_hop_factor > one_hop_factor for a bound; got "
+                         f"{f2:g} and {f1:g}")
+    bound = extra / (f2 - f1)
+    by_f1 = {f: extra / (f2 - f) for f in (1.0, 3.0, 5.0, 8.0) if f < f2}
+    gap = costs.hop_latency[2] - costs.hop_latency[1]
+    lines = [f"ℓ2 − ℓ1 = ({f2:g} − {f1:g}) ℓ0 < {extra / _US:g} µs  ⇒  ℓ0 < "
+             f"{bound / _US:.3f} µs; the model's ℓ0 = {costs.local_latency / _US:.2f} µs gives "
+             f"ℓ2 − ℓ1 = {gap / _US:.2f} µs",
+             "the bound if one hop cost f1 local accesses: " + ", ".join(
+                 f"f1 = {f:g}: ℓ0 < {b / _US:.3f} µs" for f, b in by_f1.items())]
+    return SimpleNamespace(bound=bound, by_f1=by_f1, gap=gap, report="\n".join(lines))
+
+
+@arguments(traffic=_TRAFFIC, costs=_COSTS, n_steps=integer(lo=10, hi=100_000),
+           seed=integer(lo=0, hi=2**32))
+def tail_runs(traffic, costs, models: dict | None = None, n_steps: int = 1000,
+              seed: int = 7) -> SimpleNamespace:
+    """Section 5: ``n_steps`` decode steps (58 layers) of the serialised baseline (two barriers
+    per dispatch, one per combine) and UBEP (none) under each straggler model of ``models``
+    (default :data:`TAIL_MODELS`; label -> keywords of
+    :func:`uneven.ep.superpod.decode_steps`, at most 6): ``tpot[model][scheme]``
+    (DecodeSteps), ``gain50[model]`` and ``gain99[model]`` (how much lower UBEP is, share),
+    ``slowest[model]``: the expected slowest of the EP group's per-op delays (s, from
+    :func:`uneven.order_stats.expected_max`; None for the slow-die model)."""
+    from ..ep.superpod import decode_steps, scheme
+    from ..order_stats import expected_max
+
+    models = TAIL_MODELS if models is None else models
+    check_dict("models", models, key=_is_label, hi=6, item=lambda kw: isinstance(kw, dict))
+    n = traffic.n_ranks
+    kinds = (("serialised baseline", "baseline"), ("UBEP", "ubep"))
+    tpot, gain50, gain99, slowest = {}, {}, {}, {}
+    lines = [f"{'straggler model (model)':38s}{'baseline P50/P99':>19s}{'UBEP P50/P99':>16s}"
+             f"{'lower at P50':>14s}{'at P99':>8s}"]
+    for name, kw in models.items():
+        with handed_on(f"models[{name!r}]"):
+            tpot[name] = {label: decode_steps(traffic, costs, scheme(kind), n_steps=n_steps,
+                                              seed=seed, **kw) for label, kind in kinds}
+        b, u = tpot[name]["serialised baseline"], tpot[name]["UBEP"]
+        gain50[name], gain99[name] = 1 - u.p50 / b.p50, 1 - u.p99 / b.p99
+        if kw.get("pareto_scale", 0.0) > 0:
+            s = kw["pareto_scale"]
+            slowest[name] = expected_max("pareto", n, scale=s,
+                                         alpha=kw.get("pareto_alpha", 2.0)) - s
+        elif kw.get("slow_prob", 0.0) > 0:
+            slowest[name] = None
+        else:
+            slowest[name] = expected_max("exponential", n, scale=kw.get("jitter", 0.0))
+        lines.append(f"{name:38s}{b.p50 * 1e3:9.2f}/{b.p99 * 1e3:6.2f} ms"
+                     f"{u.p50 * 1e3:8.2f}/{u.p99 * 1e3:6.2f} ms"
+                     f"{100 * gain50[name]:12.1f}%{100 * gain99[name]:7.1f}%")
+    lines.append(f"the chapter: P99 up to {100 * CHAPTER_P99_CUT:.1f}% lower [chapter]")
+    return SimpleNamespace(tpot=tpot, gain50=gain50, gain99=gain99, slowest=slowest,
+                           report="\n".join(lines))
+
+
+@plots.recipe
+def tail_figure(tpot: dict, *, chapter: float = CHAPTER_P99_CUT, ep: int = 64):
+    """Left: P50 and P99 time per output token (ms) of each scheme under each straggler model
+    (``tpot``: ``{model: {scheme label: DecodeSteps}}``, at most 6 models of at most 4
+    schemes, the first scheme the one the cut is measured against). Right: how much lower the
+    last scheme is at P50 and at P99 (%), with the chapter's P99 figure (``chapter``, a share
+    in (0, 1)) as a line."""
+    from ..ep.superpod import DecodeSteps
+
+    check_dict("tpot", tpot, key=_is_label, hi=6, item=lambda d: isinstance(d, dict)
+               and 2 <= len(d) <= 4 and all(k in SCHEME_COLORS and isinstance(v, DecodeSteps)
+                                            for k, v in d.items()))
+    chapter = check_real("chapter", chapter, lo=0.0, hi=1.0, lo_open=True, hi_open=True)
+    ep = check_int("ep", ep, lo=1)
+    names = list(tpot)
+    fig, (ax, ax_g) = plots.figure(11.5, 4.3, ncols=2, width_ratios=(1.45, 1.0))
+    with plots.style():
+        x = np.arange(len(names))
+        labels = list(tpot[names[0]])
+        w = 0.8 / (2 * len(labels))
+        for j, label in enumerate(labels):
+            col = SCHEME_COLORS[label]
+            for k, (pct, hatch) in enumerate(((50, None), (99, "//"))):
+                vals = [getattr(tpot[m][label], f"p{pct}") * 1e3 for m in names]
+                pos = x + (2 * j + k - len(labels) + 0.5) * w
+                ax.bar(pos, vals, w * 0.92, color=col, alpha=0.55 if k == 0 else 0.95,
+                       hatch=hatch, edgecolor="white", label=f"{label}, P{pct}")
+                for p_, v in zip(pos, vals, strict=True):
+                    ax.text(p_, v, f"{v:.0f}", ha="center", va="bottom", fontsize=plots.SMALL)
+        ax.set_xticks(x, [m.replace(": ", ":\n") for m in names], fontsize=plots.SMALL)
+        ax.set_ylabel("time per output token (ms, model)")
+        n = tpot[names[0]][labels[0]]
+        ax.set_title(f"EP{ep}, {n.n_layers} MoE layers, {n.tpot.size:,} decode steps per bar")
+        ax.grid(axis="x", visible=False)
+        plots.legend(ax, "below", ncol=4)
+        b, u = labels[0], labels[-1]
+        g50 = [100 * (1 - tpot[m][u].p50 / tpot[m][b].p50) for m in names]
+        g99 = [100 * (1 - tpot[m][u].p99 / tpot[m][b].p99) for m in names]
+        ax_g.bar(x - 0.18, g50, 0.34, color=SCHEME_COLORS[u], alpha=0.55, label="at P50 (model)")
+        ax_g.bar(x + 0.18, g99, 0.34, color=SCHEME_COLORS[u], hatch="//", edgecolor="white",
+                 label="at P99 (model)")
+        for xx, a, c in zip(x, g50, g99, strict=True):
+            ax_g.text(xx - 0.18, a, f"{a:.1f}", ha="center", va="bottom", fontsize=plots.SMALL)
+            ax_g.text(xx + 0.18, c, f"{c:.1f}", ha="center", va="bottom", fontsize=plots.SMALL)
+        ax_g.axhline(100 * chapter, color=plots.color("paper"), ls="--", lw=1.2,
+                     label=f"P99 up to {100 * chapter:.1f}% lower [chapter]")
+        ax_g.set_xticks(x, [m.split(":")[0] for m in names])
+        ax_g.set_ylim(0, max(100 * chapter, *g50, *g99) * 1.3)
+        ax_g.set_ylabel(f"{u} below {b} (%)")
+        ax_g.set_title("does removing the barriers cut the tail more?")
+        ax_g.grid(axis="x", visible=False)
+        plots.legend(ax_g, "below", ncol=2)
+    return fig
