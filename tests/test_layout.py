@@ -271,7 +271,9 @@ def test_each_section_pins_its_numbers_in_one_collapsed_check_cell(path):
 # solutions and stamps aside) is at most ~3,000 words; detours and the model's explorations go to
 # an Appendix after the takeaways.
 SECOND_EDITIONS = {"01_attack_of_the_bubbles.ipynb": True, "02_bytescale.ipynb": True,
-                   "03_deepseek_v3.ipynb": False, "04_megascale_moe.ipynb": True}
+                   "03_deepseek_v3.ipynb": False, "04_megascale_moe.ipynb": True,
+                   "05_balancing_and_beyond.ipynb": True, "06_ubep.ipynb": True,
+                   "07_what_they_agree_on.ipynb": True}
 
 
 _APPENDIX = re.compile(r"^#+\s*(appendix|going further|optional|附錄)", re.I | re.M)

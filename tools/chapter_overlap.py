@@ -45,7 +45,10 @@ _WORD = re.compile(r"[0-9]+(?:[.,][0-9]+)*|[a-z0-9]+")
 _QUOTE = re.compile(r"[\"“]([^\"“”\n]{2,400})[\"”]")
 # What may sit between a closing quote and its label: no other quote, label or sentence end.
 _LABEL_AFTER = re.compile(r"[^\"“”\[\n.;]{0,60}\[chapter\]")
-_CHAPTER_BEFORE = re.compile(r"chapter(?:'s|’s)?\b[^\"“”\n]{0,40}$", re.I)
+# ... or that the sentence hands to the chapter just before it: the chapter's "…", the chapter
+# says "…".
+_CHAPTER_BEFORE = re.compile(r"\bthe chapter(?:'s|’s| page's| says| writes| calls it| puts it)?"
+                             r"[\s:,]*$", re.I)
 
 
 def words(text: str) -> list:
@@ -92,7 +95,7 @@ def quotations(text: str):
     """``(start, end, phrase)`` of every quotation attributed to the chapter in ``text``."""
     for m in _QUOTE.finditer(text):
         labelled = _LABEL_AFTER.match(text, m.end())
-        attributed = _CHAPTER_BEFORE.search(text[max(0, m.start() - 60):m.start()])
+        attributed = _CHAPTER_BEFORE.search(text[max(0, m.start() - 40):m.start()])
         if labelled or attributed:
             yield m.start(), m.end(), m.group(1)
 

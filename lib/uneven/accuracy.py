@@ -102,6 +102,32 @@ CLAIMS = (
     Claim("04.speedup", "megascale", "speed-up over Megatron-LM at 1,440 GPUs", 1.88, "×",
           "paper", "testbed", "H800", "04 §5", "not matched: the model's baseline is its own "
           "TP + TP layer, not Megatron-LM's code"),
+    Claim("05.default", "balancing", "exposed communication, DeepEP's default, EP32", 190.21 * US,
+          "µs", "chapter", "chapter-only", "H20", "05 §6", "by construction: the batch (tokens "
+          "per GPU) is the one at which the model matches this number (model)"),
+    Claim("05.all", "balancing", "exposed communication, all of the paper's mechanisms, EP32",
+          134.00 * US, "µs", "chapter", "chapter-only", "H20", "05 §6", "at the matched batch, "
+          "with the relay's forwarding free; a relay sync of about 47 µs per crossing would close "
+          "the gap (05 §6, an upper bound)"),
+    Claim("05.ll32", "balancing", "DeepEP low-latency dispatch, EP32 (another system: the "
+          "transport the model fits)", 155 * US, "µs", "repo", "testbed", "H800 + CX7 "
+          "InfiniBand", "05 App. C", "matched: 128 tokens per GPU, top-8; the transport's fixed "
+          "and per-message costs are fitted to this table (model)"),
+    Claim("06.cut", "ubep", "dispatch latency cut against the baseline, 64 NPUs read as 64 dies",
+          0.524, "%", "chapter", "chapter-only", "Ascend 910C (CloudMatrix384)", "06 §4",
+          "partly: CANN EP's internals are not public, the model's baseline is a serialised "
+          "dispatch with two 20-µs barriers (model); read as 128 dies the model gives 30%"),
+    Claim("06.p99", "ubep", "P99 time per output token cut, light jitter", 0.111, "%",
+          "chapter", "chapter-only", "Ascend 910C (CloudMatrix384)", "06 §5", "partly: EP64, "
+          "58 layers, i.i.d. 2-µs jitter per op (model); no attention or scheduler"),
+    Claim("06.p99tail", "ubep", "P99 time per output token cut, heavy-tailed (Pareto) delays",
+          0.111, "%", "chapter", "chapter-only", "Ascend 910C (CloudMatrix384)", "06 §5",
+          "partly: as the row above with Pareto α = 1.5 per-op delays (model)"),
+    Claim("06.cm8", "ubep", "CloudMatrix-Infer dispatch, EP8 (another system: the model's "
+          "anchor)", 116 * US, "µs", "paper", "testbed", "Ascend 910C (CloudMatrix384)", "06 §7",
+          "fitted: writes in flight per core chosen to match this row and the next (model)"),
+    Claim("06.cm256", "ubep", "CloudMatrix-Infer dispatch, EP256", 152 * US, "µs", "paper",
+          "testbed", "Ascend 910C (CloudMatrix384)", "06 §7", "as the row above"),
 )
 
 
@@ -178,6 +204,37 @@ def _tokens(g):
     return lambda: _megascale()[1].model[g]["MegaScale"]["tokens_per_s"]
 
 
+@functools.lru_cache(maxsize=1)
+def _balancing():
+    from .explorers import nb05
+
+    return nb05.matched_ablation()
+
+
+def _ll32() -> float:
+    from .ep import isolated_phases
+
+    return isolated_phases(4)[0]
+
+
+@functools.lru_cache(maxsize=1)
+def _ubep():
+    from .ep import superpod_traffic
+    from .explorers import nb06
+
+    costs = nb06.calibration().costs
+    ep64 = superpod_traffic(64, seed=0)
+    sweep = nb06.ep_sweep(costs, (64,), 2 * US)
+    tails = nb06.tail_runs(ep64, costs)
+    return sweep, tails, nb06.phase_table(costs).table
+
+
+def _p99(model: int):
+    from .explorers import nb06
+
+    return lambda: _ubep()[1].gain99[list(nb06.TAIL_MODELS)[model]]
+
+
 #: Claim key -> a function of no arguments that returns the model's value (SI).
 MODELS = {
     "01.fig5": _fig5,
@@ -195,6 +252,14 @@ MODELS = {
     "04.tokens240": _tokens(240),
     "04.tokens1440": _tokens(1440),
     "04.speedup": lambda: _megascale()[1].gain[-1],
+    "05.default": lambda: _balancing().abl.med[0] * US,
+    "05.all": lambda: _balancing().abl.med[-1] * US,
+    "05.ll32": _ll32,
+    "06.cut": lambda: _ubep()[0].cut[64],
+    "06.p99": _p99(0),
+    "06.p99tail": _p99(2),
+    "06.cm8": lambda: _ubep()[2][8]["baseline", "dispatch"] * US,
+    "06.cm256": lambda: _ubep()[2][256]["baseline", "dispatch"] * US,
 }
 
 
@@ -245,8 +310,8 @@ def table(fresh: bool = False) -> list:
     return rows
 
 
-def _fmt(v: float) -> str:
-    return f"{v:,.0f}" if v >= 1000 else f"{v:.4g}"
+def _fmt(v: float, digits: int = 4) -> str:
+    return f"{v:,.0f}" if v >= 1000 else f"{v:.{digits}g}"
 
 
 def render_markdown(rows=None) -> str:
@@ -264,9 +329,10 @@ def render_markdown(rows=None) -> str:
     out = ["| notebook | paper | quantity | paper (label; where measured; hardware) | model | "
            "model / paper | assumptions matched |", "|---|---|---|---|---|---|---|"]
     for r in rows:
-        unit = "×" if r["unit"] == "×" else f" {r['unit']}"
+        unit = r["unit"] if r["unit"] in ("×", "%") else f" {r['unit']}"
         out.append(f"| {r['notebook']} | {r['paper']} | {r['quantity']} | "
-                   f"{_fmt(r['paper_value'])}{unit} {r['label']}; {r['kind']}; {r['hardware']} | "
+                   f"{_fmt(r['paper_value'], 5)}{unit} {r['label']}; {r['kind']}; "
+                   f"{r['hardware']} | "
                    f"{_fmt(r['model_value'])}{unit} (model) | {r['ratio']:.2f} | "
                    f"{r['matched']} |")
     return "\n".join(out)

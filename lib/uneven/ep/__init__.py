@@ -54,6 +54,7 @@ from .decode import (
     H20_DECODE,
     H800_DECODE,
     PLACEMENTS,
+    RELAY_COSTS,
     DecodeHardware,
     DecodeRun,
     DecodeSetup,
@@ -63,6 +64,8 @@ from .decode import (
     expert_bytes,
     isolated_phases,
     make_placement,
+    matching_batch,
+    relay_cost_for,
     sample_routing,
     simulate_decode,
 )
@@ -89,6 +92,7 @@ from .placement import (
     Placement,
     SwapResult,
     balanced_packing,
+    busiest_gpu_floor,
     contiguous_slots,
     eplb_placement,
     gpu_loads,
@@ -126,6 +130,7 @@ from .routing import (
 )
 from .superpod import (
     ASSIGNMENTS,
+    CLOUDMATRIX_DISPATCH,
     CORE_OP_KINDS,
     MAX_RANKS,
     SCHEMES,
@@ -136,12 +141,15 @@ from .superpod import (
     PhasePlan,
     Scheme,
     SuperpodTraffic,
+    WritesFit,
     best_split,
     blocks_per_copy,
     core_loads,
     core_timeline,
+    core_write_time,
     decode_steps,
     die_superpod,
+    fit_writes_in_flight,
     latency_samples,
     phase_latency,
     phase_plan,
@@ -182,7 +190,7 @@ __all__ = [
     "Placement", "SwapResult", "balanced_packing", "replicate_experts", "rebalance_experts",
     "eplb_placement", "contiguous_slots", "nic_aware_placement", "placement_from_phy2log",
     "route_to_slots", "slot_loads", "gpu_loads", "nic_loads", "host_loads", "nvlink_swaps",
-    "MAX_LAYERS", "MAX_EXPERTS", "MAX_SLOTS",
+    "MAX_LAYERS", "MAX_EXPERTS", "MAX_SLOTS", "busiest_gpu_floor",
     # traffic
     "EpTraffic", "DeepEpBytes", "ep_dispatch_traffic", "ep_combine_traffic",
     "deepep_logical_bytes", "local_buffer_writes", "dispatch_bytes_per_token",
@@ -197,12 +205,14 @@ __all__ = [
     # decode
     "DecodeHardware", "H20_DECODE", "H800_DECODE", "DecodeSetup", "LayerResult", "DecodeRun",
     "PLACEMENTS", "drifting_popularity", "sample_routing", "decode_layer", "make_placement",
-    "simulate_decode", "expert_bytes", "isolated_phases",
+    "simulate_decode", "expert_bytes", "isolated_phases", "RELAY_COSTS", "matching_batch",
+    "relay_cost_for",
     # superpod
     "CoreCosts", "Scheme", "scheme", "SCHEMES", "SYNC_MODES", "ASSIGNMENTS", "CORE_OP_KINDS",
     "blocks_per_copy", "die_superpod", "SuperpodTraffic", "superpod_traffic", "uniform_traffic",
     "core_loads", "PhasePlan", "phase_plan", "phase_latency", "CoreTimeline", "core_timeline",
     "latency_samples", "DecodeSteps", "decode_steps", "best_split", "MAX_RANKS",
+    "core_write_time", "CLOUDMATRIX_DISPATCH", "WritesFit", "fit_writes_in_flight",
     # fabrics and roofline
     "FabricDispatch", "dispatch_on_fabrics", "BOUND_NAMES", "FAMILIES",
     "ExpertCost", "EXPERT_COSTS", "expert_time", "crossover_tokens", "roofline_hiding_ratio",
