@@ -226,3 +226,11 @@ def test_fit_of_a_single_point_lands_on_it_and_larger_q_is_never_slower_to_fit_l
 def test_fit_validation(kw, match):
     with pytest.raises(ValueError, match=match):
         fit_writes_in_flight(**kw)
+
+
+def test_the_library_default_q_is_the_fitted_one():
+    # CoreCosts' default writes in flight is the value CloudMatrix384's dispatch fits; if the
+    # model's costs change, the fit and the default must move together.
+    from uneven.ep.superpod import CoreCosts, fit_writes_in_flight
+
+    assert CoreCosts().writes_in_flight == fit_writes_in_flight(kind="baseline").q

@@ -21,7 +21,7 @@ Times in seconds.
 
 >>> r = bandwidth_sweep([1, 4, np.inf], ep=16, tokens_per_die=8)
 >>> [round(float(x) * 1e6, 1) for x in r["baseline"]], round(r["barriers"] * 1e6)
-([49.5, 46.6, 45.7], 40)
+([47.5, 44.6, 43.7], 40)
 >>> rows = compute_unit_tax(n_steps=1, decode_tokens=1, comm_sms=(20,))
 >>> [round(row.share, 2) for row in rows]
 [0.02, 0.56, 0.12, 0.03]
@@ -151,7 +151,7 @@ def bandwidth_sweep(factors, *, ep: int = 64, tokens_per_die: int = 128, seed: i
     ``ep`` in [2, 1024], ``tokens_per_die`` in [1, 8192] with ``ep * tokens_per_die <= 2**20``;
     routing and planning count against the work budget of :mod:`uneven.limits`.
     ``writes_in_flight`` (1..4096; None: the :class:`~uneven.ep.superpod.CoreCosts` default of
-    4) sets how much of each write's hop latency a core hides: with many in flight and a large
+    7) sets how much of each write's hop latency a core hides: with many in flight and a large
     batch the dispatch becomes bound by bytes, and bandwidth starts to pay. Returns arrays
     over ``factors`` (``np.inf`` kept, as given) for ``"baseline"`` (serialised, two barriers)
     and ``"ubep"``, and ``"barriers"``: the time the baseline spends in its two barriers (s, the

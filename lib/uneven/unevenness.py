@@ -46,7 +46,7 @@ are cached per ``(paper, s)``. Times in seconds.
 (1.0, 1.143)
 >>> c = unevenness_curves([0.0, 0.5], keys=("pipemorph", "ubep"))
 >>> [round(float(x), 2) for x in c["ubep"]["baseline"]]
-[1.0, 1.11]
+[1.0, 1.14]
 """
 
 from __future__ import annotations

@@ -162,7 +162,8 @@ class CoreCosts(Checked):
     :func:`uneven.topology.cloudmatrix384` default). ``one_hop_factor``, ``two_hop_factor``:
     latency of a one-hop (same node) and two-hop (another node) access as multiples of a local
     one (5 [model] and 11.5 [chapter]). ``writes_in_flight``: writes a core keeps outstanding
-    (4 [model]). ``core_bandwidth``: bytes/s one core can push (392 GB/s per NPU [paper], two dies,
+    (7 [model]: fitted to CloudMatrix384's measured dispatch, :func:`fit_writes_in_flight`).
+    ``core_bandwidth``: bytes/s one core can push (392 GB/s per NPU [paper], two dies,
     48 cores: 4.08 GB/s [derived]). ``barrier_cost``: what a group-wide barrier costs after the
     last rank arrives (20 µs [model]: a stage switch plus a flag exchange). ``count_cost``: s per
     routing entry counted (20 ns [model]). ``poll_cost``: s a core spends reading the counts or the
@@ -173,15 +174,15 @@ class CoreCosts(Checked):
     >>> c = CoreCosts()
     >>> [round(x * 1e6, 2) for x in c.hop_latency]
     [0.12, 0.6, 1.38]
-    >>> round(c.write_time(2, 512) * 1e9)  # ns: 345 of latency + 125 of bytes
-    470
+    >>> round(c.write_time(2, 512) * 1e9)  # ns: 197 of latency + 125 of bytes
+    323
     """
 
     cores: int = integer(lo=1, hi=_MAX_CORES, default=48)
     local_latency: float = real(lo=0.0, lo_open=True, hi=_MAX_LATENCY, unit="s", default=_L0)
     one_hop_factor: float = real(lo=1.0, hi=_MAX_FACTOR, default=5.0)
     two_hop_factor: float = real(lo="one_hop_factor", hi=_MAX_FACTOR, default=11.5)
-    writes_in_flight: int = integer(lo=1, hi=4096, default=4)
+    writes_in_flight: int = integer(lo=1, hi=4096, default=7)
     core_bandwidth: float = real(lo=1.0, hi=1e15, unit="bytes/s", default=392e9 / 2 / 48)
     barrier_cost: float = real(lo=0.0, hi=_MAX_COST, unit="s", default=20e-6)
     count_cost: float = real(lo=0.0, hi=_MAX_COST, unit="s", default=20e-9)
@@ -1647,7 +1648,7 @@ def core_write_time(hop_copies, costs: CoreCosts | None = None, blocks: int = 15
     ``hop_copies``: three integers 0..2**32; ``blocks`` 1..2**20; ``block_bytes`` 16..2**20.
 
     >>> round(core_write_time([1, 15, 16], CoreCosts(cores=8)) * 1e6, 1)   # µs
-    177.2
+    127.0
     """
     hc = as_float_array("hop_copies", hop_copies, shape=(3,), lo=0.0, hi=float(_MAX_ROW_COPIES))
     if not np.array_equal(hc, np.round(hc)):

@@ -70,11 +70,11 @@ def _hop_ratio_latency_only(expected):
 
 
 def _hop_ratio_library_q(expected):
-    # The ratio at the library's default q = 4 instead of the fitted one.
+    # The ratio at the unfitted guess q = 4 instead of the fitted q.
     from ..ep.superpod import CoreCosts, phase_plan, scheme, uniform_traffic
 
     t = uniform_traffic(32, 8)
-    c = CoreCosts(cores=8)
+    c = CoreCosts(cores=8, writes_in_flight=4)
     return (phase_plan(t, c, scheme("baseline")).send_time[0].max()
             / phase_plan(t, c, scheme("baseline", assignment="hop_mix")).send_time[0].max())
 
@@ -106,7 +106,7 @@ def _default_ubep_us(expected):
 def _flat_fabric_library_q_us(expected):
     from ..explorers.nb06 import ubep_state
 
-    return ubep_state(hop_ratio=1.0, jitter_us=0.0).ubep.latency * 1e6
+    return ubep_state(hop_ratio=1.0, jitter_us=0.0, writes_in_flight=4).ubep.latency * 1e6
 
 
 def _combine_blocks():
@@ -139,7 +139,7 @@ register("06.1", _core_us, kind="function", params=("n0", "n1", "n2", "q"), unit
 register("06.2", _hop_ratio, rtol=0.01,
          mistakes=[(_hop_ratio_latency_only, "Each write also pushes its 512 bytes through the "
                                              "core: add that time to every write."),
-                   (_hop_ratio_library_q, "That is at q = 4; the notebook's fitted q gives the "
+                   (_hop_ratio_library_q, "That is at the unfitted q = 4; the fitted q gives the "
                                           "per-write costs the exercise states.")],
          hint="the contiguous cores that get only far copies hold n / C of them; with the hop "
               "mix every core holds n_h / C of each class.")

@@ -187,7 +187,7 @@ def _traffic(ep, batch):
 
 
 @lru_cache(maxsize=32)
-def _plans(ep, batch, cores, one, ratio, barrier, count_cores, block, q=4):
+def _plans(ep, batch, cores, one, ratio, barrier, count_cores, block, q=7):
     # The per-core work does not depend on the jitter: moving that slider reuses it.
     from ..ep.superpod import CoreCosts, phase_plan, scheme
 
@@ -200,15 +200,15 @@ def _plans(ep, batch, cores, one, ratio, barrier, count_cores, block, q=4):
 
 def ubep_state(ep: int = 64, hop_ratio: float = 11.5, barrier_us: float = 20.0,
                cores: int = 48, count_cores: int = 1, batch: int = 128, block: int = 512,
-               jitter_us: float = 2.0, writes_in_flight: int = 4) -> UbepState:
+               jitter_us: float = 2.0, writes_in_flight: int = 7) -> UbepState:
     """Dispatch on ``ep`` ranks (one per die, 16 per node) with ``batch`` tokens per rank and
     top-8: the serialised baseline against UBEP with ``count_cores`` of ``cores`` counting.
 
     ``hop_ratio``: two-hop over local latency (one hop stays at 5×, or ``hop_ratio`` if that is
     smaller); ``barrier_us``: a barrier's cost after the last rank (µs); ``block``: atomic block
     bytes (128, 256, 512 or 1024); ``jitter_us``: mean extra delay per rank and op (µs);
-    ``writes_in_flight``: writes a core keeps outstanding, 1..64 (4, the library's default; the
-    explorer opens at :func:`fitted_q`).
+    ``writes_in_flight``: writes a core keeps outstanding, 1..64 (7, the library's default and
+    :func:`fitted_q`).
     Ranges: ``ep`` one of 8, 16, 32, 64, 128, 256, 320; ``hop_ratio`` 1..100; ``barrier_us``
     and ``jitter_us`` 0..10,000 µs; ``cores`` 2..128; ``count_cores`` 1 or more (capped at
     ``cores - 1``); ``batch`` 1..1,024.
@@ -338,7 +338,7 @@ def ubep_explorer(show: bool = True) -> Explorer:
                                    "cores": 48, "count_cores": 1, "batch": 128, "block": 512,
                                    "jitter_us": 2.0},
         "flat fabric (every hop = local)": {"hop_ratio": 1.0},
-        "library default q = 4": {"writes_in_flight": 4},
+        "unfitted guess q = 4": {"writes_in_flight": 4},
         "many writes in flight (q = 32): bytes bind": {"writes_in_flight": 32},
         "free barriers, no jitter": {"barrier_us": 0.0, "jitter_us": 0.0},
         "noisy ranks (jitter 10 µs)": {"jitter_us": 10.0},
@@ -614,7 +614,8 @@ PAPER_DISPATCH = {
     "DeepEP low-latency dispatch, H800 + 400 Gb/s IB [repo]": {
         8: 163, 16: 173, 32: 182, 64: 186, 128: 192, 256: 194},
 }
-#: Dispatch latency up to 52.4% below CANN EP at 64 NPUs [chapter], at both readings of "64 NPUs": label -> (EP, %).
+#: Dispatch latency up to 52.4% below CANN EP at 64 NPUs [chapter], at both readings of "64
+#: NPUs": label -> (EP, %).
 CHAPTER_CUT = {
     "52.4% at 64 NPUs [chapter], read as 64 dies": (64, 52.4),
     "52.4% at 64 NPUs [chapter], read as 64 two-die NPUs": (128, 52.4),
@@ -882,8 +883,8 @@ TAIL_MODELS = {
 def fitted_q() -> int:
     """The writes in flight per core that fit CloudMatrix384's measured dispatch (116 µs at EP8,
     152 µs at EP256 [paper]) with the serialised baseline and the other costs at their
-    defaults (:func:`uneven.ep.superpod.fit_writes_in_flight`). The library's own default stays
-    4; notebook 06 and its explorer use this value."""
+    defaults (:func:`uneven.ep.superpod.fit_writes_in_flight`). The library's default is this
+    value (tests/test_superpod_tails.py checks it)."""
     from ..ep.superpod import fit_writes_in_flight
 
     return fit_writes_in_flight(kind="baseline").q
