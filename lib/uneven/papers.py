@@ -215,7 +215,7 @@ PAPERS = (
               Evidence("communication time 190.21 µs with DeepEP's default, 134.00 µs with the "
                        "paper's design", "chapter",
                        "chapter-only", "H20", "EP32 (4 hosts)", (32, 32),
-                       "the chapter says production claims plus H20 and H800 runs", "05 §10"),
+                       "the chapter: claims from production, and runs on H20 and H800", "05 §10"),
               Evidence("busiest expert about 8× the median expert's tokens", "chapter",
                        "chapter-only", "undisclosed", "one sampled production layer", None,
                        "", "05 §1"),
@@ -233,7 +233,7 @@ PAPERS = (
               Evidence("dispatch takes up to 52.4% less time than with Huawei's CANN EP",
                        "chapter", "chapter-only", "Ascend 910C (CloudMatrix384)", "64 NPUs",
                        (64, 64),
-                       "the chapter: one partition of a production superpod", "06 §7"),
+                       "the chapter: a slice of a superpod in production use", "06 §7"),
               Evidence("P99 TPOT (time per output token) lower by up to 11.1%", "chapter",
                        "chapter-only", "Ascend 910C (CloudMatrix384)", "one partition",
                        None, "", "06 §5"),

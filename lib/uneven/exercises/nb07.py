@@ -8,6 +8,8 @@ import numpy as np
 
 from . import register
 
+_EULER = 0.5772156649015329  # Euler–Mascheroni constant
+
 
 def _slowest(N, mean):
     # the expected lateness of the slowest of N dies, each late by an independent exponential
@@ -45,7 +47,15 @@ register("07.1", _slowest, kind="function", params=("N", "mean"), rtol=1e-6, ato
                     "That is how far the slowest is behind the mean die; the question asks how "
                     "late it is."),
                    (lambda N, m: m * math.sqrt(2 * math.log(N)), "√(2 ln N) is the Gaussian's "
-                                                                 "growth, not the exponential's.")],
+                                                                 "growth, not the exponential's."),
+                   (lambda N, m: m * (math.log(N) + _EULER), "ln N + 0.577 approximates H_N for "
+                                                            "large N; the checker wants the exact "
+                                                            "sum (one die: 1, not 0.58)."),
+                   (lambda N, m: m * (math.log(N) + _EULER + 1 / (2 * N)),
+                    "That is H_N's asymptotic series, close but not exact for small N: sum the "
+                    "N terms."),
+                   (lambda N, m: sum(1 / i for i in range(1, N + 1)),
+                    "That is in units of the mean delay: multiply by `mean`.")],
          hint="the minimum of k exponentials with mean σ is exponential with mean σ/k: wait for "
               "the first of N, then the first of the N − 1 left, and so on.")
 register("07.2", _extremes_at_one, kind="exact",
@@ -61,7 +71,9 @@ register("07.3", lambda: "c", kind="choice", options=("a", "b", "c", "d"),
                          "(notebook 03's expected_distinct_groups): a relay would have copies to "
                          "merge. Ask what it would save.")])
 register("07.4", lambda: "d", kind="choice", options=("a", "b", "c", "d"),
-         mistakes=[("c", "Shared NICs make the NIC side slower, which overlap would hide more "
+         mistakes=[("a", "Fewer bytes leave less to hide: that gains nothing, it cannot make the "
+                         "layer slower."),
+                   ("c", "Shared NICs make the NIC side slower, which overlap would hide more "
                          "of, not less.")])
 
 
