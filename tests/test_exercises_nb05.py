@@ -70,6 +70,12 @@ def test_the_inverse_problem_exercise_solves_for_a_per_copy_cost():
     swaps = simulate_decode(s, n_steps=60, seed=1, **ABLATION[2][1]).median("exposed_comm")
     even = relay_cost_for(swaps, s, cost="relay_copy", **relay)
     assert round(even * 1e6, 2) == 0.27 and even * 1e6 < e / 2
+    # and with all mechanisms on, at about 0.004 µs per copy (where the relay is worth 0.3 µs)
+    from uneven.explorers.nb05 import matched_ablation
+
+    m = matched_ablation()
+    assert round(m.break_even_final["relay_copy"] * 1e6, 3) == 0.004
+    assert round(m.direct_final - m.abl.med[-1], 1) == 0.3
     # and 0.81 µs is about 50 times a token's NVLink byte time (7,392 bytes: 16 ns)
     from uneven.ep.decode import H20_DECODE
 
@@ -85,3 +91,43 @@ def test_new_exercises_slips_get_their_hint(key):
         value = float(wrong(e))
         if not math.isclose(value, e, rel_tol=ex.rtol):
             assert message in check(key, value).message
+
+
+def test_the_relay_exercise_answer_is_the_only_change_that_moves_host_0s_nics():
+    # 05.3: which change alters what host 0's NICs receive under the relay? Each option, run.
+    import numpy as np
+
+    from uneven.ep.placement import placement_from_phy2log, route_to_slots
+    from uneven.ep.transport import decode_traffic
+    from uneven.explorers.nb05 import placement_loads, shuffled_host, step_skew
+
+    setup = DecodeSetup()
+    step = step_skew(setup)
+    plc = placement_loads(setup, step.load).placements["NIC-aware"]
+    src = np.repeat(np.arange(setup.n_gpus), setup.tokens_per_gpu)
+    nics0 = plc.n_gpus // plc.gpus_per_nic // setup.n_hosts  # host 0's NICs
+
+    def host0(p, ids, s):
+        return decode_traffic(p, route_to_slots(p, ids, s), s, "relay").nic_in()[:nics0]
+
+    base = host0(plc, step.ids, src)
+    keep = ~((src < 8) & (np.arange(src.size) % 2 == 1))  # (a) half of host 0's own tokens
+    assert np.array_equal(host0(plc, step.ids[keep], src[keep]), base)
+    # (b) NVLink bandwidth is not an input of the copy counts at all
+    ph = plc.phy2log.copy()  # (c) host 0's hottest expert for host 1's coldest
+    per_host = ph.size // setup.n_hosts
+    i = int(np.argmax(step.load[ph[:per_host]]))
+    j = per_host + int(np.argmin(step.load[ph[per_host:2 * per_host]]))
+    ph[i], ph[j] = ph[j], ph[i]
+    moved = placement_from_phy2log(ph, plc.logcnt.size, plc.n_gpus,
+                                   gpus_per_node=plc.gpus_per_node, gpus_per_nic=plc.gpus_per_nic)
+    assert not np.array_equal(host0(moved, step.ids, src), base)
+    # the solution's numbers
+    assert base.tolist() == [348, 342, 348, 344]
+    assert host0(moved, step.ids, src).tolist() == [343, 332, 336, 337]
+    for seed in (1, 2):  # (d) host 0 reshuffled again
+        assert np.array_equal(shuffled_host(plc, step.ids, src, seed=seed).relay.nic_in(),
+                              decode_traffic(plc, route_to_slots(plc, step.ids, src), src,
+                                             "relay").nic_in())
+    assert exercise("05.3").expected() == "c" and check("05.3", "c").ok
+    assert "Section 4" in check("05.3", "d").message

@@ -128,10 +128,47 @@ def test_waterfall_puts_the_paper_beside_the_model():
     main, side = fig.axes
     heights = [b.get_height() for b in side.patches]
     assert heights == pytest.approx([1.0, 0.6, 0.2])  # the model's rungs over the first
-    ends = side.lines[1].get_ydata()
-    assert list(ends) == pytest.approx([1.0, 134.00 / 190.21])  # the paper's two ends
+    paper = [ln for ln in side.lines if "[chapter]" in ln.get_label()]
+    assert len(paper) == 1
+    assert list(paper[0].get_ydata()) == pytest.approx([1.0, 134.00 / 190.21])  # the two ends
+    # dots only: no line drawn between the paper's two ends, which would suggest values between
+    assert all(ln.get_linestyle() in ("None", "") for ln in side.lines)
+    assert side.get_ylim()[1] == pytest.approx(1.1)  # nothing above 1: the axis stops near it
     assert any("[chapter]" in t.get_text() for t in side.get_legend().get_texts())
     assert len(nb05.waterfall_figure(["a"], [1.0], [1.0]).axes) == 1  # no paper, no panel
+
+
+def test_waterfall_draws_the_solved_rungs_beside_the_paper():
+    fig = nb05.waterfall_figure(["a", "b", "c"], [200.0, 120.0, 40.0], [210.0, 130.0, 45.0],
+                                paper=nb05.PAPER_COMM, fitted_us=[200.0, 240.0, 134.0 / 190.21
+                                                                   * 200.0])
+    side = fig.axes[1]
+    fit = [ln for ln in side.lines if "solved" in ln.get_label()]
+    assert len(fit) == 1 and list(fit[0].get_ydata()) == pytest.approx([1.0, 1.2, 134 / 190.21])
+    assert side.get_ylim()[1] == pytest.approx(1.1 * 1.2)  # the axis holds the highest rung
+    with pytest.raises(ValueError, match="fitted_us"):
+        nb05.waterfall_figure(["a"], [1.0], [1.0], fitted_us=[1.0])  # needs the paper
+    with pytest.raises(ValueError, match="fitted_us"):
+        nb05.waterfall_figure(["a"], [1.0], [1.0], paper=(2.0, 1.0), fitted_us=[1.0, 2.0])
+
+
+def test_transport_figure_puts_two_batches_side_by_side():
+    a = {("skewed", "x"): 2e-4, ("skewed", "y"): 1e-4, ("balanced", "x"): 1e-4,
+         ("balanced", "y"): 5e-5}
+    b = {k: 2 * v for k, v in a.items()}
+    fig = nb05.transport_figure(a, b, titles=["19 tokens", "64 tokens"])
+    titles = ["".join(ax.get_title(loc) for loc in ("left", "center", "right"))
+              for ax in fig.axes]
+    assert titles == ["19 tokens", "64 tokens"]
+    tops = [max(p.get_height() for p in ax.patches) for ax in fig.axes]
+    assert tops == pytest.approx([200.0, 400.0])  # µs, each panel its own table
+    other = {("skewed", "x"): 2e-4, ("skewed", "z"): 1e-4, ("balanced", "x"): 1e-4,
+             ("balanced", "z"): 5e-5}
+    for call, name in ((lambda: nb05.transport_figure(a, other), "table"),
+                       (lambda: nb05.transport_figure(), "tables"),
+                       (lambda: nb05.transport_figure(a, b, titles=["one"]), "titles")):
+        with pytest.raises(ValueError, match=name):
+            call()
 
 
 def test_ablation_runs_pass_the_relay_costs_to_the_relay_rungs_only():
@@ -156,6 +193,35 @@ def test_matched_ablation_calibrates_then_solves():
     assert m.fitted[-1] == pytest.approx(134.0, abs=0.05)
     assert m.fitted[:m.relay_rung] == m.abl.med[:m.relay_rung]
     assert 0 < m.break_even < m.sync
+    # the sync sits on the critical path twice (dispatch and combine): the solve is linear
+    assert m.sync * 1e6 == pytest.approx((134.0 - m.abl.med[-1]) / 2, abs=0.05)
+    # the last rung's break-evens: the relay with that cost exposes what one copy per expert does
+    last = nb05._decode_kw(nb05.ABLATION[-1][1])
+    direct = simulate_decode(m.setup, n_steps=4, seed=1, **{**last, "mode": "direct"})
+    assert m.direct_final == pytest.approx(direct.median("exposed_comm") * 1e6)
+    for cost, c in m.break_even_final.items():
+        r = simulate_decode(m.setup, n_steps=4, seed=1, **{**last, cost: c})
+        assert r.median("exposed_comm") * 1e6 == pytest.approx(m.direct_final, abs=0.011)  # tol
+    assert 0 < m.break_even_final["relay_sync"] < m.break_even
     for _q, p, v, r in m.rows:
         assert r == pytest.approx(v / p)
     assert "[chapter]" in m.report
+
+
+def test_leave_one_out_takes_each_mechanism_away_once():
+    s = DecodeSetup(n_hosts=2, tokens_per_gpu=4)
+    t = nb05.leave_one_out(s, n_steps=2)
+    full = nb05._decode_kw(nb05.ABLATION[-1][1])
+    # "all" is the ablation's last rung, whatever order the rungs came in
+    assert t.all == pytest.approx(nb05.ablation_runs(s, n_steps=2).med[-1])
+    assert list(t.without) == list(nb05.WITHOUT) == list(t.change)
+    for name, drop in nb05.WITHOUT.items():
+        kw = nb05._decode_kw({**nb05.ABLATION[-1][1], **drop})
+        # each variant differs from the full set in exactly one keyword
+        assert sum(kw.get(k) != full.get(k) for k in set(kw) | set(full)) == 1
+        want = simulate_decode(s, n_steps=2, seed=1, **kw).median("exposed_comm") * 1e6
+        assert t.without[name] == pytest.approx(want)
+        assert t.change[name] == pytest.approx(t.without[name] - t.all)
+    assert "(model)" in t.report
+    with pytest.raises(ValueError, match="n_steps"):
+        nb05.leave_one_out(s, n_steps=0)

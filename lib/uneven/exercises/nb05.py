@@ -72,9 +72,11 @@ register("05.2", _relay_speedup, rtol=0.04,
                                                      "NIC slider to 200.")],
          hint="set the NIC slider to 200 Gb/s, switch 'copies' and read the layer times in the "
               "title.")
-register("05.3", lambda: "b", kind="choice", options=("a", "b", "c", "d"),
-         mistakes=[("a", "Fewer bytes lower every NIC, but say why the hot GPU's NIC is no "
-                         "longer hotter than its neighbour.")])
+register("05.3", lambda: "c", kind="choice", options=("a", "b", "c", "d"),
+         mistakes=[("a", "Host 0's own tokens reach its experts over NVLink: which copies "
+                         "enter host 0's NICs from the other hosts?"),
+                   ("d", "That is Section 4's case: moving experts inside host 0 left the "
+                         "relay's NIC loads as they were.")])
 register("05.4", _swaps_per_step, unit="swaps per GPU per step", rtol=0.05,
          mistakes=[(lambda e: e / 2, "The two experts of a swap cross NVLink in opposite "
                                      "directions at the same time, and 450 GB/s is per "
@@ -165,7 +167,7 @@ def _copies_solution(H, k):  # noqa: N803 - the page's symbol
     return (H - 1) * (1 - (1 - 1 / H) ** k)
 
 
-SOLUTIONS = {"05.1": _copies_solution, "05.2": 1.71, "05.3": "b", "05.4": 370.0,
+SOLUTIONS = {"05.1": _copies_solution, "05.2": 1.71, "05.3": "c", "05.4": 370.0,
              "05.5": 1.14, "05.6": 0.81}
 
 #: Answers from the neighbouring regime, which must be rejected.
@@ -176,11 +178,12 @@ REGIME_NEIGHBOURS = {
     # no change; the byte ratio alone; the 400 Gb/s ratio (on screen in Section 5 and the
     # explorer's default); too much
     "05.2": [1.0, 2.22, 1.38, 1.9],
-    "05.3": ["a", "c", "d", "a, b"],
+    # host 0's own tokens; NVLink speed; Section 4's case again; two letters
+    "05.3": ["a", "b", "d", "a, c"],
     # copies serialised; 900 GB/s per direction; one layer only; Gb/s; 98 (the copy time in µs)
     "05.4": [185.0, 741.0, 6.4, 46.0, 98.0],
     # global policy; busiest GPU; busiest host; no spare slots
     "05.5": [1.003, 1.156, 1.132, 1.748],
-    # the sync of Section 6 (µs); where the relay stops paying; the same in ns
-    "05.6": [47.0, 0.27, 814.0],
+    # the sync of Section 6 (µs); where the relay stops paying (relay rung, last rung); in ns
+    "05.6": [47.0, 0.27, 0.004, 814.0],
 }

@@ -113,6 +113,7 @@ __all__ = ["BalancingState", "balancing_state", "draw_balancing", "balancing_exp
            "ABLATION", "BATCH_OPTIONS", "DEEPEP_LL_TABLE", "step_skew", "placement_loads",
            "replica_rows", "swap_runs", "relay_step", "shuffled_host", "layer_report",
            "ablation_runs", "stale_report", "transport_table", "PAPER_COMM", "matched_ablation",
+           "WITHOUT", "leave_one_out",
            "batch_sweep", "deepep_ll_check"]
 
 #: The control ``benchmarks/bench_widgets.py`` moves, and the values it moves it through.
@@ -452,14 +453,17 @@ def swaps_figure(runs: dict, *, drift: float):
 
 
 @plots.recipe
-def waterfall_figure(names, median_us, p99_us, *, layer_us=None, paper: tuple | None = None):
+def waterfall_figure(names, median_us, p99_us, *, layer_us=None, paper: tuple | None = None,
+                     fitted_us=None):
     """The ablation as a waterfall: each bar spans the change in median exposed communication
     (µs) from one step to the next (green: removed; red: added); diamonds mark the P99 over
     steps; ``layer_us`` (optional, median layer time in µs per step) is drawn as a black dash
     above each bar, because the exposed metric moves with the busiest GPU's expert time.
     ``names``: one label per step (1 .. 16 steps); times from 0 to 1e12 µs; ``paper``: the
     paper's (before, after) communication time in µs, or None; when given, a side panel puts
-    it beside the model's rungs, both divided by the first rung (DeepEP's default = 1)."""
+    it beside the model's rungs, both divided by the first rung (DeepEP's default = 1);
+    ``fitted_us`` (optional, µs per step, needs ``paper``): the rungs with the solved relay cost,
+    drawn in that panel as open circles."""
     med = _curve("median_us", median_us, lo=0.0)
     if med.size > 16 or med.max() > 1e12:
         raise ValueError(f"median_us must have 1 .. 16 steps of at most 1e12 µs; got "
@@ -481,10 +485,16 @@ def waterfall_figure(names, median_us, p99_us, *, layer_us=None, paper: tuple | 
                                   and all(is_real(x, lo=0.0) and x < 1e12 for x in paper)):
         raise ValueError(f"paper must be None or a pair (before, after) of times in µs; got "
                          f"{_show(paper)}")
+    fitted = None
+    if fitted_us is not None:
+        fitted = _curve("fitted_us", fitted_us, n=med.size, lo=0.0)
+        if fitted.max() > 1e12 or paper is None:
+            raise ValueError(f"fitted_us must hold times of at most 1e12 µs, with paper given; "
+                             f"got {_show(fitted_us)} with paper={_show(paper)}")
     if paper is None:
         fig, ax = plots.figure(10, 4.0)
     else:  # the paper beside the bars: both normalised to DeepEP's default
-        fig, (ax, ax_p) = plots.figure(12, 4.2, ncols=2, width_ratios=(3.2, 1.0))
+        fig, (ax, ax_p) = plots.figure(12, 4.8, ncols=2, width_ratios=(3.2, 1.0))
     with plots.style():
         x = np.arange(med.size)
         ax.bar(x[:1], med[:1], 0.6, color=plots.color("grey"))
@@ -518,19 +528,25 @@ def waterfall_figure(names, median_us, p99_us, *, layer_us=None, paper: tuple | 
         ax.set_title(title, fontsize=plots.LABEL)
         plots.legend(ax, "inside", loc="upper right")
         if paper is not None:
-            _paper_panel(ax_p, med, paper)
+            _paper_panel(ax_p, med, paper, fitted)
     return fig
 
 
-def _paper_panel(ax, med, paper):
+def _paper_panel(ax, med, paper, fitted=None):
     """The waterfall's side panel: each rung's median over the first rung's (model, bars) and
-    the paper's two published ends (markers), both with DeepEP's default = 1."""
+    the paper's two published ends (dots only: nothing is known in between), both with DeepEP's
+    default = 1; ``fitted`` (µs per rung, or None): the rungs with the solved relay cost."""
     n = med.size
     rel = med / med[0] if med[0] > 0 else np.ones(n)
     shades = [plots.color("grey")] + [plots.color("green")] * (n - 2) + [plots.color("sky")]
     ax.bar(np.arange(n), rel, 0.6, color=shades[:n], alpha=0.55, label="model, each rung")
     end = paper[1] / paper[0] if paper[0] > 0 else 1.0
-    ax.plot([0, n - 1], [1.0, end], "--", color=plots.color("red"), lw=1.2)
+    top = max(1.0, end, rel.max())
+    if fitted is not None:
+        fit = fitted / med[0] if med[0] > 0 else np.ones(n)
+        ax.plot(np.arange(n), fit, "o", mfc="none", mec=plots.color("ink"), ms=6, mew=1.1,
+                label="model, relay sync solved\nfor the paper's end")
+        top = max(top, fit.max())
     ax.plot([0, n - 1], [1.0, end], "o", color=plots.color("red"), ms=6,
             label=f"paper [chapter], ends only:\n{paper[0]:.2f} → {paper[1]:.2f} µs")
     ax.annotate(f"paper {end:.2f}", (n - 1, end), xytext=(-6, 8), textcoords="offset points",
@@ -539,44 +555,64 @@ def _paper_panel(ax, med, paper):
                 textcoords="offset points", ha="center", va="bottom", fontsize=plots.NOTE)
     ax.set_xticks([0, n - 1], ["DeepEP\ndefault", "all"] if n > 1 else ["DeepEP\ndefault"] * 2,
                   fontsize=plots.NOTE)
-    ax.set_ylim(0, 1.6)
+    ax.set_ylim(0, 1.1 * top)
     ax.set_ylabel("exposed communication / DeepEP default")
     ax.set_title("normalised: model vs paper", fontsize=plots.LABEL)
     ax.grid(axis="x", visible=False)
-    plots.legend(ax, "inside", loc="upper right", fontsize=plots.SMALL)
+    plots.legend(ax, "below", ncol=1, fontsize=plots.SMALL, bbox_to_anchor=(0.5, -0.12))
 
 
 @plots.recipe
-def transport_figure(table: dict):
-    """The 2×2: ``table[(balance, transport)] = exposed communication (s)`` for balance in
-    ('skewed', 'balanced') and two transports; the better one's gain in µs and % above the bars.
-    Times from 1e-12 to 1e6 s."""
+def transport_figure(*tables: dict, titles=None):
+    """The 2×2, one panel per table: ``table[(balance, transport)] = exposed communication (s)``
+    for balance in ('skewed', 'balanced') and two transports; the better one's gain in µs and %
+    above the bars. 1 .. 4 tables; ``titles``: one per table (say, its batch) or None. Times from
+    1e-12 to 1e6 s."""
     bal = ["skewed", "balanced"]
-    check_dict("table", table, key=lambda k: isinstance(k, tuple) and len(k) == 2
-               and k[0] in bal and isinstance(k[1], str) and len(k[1]) <= 100,
-               item=lambda v: is_real(v, lo=1e-12) and v <= _MAX_SECONDS, lo=4, hi=4)
-    trs = list(dict.fromkeys(t for _, t in table))
-    if len(trs) != 2 or any((b, t) not in table for b in bal for t in trs):
-        raise ValueError(f"table must time both balances with the same two transports; got "
-                         f"{_show(sorted(table))}")
-    fig, ax = plots.figure(7.5, 3.4)
+    if not 1 <= len(tables) <= 4:
+        raise ValueError(f"tables must be 1 .. 4 tables; got {len(tables)}")
+    if titles is not None and not (isinstance(titles, (list, tuple)) and len(titles) == len(tables)
+                                   and all(isinstance(t, str) and len(t) <= 200 for t in titles)):
+        raise ValueError(f"titles must be None or one string per table ({len(tables)}); got "
+                         f"{_show(titles)}")
+    trs = None
+    for table in tables:
+        check_dict("table", table, key=lambda k: isinstance(k, tuple) and len(k) == 2
+                   and k[0] in bal and isinstance(k[1], str) and len(k[1]) <= 100,
+                   item=lambda v: is_real(v, lo=1e-12) and v <= _MAX_SECONDS, lo=4, hi=4)
+        names = list(dict.fromkeys(t for _, t in table))
+        if len(names) != 2 or any((b, t) not in table for b in bal for t in names) or (
+                trs is not None and names != trs):
+            raise ValueError(f"table must time both balances with the same two transports; got "
+                             f"{_show(sorted(table))}")
+        trs = names
+    n = len(tables)
+    fig, axes = plots.figure(7.5 if n == 1 else 5.2 * n, 3.6, ncols=n)
+    axes = np.atleast_1d(axes)
     with plots.style():
         width = 0.36
         shades = [plots.color("grey"), plots.color("green")]
-        for j, t in enumerate(trs):
-            vals = [to_us(table[b, t]) for b in bal]
-            ax.bar(np.arange(2) + (j - 0.5) * width, vals, width, color=shades[j], label=t)
-        for i, b in enumerate(bal):
-            a, c = to_us(table[b, trs[0]]), to_us(table[b, trs[1]])
-            ax.annotate(f"−{a - c:.0f} µs ({(a - c) / a:.0%})", (i, a), xytext=(0, 6),
-                        textcoords="offset points", ha="center", fontsize=plots.LEGEND)
-        ax.set_xticks([0, 1], ["skewed: contiguous, direct", "balanced: NIC-aware + swaps, relay"])
-        ax.set_ylabel("exposed communication (µs)")
-        top = max(to_us(v) for v in table.values())
-        ax.set_ylim(0, top * 1.25)
-        ax.set_title("the same better transport, before and after balancing (model)")
-        ax.grid(axis="x", visible=False)
-        plots.legend(ax, "right")
+        for k, (ax, table) in enumerate(zip(axes, tables, strict=True)):
+            for j, t in enumerate(trs):
+                vals = [to_us(table[b, t]) for b in bal]
+                ax.bar(np.arange(2) + (j - 0.5) * width, vals, width, color=shades[j], label=t)
+            for i, b in enumerate(bal):
+                a, c = to_us(table[b, trs[0]]), to_us(table[b, trs[1]])
+                ax.annotate(f"−{a - c:.0f} µs ({(a - c) / a:.0%})", (i, a), xytext=(0, 6),
+                            textcoords="offset points", ha="center", fontsize=plots.LEGEND)
+            ax.set_xticks([0, 1], ["skewed:\ncontiguous, direct",
+                                   "balanced:\nNIC-aware + swaps, relay"])
+            if k == 0:
+                ax.set_ylabel("exposed communication (µs)")
+            top = max(to_us(v) for v in table.values())
+            ax.set_ylim(0, top * 1.25)
+            ax.set_title(titles[k] if titles else "the same better transport, before and after "
+                         "balancing (model)", fontsize=plots.LABEL)
+            ax.grid(axis="x", visible=False)
+        plots.legend(axes[-1], "right")
+        if n > 1:
+            fig.suptitle("the same better transport, before and after balancing (model)",
+                         fontsize=plots.LABEL)
     return fig
 
 
@@ -898,6 +934,11 @@ def matched_ablation(*, n_steps: int = 60, seed: int = 1) -> SimpleNamespace:
         for k in kw[relay:]]
     break_even = relay_cost_for(abl.med[relay - 1] * 1e-6, setup, cost="relay_sync", **common,
                                 **kw[relay])
+    # the last rung against itself with one copy per expert: what the relay is worth there
+    direct_final = simulate_decode(setup, **common, **{**kw[-1], "mode": "direct"}
+                                   ).median("exposed_comm")
+    break_even_final = {c: relay_cost_for(direct_final, setup, cost=c, **common, **kw[-1])
+                        for c in ("relay_sync", "relay_copy")}
     rows = [("DeepEP default, exposed communication (µs)", before, abl.med[0]),
             ("all mechanisms, relay free (µs)", after, abl.med[-1]),
             ("cut from DeepEP's default (%)", 100 * (1 - after / before), 100 * abl.cut),
@@ -908,12 +949,53 @@ def matched_ablation(*, n_steps: int = 60, seed: int = 1) -> SimpleNamespace:
              f"{'quantity':46s} {'paper [chapter]':>15s} {'model':>7s} {'model / paper':>13s}"]
     lines += [f"{q:46s} {p:15.1f} {m:7.1f} {r:13.2f}" for q, p, m, r in rows]
     lines.append(f"solved (model): {to_us(sync):.1f} µs of relay sync per crossing gives "
-                 f"{after:.2f} µs; the relay rung then exposes {fitted[relay]:.0f} µs against "
-                 f"{abl.med[relay - 1]:.0f} without the relay: it pays only below "
-                 f"{to_us(break_even):.1f} µs")
+                 f"{after:.2f} µs, (134.00 − {abl.med[-1]:.1f}) / 2 = "
+                 f"{(after - abl.med[-1]) / 2:.1f}: the sync sits on the critical path twice")
+    lines.append(f"break-even (model), relay rung without overlap: {abl.med[relay - 1]:.0f} µs "
+                 f"before it, {fitted[relay]:.0f} µs with the solved sync; the relay pays only "
+                 f"below {to_us(break_even):.1f} µs of sync")
+    lines.append(f"break-even (model), all mechanisms: one copy per expert exposes "
+                 f"{to_us(direct_final):.1f} µs, the free relay {abl.med[-1]:.1f}; the relay "
+                 f"pays only below {to_us(break_even_final['relay_sync']):.2f} µs of sync per "
+                 f"crossing or {to_us(break_even_final['relay_copy']):.3f} µs per forwarded copy")
     return SimpleNamespace(batch=batch, base=to_us(base), setup=setup, abl=abl, sync=sync,
-                           fitted=fitted, break_even=break_even, relay_rung=relay, rows=rows,
-                           report="\n".join(lines))
+                           fitted=fitted, break_even=break_even, relay_rung=relay,
+                           direct_final=to_us(direct_final), break_even_final=break_even_final,
+                           rows=rows, report="\n".join(lines))
+
+
+#: Section 6's leave-one-out: each mechanism of the last rung of :data:`ABLATION`, and the
+#: keywords that take it away.
+WITHOUT = {"NIC-aware placement": dict(placement="contiguous"), "NVLink swaps": dict(swaps=False),
+           "relay": dict(mode="direct"), "per-expert overlap": dict(overlap=False),
+           "SM-free transport": dict(transport="SM-resident")}
+
+
+@arguments(setup=_SETUP, n_steps=integer(lo=1, hi=2000), seed=_SEED)
+def leave_one_out(setup, *, n_steps: int = 60, seed: int = 1) -> SimpleNamespace:
+    """Section 6: the last rung of :data:`ABLATION` (``all``, median exposed communication, µs)
+    and the same with one mechanism of :data:`WITHOUT` taken away (``without[name]``, µs);
+    ``change[name]``: what taking it away adds (µs, ``without - all``), which does not depend on
+    the order of the rungs; ``report``.
+
+    >>> t = leave_one_out(DecodeSetup(n_hosts=2, tokens_per_gpu=4), n_steps=2)
+    >>> list(t.without) == list(WITHOUT)
+    True
+    """
+    full = _decode_kw(ABLATION[-1][1])
+    everything = to_us(simulate_decode(setup, n_steps=n_steps, seed=seed, **full)
+                       .median("exposed_comm"))
+    without = {name: to_us(simulate_decode(setup, n_steps=n_steps, seed=seed,
+                                           **_decode_kw({**ABLATION[-1][1], **drop}))
+                           .median("exposed_comm"))
+               for name, drop in WITHOUT.items()}
+    change = {name: v - everything for name, v in without.items()}
+    lines = [f"{setup.tokens_per_gpu} tokens per GPU, all mechanisms: exposed communication "
+             f"{everything:.1f} µs (model)", f"{'taken away':22s} {'exposed (µs)':>12s} "
+             f"{'change (µs)':>12s}"]
+    lines += [f"{name:22s} {without[name]:12.1f} {change[name]:+12.1f}" for name in WITHOUT]
+    return SimpleNamespace(all=everything, without=without, change=change,
+                           report="\n".join(lines) + "\n(model)")
 
 
 @arguments(setup=_SETUP)
@@ -929,7 +1011,8 @@ def transport_table(setup) -> SimpleNamespace:
                                                transport=tr).median("exposed_comm")
     gain = {b: table[b, "SM-resident"] - table[b, "SM-free"] for b in ("skewed", "balanced")}
     rel = {b: gain[b] / table[b, "SM-resident"] for b in gain}
-    report = str({b: f"-{to_us(gain[b]):.0f} µs ({rel[b]:.0%})" for b in gain}) + " (model)"
+    report = (f"{setup.tokens_per_gpu} tokens per GPU: "
+              + str({b: f"-{to_us(gain[b]):.0f} µs ({rel[b]:.0%})" for b in gain}) + " (model)")
     return SimpleNamespace(table=table, gain=gain, rel=rel, report=report)
 
 
