@@ -611,6 +611,12 @@ def test_figure_recipes_refuse_bad_input_by_name(ep32):
                              chapter={})
     with pytest.raises(ValueError, match="paper"):
         nb06.ep_sweep_figure([8, 16], good, good, paper={"x": {0: 1.0}}, chapter={})
+    with pytest.raises(ValueError, match="calm"):
+        nb06.ep_sweep_figure([8, 16], good, good, paper={}, chapter={},
+                             calm={"DeepEP": [1e-4, 2e-4]})
+    with pytest.raises(ValueError, match="calm"):
+        nb06.ep_sweep_figure([8, 16], good, good, paper={}, chapter={},
+                             calm={"UBEP": [1e-4]})
     r = decode_steps(ep32, costs, scheme("ubep"), n_steps=5, n_layers=1)
     with pytest.raises(ValueError, match="extra"):
         nb06.tpot_figure({"UBEP": r}, [0.0, 1.0], {"UBEP": [0.0]})
@@ -627,3 +633,28 @@ def test_figure_recipes_refuse_bad_input_by_name(ep32):
         replace(s, base_samples=np.zeros(0))
     with pytest.raises(ValueError, match="ubep"):
         replace(s, ubep=r)
+
+
+def test_nb06_second_reading_of_the_fit_and_the_communication_only_stragglers():
+    """Notebook 06 §1 and Appendix C: both fits are reported (the jitter-free one is the
+    notebook's costs); removing the barriers alone (hop-mix baseline -> UBEP) does not cut the
+    P99 more than the P50 under a straggler that slows only communication; a slow counting core
+    exposes UBEP's single counting core; the EP8 floor of Appendix B exceeds the measurement."""
+    from uneven.ep.superpod import CoreCosts
+    from uneven.explorers import nb06
+
+    cal = nb06.calibration()
+    assert cal.costs.writes_in_flight == cal.fits["baseline"].q == CoreCosts().writes_in_flight
+    assert cal.fits["baseline, jittered"].q > cal.fits["baseline"].q
+    assert cal.far_share["baseline"] > 0.5 > cal.far_share["baseline, jittered"]
+    t = superpod_traffic(64, seed=0)
+    r = nb06.barrier_tail(t, cal.costs, n_steps=300)
+    ub, cnt = nb06.COMM_STRAGGLERS
+    tail = r.tail[ub]
+    assert tail["serialised baseline"] > tail["baseline + hop mix"] >= 0
+    assert r.cut99[ub] < r.cut50[ub] + 0.01
+    assert r.cut99[cnt] < 0 < r.cut50[cnt]
+    b = nb06.barrier_needed(cal.costs, 2e-6, barrier_us=(20, 60, 100))
+    assert all(f > 116e-6 * 1.3 for f in b.floor8.values())
+    with pytest.raises(ValueError, match="barrier_us"):
+        nb06.fit_sensitivity(barrier_us=(-1,))

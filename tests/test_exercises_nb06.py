@@ -25,6 +25,13 @@ def test_exercise_06_1_derived_function_and_its_slips():
     for slip, hint in zip(REGIME_NEIGHBOURS["06.1"], hints, strict=True):
         fb = check("06.1", slip, seed=3)
         assert not fb.ok and hint in fb.message
+    # the solution's printed formula with its printed constants, and the exercise's rounded
+    # bandwidths, are right too (the checker's tolerance is 1e-3)
+    for push in (0.1254, 512 / 4.0833e3, 512 / 4.083e3, 512 / 4.08e3):
+        def printed(n0, n1, n2, q, push=push):
+            return 15 * (n0 * (0.12 / q + push) + n1 * (0.60 / q + push) + n2 * (1.38 / q + push))
+
+        assert check("06.1", printed, seed=3).ok, push
     # the page's example: the hop-mix core of Exercise 06.2 at q = 7 (in µs)
     assert abs(SOLUTIONS["06.1"](1, 15, 16, 7) - 127.04) < 0.01
 

@@ -158,7 +158,7 @@ def test_chunked_tail_draws_equal_one_draw(small):
 @pytest.mark.parametrize("kw, match", [
     (dict(slow_prob=1.5), "slow_prob"), (dict(slowdown=0.5), "slowdown"),
     (dict(pareto_alpha=1.0), "pareto_alpha"), (dict(pareto_scale=-1e-6), "pareto_scale"),
-    (dict(pareto_scale=math.nan), "pareto_scale")])
+    (dict(pareto_scale=math.nan), "pareto_scale"), (dict(slow_ops="ub"), "slow_ops")])
 def test_tail_parameters_are_validated_by_name(small, kw, match):
     with pytest.raises(ValueError, match=match):
         _steps(small, "ubep", **kw)
@@ -222,7 +222,8 @@ def test_fit_of_a_single_point_lands_on_it_and_larger_q_is_never_slower_to_fit_l
 @pytest.mark.parametrize("kw, match", [
     (dict(targets={}), "targets"), (dict(targets={8: -1.0}), "latency"),
     (dict(targets={8: (1e-4, 2e9, 3)}), "targets"), (dict(kind="cann"), "kind"),
-    (dict(q_values=[1.5]), "q_values"), (dict(q_values=[]), "q_values")])
+    (dict(q_values=[1.5]), "q_values"), (dict(q_values=[]), "q_values"),
+    (dict(jitter=-1e-6), "jitter"), (dict(jitter=2e-6, runs=5), "runs")])
 def test_fit_validation(kw, match):
     with pytest.raises(ValueError, match=match):
         fit_writes_in_flight(**kw)
@@ -234,3 +235,73 @@ def test_the_library_default_q_is_the_fitted_one():
     from uneven.ep.superpod import CoreCosts, fit_writes_in_flight
 
     assert CoreCosts().writes_in_flight == fit_writes_in_flight(kind="baseline").q
+
+
+# --------------------------------------------------------------------------- what a slow die slows
+
+
+@pytest.mark.parametrize("kind", ["baseline", "ubep"])
+def test_communication_only_slow_die_is_the_slow_die_without_other_work_and_experts(small,
+                                                                                     kind):
+    """slow_ops="comm" slows only count, send and poll: with no other work and no experts it is
+    exactly the all-ops slow die; with them it lies between no straggler and the all-ops one
+    (same draws); "count" slows the count alone, at most as much as "comm"."""
+    kw = dict(jitter=2e-6, slow_prob=0.3, slowdown=2.0)
+    bare = dict(other_time=0.0, expert_time=0.0)
+    assert np.array_equal(_steps(small, kind, slow_ops="comm", **bare, **kw).tpot,
+                          _steps(small, kind, **bare, **kw).tpot)
+    assert np.array_equal(_steps(small, kind, **kw).tpot,
+                          _steps(small, kind, slow_ops="all", **kw).tpot)  # the default
+    none = _steps(small, kind, jitter=2e-6).tpot
+    comm = _steps(small, kind, slow_ops="comm", **kw).tpot
+    count = _steps(small, kind, slow_ops="count", **kw).tpot
+    every = _steps(small, kind, **kw).tpot
+    assert (none <= comm + 1e-15).all() and (comm <= every + 1e-15).all()
+    assert (comm < every - 1e-9).any()  # other work and experts were slowed before
+    assert (none <= count + 1e-15).all() and (count <= comm + 1e-15).all()
+    p = phase_plan(small, CoreCosts(cores=8), scheme(kind))
+    lat = dict(n_steps=40, jitter=2e-6, seed=3, slow_prob=0.3, slowdown=2.0)
+    assert np.array_equal(latency_samples(p, slow_ops="comm", **lat),
+                          latency_samples(p, **lat))  # a phase is all communication
+    assert (latency_samples(p, slow_ops="count", **lat)
+            <= latency_samples(p, **lat) + 1e-15).all()
+
+
+def test_slow_counting_costs_ubep_its_single_counting_core():
+    """The counting core is UBEP's one serial piece: with the count 10x slower on a slow die,
+    it is no longer hidden behind 47 sending cores and UBEP's EP64 dispatch grows, while the
+    baseline (counting on all 48 cores) barely moves."""
+    t, c = superpod_traffic(64, seed=0), CoreCosts()
+    kw = dict(n_steps=30, jitter=0.0, seed=1, slow_prob=1.0, slowdown=10.0, slow_ops="count")
+    for kind, grows in (("baseline", False), ("ubep", True)):
+        p = phase_plan(t, c, scheme(kind))
+        slowed = latency_samples(p, **kw)
+        assert (slowed > 1.5 * phase_latency(p)).all() == grows
+        assert (slowed >= phase_latency(p) - 1e-15).all()
+
+
+# --------------------------------------------------------------------------- the jittered fit
+
+
+def test_jittered_fit_fits_medians_that_are_never_below_the_jitter_free_latency():
+    """fit_writes_in_flight(jitter > 0) compares medians of jittered runs: at every q they are
+    at least the jitter-free latency (delays only add), so the jittered fit needs more writes
+    in flight; jitter=0 is the old fit."""
+    calm = fit_writes_in_flight(q_values=range(4, 16))
+    jit = fit_writes_in_flight(q_values=range(4, 16), jitter=2e-6, runs=50)
+    assert calm.jitter == 0.0 and jit.jitter == 2e-6
+    assert fit_writes_in_flight(q_values=range(4, 16), jitter=0.0).q == calm.q
+    assert (jit.rms_by_q >= 0).all() and jit.q > calm.q
+    for q in (4, 9, 15):
+        one = fit_writes_in_flight(q_values=[q], jitter=2e-6, runs=50)
+        assert (one.model >= fit_writes_in_flight(q_values=[q]).model - 1e-15).all()
+
+
+def test_jittered_fit_at_the_notebooks_settings():
+    """Notebook 06's second reading: with 2-µs exponential jitter the medians fit CloudMatrix-
+    Infer's 116/152 µs at q = 13, where a two-hop write's latency share (1.38 µs / 13) is
+    below its bytes (512 B at 392 GB/s / 96)."""
+    fit = fit_writes_in_flight(jitter=2e-6)
+    assert fit.q == 13 and fit.rms < 0.02 and max(abs(fit.residual)) < 0.025
+    c = fit.costs
+    assert c.hop_latency[2] / c.writes_in_flight < 512 / c.core_bandwidth

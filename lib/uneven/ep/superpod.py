@@ -1163,6 +1163,22 @@ class _SlowDies:
         return jit
 
 
+#: What a slow die slows (``slow_ops`` of :func:`latency_samples` and :func:`decode_steps`):
+#: ``"all"`` its every op; ``"comm"`` only its communication (count, send, poll of dispatch
+#: and combine: a slow UB port, say), not its other work and experts; ``"count"`` only its
+#: dispatch counting. Per op row of a phase (count, send, poll) and of a decode layer (other,
+#: count, send, poll, experts, combine send, combine poll): 1 if the row is slowed.
+SLOW_OPS = {"all": ((1, 1, 1), (1, 1, 1, 1, 1, 1, 1)),
+            "comm": ((1, 1, 1), (0, 1, 1, 1, 0, 1, 1)),
+            "count": ((1, 0, 0), (0, 1, 0, 0, 0, 0, 0))}
+
+
+def _slow_rows(slow_ops, decode: bool) -> np.ndarray:
+    """The row mask of :data:`SLOW_OPS` for ``slow_ops``, checked."""
+    slow_ops = check_choice("slow_ops", slow_ops, tuple(SLOW_OPS))
+    return np.array(SLOW_OPS[slow_ops][int(decode)], dtype=np.float64)[:, None]
+
+
 def _check_tails(slow_prob, slowdown, pareto_alpha, pareto_scale):
     """The persistent and heavy-tailed straggler parameters, checked."""
     return (check_real("slow_prob", slow_prob, lo=0.0, hi=1.0),
@@ -1184,7 +1200,7 @@ def _send_base(plan) -> np.ndarray:
 def latency_samples(plan: PhasePlan, n_steps: int = 1000, jitter: float = 0.0, seed: int = 0,
                     *, straggler_prob: float = 0.0, straggler_delay: float = 0.0,
                     slow_prob: float = 0.0, slowdown: float = 1.0, pareto_alpha: float = 2.0,
-                    pareto_scale: float = 0.0) -> np.ndarray:
+                    pareto_scale: float = 0.0, slow_ops: str = "all") -> np.ndarray:
     """Latency (s) of ``n_steps`` independent runs of the phase, every rank starting at 0.
 
     Each run draws fresh jitter: per rank and op (count, send, poll) an extra delay,
@@ -1193,7 +1209,8 @@ def latency_samples(plan: PhasePlan, n_steps: int = 1000, jitter: float = 0.0, s
     ``default_rng(seed)``, straggler uniforms from ``default_rng([seed, 1])``), so two plans
     given one seed see the same jitter. Two straggler models with tails, both off by default
     (the draws are then the ones above): *a slow die*, each rank slow in a run with probability
-    ``slow_prob`` (0..1), its count, send and poll then ``slowdown`` (1..1e4) times as long;
+    ``slow_prob`` (0..1), its count, send and poll then ``slowdown`` (1..1e4) times as long
+    (``slow_ops="count"``: its count alone; see :data:`SLOW_OPS`);
     *heavy-tailed per-op delays*, ``pareto_scale`` (s) times a Lomax draw of shape
     ``pareto_alpha`` (> 1, at most 1e3; mean ``pareto_scale / (pareto_alpha - 1)``) added to
     every op (see :class:`_Draws`, :class:`_SlowDies` for the streams). ``jitter``,
@@ -1221,8 +1238,9 @@ def latency_samples(plan: PhasePlan, n_steps: int = 1000, jitter: float = 0.0, s
                 f"{n_steps:,} runs of a phase on {n} ranks")
     draw = _Draws(seed, *jit3, p_alpha, p_scale)
     args = _plan_args(plan)
-    slow = _SlowDies(seed, slow_p, slow_f, np.stack([args[0], _send_base(plan),
-                                                     np.full(n, args[4])]))
+    rows = _slow_rows(slow_ops, decode=False)
+    slow = _SlowDies(seed, slow_p, slow_f, rows * np.stack([args[0], _send_base(plan),
+                                                            np.full(n, args[4])]))
     flags = _flags(plan)
     consts = _consts(plan)
     out = np.empty(n_steps)
@@ -1520,7 +1538,8 @@ def decode_steps(traffic: SuperpodTraffic, costs: CoreCosts, scheme: Scheme, *, 
                  n_layers: int = 58, other_time: float = 500e-6, expert_time: float = 100e-6,
                  jitter: float = 2e-6, straggler_prob: float = 0.0, straggler_delay: float = 0.0,
                  seed: int = 0, slow_prob: float = 0.0, slowdown: float = 1.0,
-                 pareto_alpha: float = 2.0, pareto_scale: float = 0.0) -> DecodeSteps:
+                 pareto_alpha: float = 2.0, pareto_scale: float = 0.0,
+                 slow_ops: str = "all") -> DecodeSteps:
     """Time per output token over ``n_steps`` decode steps of ``n_layers`` MoE layers.
 
     A layer on rank r: other work (attention, gate, shared expert; ``other_time`` [model]),
@@ -1531,7 +1550,9 @@ def decode_steps(traffic: SuperpodTraffic, costs: CoreCosts, scheme: Scheme, *, 
     as in :func:`latency_samples`), so schemes given one seed see the same jitter. Stragglers
     with tails, as in :func:`latency_samples`: a rank slow for a whole step with probability
     ``slow_prob`` runs every op of that step (other work, count, send, poll, experts, combine)
-    ``slowdown`` times as long; ``pareto_scale`` x Lomax(``pareto_alpha``) is added to every
+    ``slowdown`` times as long (``slow_ops="comm"``: only its count, send and poll ops, not its
+    other work and experts; ``"count"``: only its dispatch counting; :data:`SLOW_OPS`);
+    ``pareto_scale`` x Lomax(``pareto_alpha``) is added to every
     op. Both off by default, which gives exactly the step times of the plain jitter. Ranges:
     ``n_layers`` 1..1,000; ``other_time``, ``expert_time``, ``jitter``, ``straggler_delay``
     0..1,000 s. Largest size: ``n_steps * n_layers * n_ranks * (87 + 2 n_ranks)`` loop steps
@@ -1566,7 +1587,8 @@ def decode_steps(traffic: SuperpodTraffic, costs: CoreCosts, scheme: Scheme, *, 
     consts = _consts(d)
     draw = _Draws(seed, *jit3, p_alpha, p_scale)
     full = np.full(n, 1.0)
-    slow = _SlowDies(seed, slow_p, slow_f, np.stack([
+    rows = _slow_rows(slow_ops, decode=True)
+    slow = _SlowDies(seed, slow_p, slow_f, rows * np.stack([
         other_time * full, d_cnt, _send_base(d), d_poll * full, expert_time * full,
         _send_base(c), c_poll * full]))
     out = np.empty(n_steps)
@@ -1680,7 +1702,8 @@ class WritesFit:
     ``rms_by_q``: the scan; ``copies``: copies one rank sends (1,024 at 128 tokens, top-8);
     ``copy_bytes``: payload bytes of one INT8 copy in the model; ``wire_bytes``: the bytes its
     atomic blocks carry (15 blocks of 512 B = 7,680); ``target_bandwidth``: the measured
-    bandwidths where given (else NaN).
+    bandwidths where given (else NaN); ``jitter``: the mean per-op jitter (s) of the fitted
+    medians (0: the jitter-free latency).
     """
 
     q: int
@@ -1697,6 +1720,7 @@ class WritesFit:
     copy_bytes: int
     wire_bytes: int
     target_bandwidth: np.ndarray
+    jitter: float = 0.0
 
     @property
     def model_bandwidth(self) -> np.ndarray:
@@ -1717,7 +1741,8 @@ class WritesFit:
 
 def fit_writes_in_flight(targets: dict | None = None, *, kind: str = "baseline",
                          costs: CoreCosts | None = None, q_values=tuple(range(1, 33)),
-                         tokens_per_rank: int = 128, seed: int = 0) -> WritesFit:
+                         tokens_per_rank: int = 128, seed: int = 0, jitter: float = 0.0,
+                         runs: int = 200) -> WritesFit:
     """Fit :attr:`CoreCosts.writes_in_flight` to measured dispatch latencies.
 
     ``targets``: EP size (ranks = dies) -> latency (s) or (latency s, bandwidth bytes/s);
@@ -1729,7 +1754,10 @@ def fit_writes_in_flight(targets: dict | None = None, *, kind: str = "baseline",
     wins (ties: the smaller ``q``). The bandwidths are not fitted: at a fixed number of copies
     they are the latencies divided into bytes, so they add no second constraint; they are kept
     to compare bytes per copy (:attr:`WritesFit.target_copy_bytes`). At most 8 targets of EP
-    1..1,024 with latencies in (0, 1] s.
+    1..1,024 with latencies in (0, 1] s. ``jitter`` > 0 (s, at most 1 ms) fits the median of
+    ``runs`` (10..2,000) jittered runs (:func:`latency_samples`, exponential per-op delays of
+    that mean, seed 1, the same draws for every ``q``) instead of the jitter-free latency: the
+    reading in which the measured operator has that much per-op jitter.
 
     >>> fit = fit_writes_in_flight({8: 116e-6}, q_values=range(2, 9))
     >>> fit.q, bool(abs(fit.residual[0]) < 0.05)
@@ -1760,11 +1788,19 @@ def fit_writes_in_flight(targets: dict | None = None, *, kind: str = "baseline",
         raise ValueError(f"q_values must be 1 to 64 integers in 1..4096; got {_show(q_values)}")
     qs = qs.astype(np.int64)
     tokens_per_rank = check_int("tokens_per_rank", tokens_per_rank, lo=1, hi=8192)
+    jitter = check_real("jitter", jitter, lo=0.0, hi=1e-3, unit="s")
+    runs = check_int("runs", runs, lo=10, hi=2000)
     traffic = [superpod_traffic(ep, tokens_per_rank=tokens_per_rank, seed=seed) for ep in eps]
     sch = scheme(kind)
     target = np.array(lat)
-    models = np.array([[phase_latency(phase_plan(t, costs.with_(writes_in_flight=int(q)), sch))
-                        for t in traffic] for q in qs])
+
+    def latency(t, q):
+        plan = phase_plan(t, costs.with_(writes_in_flight=int(q)), sch)
+        if jitter == 0:
+            return phase_latency(plan)
+        return float(np.median(latency_samples(plan, runs, jitter, seed=1)))
+
+    models = np.array([[latency(t, q) for t in traffic] for q in qs])
     rms_by_q = np.sqrt(np.mean((models / target - 1.0) ** 2, axis=1))
     best = int(np.argmin(rms_by_q))  # argmin keeps the first, i.e. the smaller q on a tie
     model = models[best]
@@ -1778,4 +1814,5 @@ def fit_writes_in_flight(targets: dict | None = None, *, kind: str = "baseline",
                      rms=float(rms_by_q[best]), q_values=qs, rms_by_q=rms_by_q,
                      copies=int(traffic[0].copies[0].sum()),
                      copy_bytes=int(traffic[0].dispatch_bytes),
-                     wire_bytes=int(plan0.blocks * sch.block_bytes), target_bandwidth=arrays[-1])
+                     wire_bytes=int(plan0.blocks * sch.block_bytes), target_bandwidth=arrays[-1],
+                     jitter=jitter)

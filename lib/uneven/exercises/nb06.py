@@ -1,4 +1,5 @@
-"""Notebook 06 (UBEP): inside a superpod, barriers and hop distance set the time."""
+"""Notebook 06 (UBEP): inside a superpod a dispatch is mostly waiting, for far writes and for
+barriers."""
 
 from __future__ import annotations
 
@@ -123,7 +124,7 @@ def _combine_blocks_payload_only(expected):
 
 
 register("06.1", _core_us, kind="function", params=("n0", "n1", "n2", "q"), unit="µs",
-         rtol=1e-6, atol=1e-9, draw=_draw_core, examples=[(1, 15, 16, 7), (32, 0, 0, 4)],
+         rtol=1e-3, atol=1e-9, draw=_draw_core, examples=[(1, 15, 16, 7), (32, 0, 0, 4)],
          solution="15 * (n0 * (0.12 / q + 512 * 96 / 392e3) + n1 * (0.60 / q + 512 * 96 / 392e3)"
                   " + n2 * (1.38 / q + 512 * 96 / 392e3))",
          mistakes=[(_no_bytes, "Each block write also pushes its 512 bytes through the core: "

@@ -1,4 +1,4 @@
-"""Notebook 06 (UBEP): EP dispatch inside a superpod, where barriers and hop distance set the time.
+"""Notebook 06 (UBEP): EP dispatch inside a superpod, where a dispatch is mostly waiting.
 
 The explorer (:func:`ubep_explorer`) and the notebook's figure recipes (:func:`hop_cost_figure`,
 :func:`gantt_figure`, :func:`ablation_figure`, :func:`ep_sweep_figure`, :func:`tpot_figure`),
@@ -390,8 +390,9 @@ def hop_cost_figure(costs, plans: dict, *, block_bytes: int = 512, ep: int = 32)
         ax_w.set_xlabel(f"core time per {block_bytes}-B write (ns)")
         gap = f2 - f1
         ax_w.set_title(f"one write, by distance (q = {costs.writes_in_flight})"
-                       + (f"\nℓ0 < {1 / gap:.3f} µs if ℓ2 − ℓ1 = {gap:g} ℓ0 < 1 µs [paper]"
-                          if gap > 0 else ""), fontsize=plots.PANEL)
+                       + (f"\nℓ0 < {1 / gap:.3f} µs if ℓ2 − ℓ1 = {gap:g} ℓ0 < 1 µs\n"
+                          f"[derived; ℓ1 = {f1:g} ℓ0 assumed]" if gap > 0 else ""),
+                       fontsize=plots.PANEL)
         ax_w.grid(axis="y", visible=False)
         plots.legend(ax_w, "below", ncol=1)
         hi = max(p.send_time.max() for p in plans.values()) * 1e6
@@ -475,13 +476,16 @@ def ablation_figure(rows: list, *, ep: int = 64):
 
 
 @plots.recipe
-def ep_sweep_figure(eps, median: dict, p99: dict, *, paper: dict, chapter: dict):
+def ep_sweep_figure(eps, median: dict, p99: dict, *, paper: dict, chapter: dict,
+                    calm: dict | None = None):
     """Left: dispatch latency (µs) against EP size in dies, median and P99 of jittered runs per
     scheme (``median``, ``p99``: ``{label: seconds per EP size}``), with published points
     (``paper``: ``{label: {ep: µs}}``, labels carrying their own tags). Right: how much lower
     UBEP's latency is (%), with the chapter's figure placed at every EP size it may mean
     (``chapter``: ``{label: (ep, %)}``; the first filled, the others open, joined by a dotted
-    line). At most 32 EP sizes (increasing, 1..1,024), 4 schemes, 4 published series of 32
+    line). ``calm`` (optional, ``{label: seconds per EP size}``, labels of ``median``): the
+    jitter-free latencies, drawn dashed, e.g. the curve a fit compared with the published
+    points. At most 32 EP sizes (increasing, 1..1,024), 4 schemes, 4 published series of 32
     points and 8 chapter points."""
     eps = as_int_array("eps", eps, ndim=1, lo=1, hi=1024)
     if not 1 <= eps.size <= 32 or (np.diff(eps) <= 0).any():
@@ -491,6 +495,10 @@ def ep_sweep_figure(eps, median: dict, p99: dict, *, paper: dict, chapter: dict)
     if list(p99) != list(median):
         raise ValueError(f"p99 must have the labels of median ({list(median)}); got "
                          f"{_show(list(p99))}")
+    calm = {} if calm is None else _series("calm", calm, eps.size)
+    if not set(calm) <= set(median):
+        raise ValueError(f"calm must use labels of median ({list(median)}); got "
+                         f"{_show(list(calm))}")
     check_dict("paper", paper, key=_is_label, hi=4, item=lambda pts: isinstance(pts, dict)
                and 1 <= len(pts) <= 32 and all(is_int(e) and 1 <= e <= 1024 and is_real(v)
                                                and abs(v) <= 1e30 for e, v in pts.items()))
@@ -506,6 +514,9 @@ def ep_sweep_figure(eps, median: dict, p99: dict, *, paper: dict, chapter: dict)
                     label=f"{label}, median (model)")
             ax.plot(eps, np.asarray(p99[label]) * 1e6, ":", color=col, lw=1.3,
                     label=f"{label}, P99 (model)")
+            if label in calm:
+                ax.plot(eps, np.asarray(calm[label]) * 1e6, "--", color=col, lw=1.3,
+                        label=f"{label}, no jitter (model; q fitted to this)")
         for m, (label, pts) in zip(markers, paper.items(), strict=False):
             ax.plot(list(pts), list(pts.values()), m, ms=6, mfc="white", mew=1.4,
                     color=plots.color("paper"), label=label)
@@ -760,7 +771,8 @@ def block_table(traffic, costs) -> SimpleNamespace:
            runs=integer(lo=10, hi=10_000))
 def ep_sweep(costs, ep_sizes, jitter: float, runs: int = 500) -> SimpleNamespace:
     """Section 4: the median and P99 dispatch latency (s) of ``runs`` jittered runs per EP size,
-    baseline and UBEP (``median[label]``, ``p99[label]``); how much lower UBEP's median is per EP
+    baseline and UBEP (``median[label]``, ``p99[label]``), their jitter-free latency
+    (``calm[label]``, s); how much lower UBEP's median is per EP
     size (``cut[ep]``, share) and what the equal hop mix alone saves at EP64 and EP128 without
     jitter (``mix[ep]``, s)."""
     from ..ep.superpod import (
@@ -773,10 +785,13 @@ def ep_sweep(costs, ep_sizes, jitter: float, runs: int = 500) -> SimpleNamespace
 
     median = {"serialised baseline": [], "UBEP": []}
     p99 = {"serialised baseline": [], "UBEP": []}
+    calm = {"serialised baseline": [], "UBEP": []}
     for ep in ep_sizes:
         t = superpod_traffic(ep, seed=0)
         for label, kind in (("serialised baseline", "baseline"), ("UBEP", "ubep")):
-            samples = latency_samples(phase_plan(t, costs, scheme(kind)), runs, jitter, seed=1)
+            plan = phase_plan(t, costs, scheme(kind))
+            calm[label].append(phase_latency(plan))
+            samples = latency_samples(plan, runs, jitter, seed=1)
             median[label].append(np.median(samples))
             p99[label].append(np.percentile(samples, 99))
     base, ubep = median["serialised baseline"], median["UBEP"]
@@ -792,8 +807,8 @@ def ep_sweep(costs, ep_sizes, jitter: float, runs: int = 500) -> SimpleNamespace
         mix[ep] = contiguous - hop_mix
     lines.append(f"the hop mix alone saves {mix[64] / _US:.0f} µs at EP64, {mix[128] / _US:.0f} "
                  "µs at EP128")
-    return SimpleNamespace(ep_sizes=tuple(ep_sizes), median=median, p99=p99, cut=cut, mix=mix,
-                           report="\n".join(lines))
+    return SimpleNamespace(ep_sizes=tuple(ep_sizes), median=median, p99=p99, calm=calm, cut=cut,
+                           mix=mix, report="\n".join(lines))
 
 
 @arguments(traffic=_TRAFFIC, costs=_COSTS, jitter=_JITTER,
@@ -830,10 +845,12 @@ def barrier_needed(costs, jitter: float, barrier_us=tuple(range(20, 141, 20)),
                    target: float = 0.524) -> SimpleNamespace:
     """Section 7: at EP64 and EP128, how much lower UBEP's median is for each barrier cost of
     ``barrier_us`` (µs) (``cuts[ep]``) and the barrier cost that reaches ``target``
-    (``needed[ep]``, µs, interpolated)."""
-    from ..ep.superpod import latency_samples, phase_plan, scheme, superpod_traffic
+    (``needed[ep]``, µs, interpolated); ``floor8[ep]``: the baseline's jitter-free EP8 dispatch
+    (s) with that barrier and a q so large (4,096) that writes cost only their bytes, a lower
+    bound for any q."""
+    from ..ep.superpod import latency_samples, phase_latency, phase_plan, scheme, superpod_traffic
 
-    needed, cuts, lines = {}, {}, []
+    needed, cuts, floor8, lines = {}, {}, {}, []
     for ep in (64, 128):
         t = superpod_traffic(ep, seed=0)
         ubep = np.median(latency_samples(phase_plan(t, costs, scheme("ubep")), 500, jitter,
@@ -842,10 +859,14 @@ def barrier_needed(costs, jitter: float, barrier_us=tuple(range(20, 141, 20)),
             phase_plan(t, costs.with_(barrier_cost=tb * _US), scheme("baseline")), 500, jitter,
             seed=1)) for tb in barrier_us]
         needed[ep] = float(np.interp(target, cuts[ep], barrier_us))
+        floor8[ep] = phase_latency(phase_plan(superpod_traffic(8, seed=0), costs.with_(
+            barrier_cost=needed[ep] * _US, writes_in_flight=4096), scheme("baseline")))
         lines.append(f"EP{ep} cut at barrier costs {list(barrier_us)} µs: "
                      + ", ".join(f"{100 * c:.0f}%" for c in cuts[ep]))
-        lines.append(f"  {100 * target:.1f}% needs about {needed[ep]:.0f} µs per barrier (model)")
-    return SimpleNamespace(cuts=cuts, needed=needed, report="\n".join(lines))
+        lines.append(f"  {100 * target:.1f}% needs about {needed[ep]:.0f} µs per barrier (model);"
+                     f" with it the baseline's EP8 dispatch is at least {floor8[ep] / _US:.0f} µs"
+                     " at any q (CloudMatrix-Infer measured 116 µs [paper])")
+    return SimpleNamespace(cuts=cuts, needed=needed, floor8=floor8, report="\n".join(lines))
 
 
 @arguments(costs=_COSTS, eps=items(integer(lo=1, hi=320), hi=8))
@@ -876,6 +897,8 @@ TAIL_MODELS = {
     "light: exponential, mean 2 µs": dict(jitter=2e-6),
     "slow die: 0.1% of die-steps at 1.5×": dict(jitter=2e-6, slow_prob=1e-3, slowdown=1.5),
     "heavy: Pareto α = 1.5, mean 2 µs": dict(jitter=0.0, pareto_alpha=1.5, pareto_scale=1e-6),
+    "slow UB port: comm only at 1.5×": dict(jitter=2e-6, slow_prob=1e-3, slowdown=1.5,
+                                                      slow_ops="comm"),
 }
 
 
@@ -890,23 +913,37 @@ def fitted_q() -> int:
     return fit_writes_in_flight(kind="baseline").q
 
 
+#: The mean per-op jitter (s) of the second reading of the fit (Section 1): the measured
+#: operator's medians include the model's 2-µs exponential delays.
+FIT_JITTER = 2e-6
+
+
+def _far_share(costs) -> float:
+    lat2 = costs.hop_latency[2] / costs.writes_in_flight
+    return lat2 / (lat2 + 512 / costs.core_bandwidth)
+
+
 def calibration() -> SimpleNamespace:
     """Section 1: ``q`` fitted to CloudMatrix384's dispatch with the serialised baseline
-    (``fits["baseline"]``) and with UBEP (``fits["ubep"]``); ``costs``: the baseline fit's
-    :class:`~uneven.ep.superpod.CoreCosts`; ``far_latency_share``: how much of a two-hop
-    512-B write is latency at the fitted ``q``; ``q_latency_bound``: the largest ``q`` at
-    which a two-hop write is still mostly latency."""
+    (``fits["baseline"]``, jitter-free: the notebook's reading), with the baseline's median
+    under :data:`FIT_JITTER` (``fits["baseline, jittered"]``) and with UBEP (``fits["ubep"]``);
+    ``costs``: the jitter-free baseline fit's :class:`~uneven.ep.superpod.CoreCosts`;
+    ``far_latency_share``: how much of a two-hop 512-B write is latency at its ``q``
+    (``far_share[fit]`` for each fit); ``q_latency_bound``: the largest ``q`` at which a two-hop
+    write is still mostly latency."""
     from ..ep.superpod import fit_writes_in_flight
 
-    fits = {k: fit_writes_in_flight(kind=k) for k in ("baseline", "ubep")}
+    fits = {"baseline": fit_writes_in_flight(kind="baseline"),
+            "baseline, jittered": fit_writes_in_flight(kind="baseline", jitter=FIT_JITTER),
+            "ubep": fit_writes_in_flight(kind="ubep")}
     costs = fits["baseline"].costs
-    lat2 = costs.hop_latency[2] / costs.writes_in_flight
-    push = 512 / costs.core_bandwidth
     bound = costs.hop_latency[2] * costs.core_bandwidth / 512  # ℓ2 / q = push at this q
     lines = [f"{'fitted to':22s}{'q':>4s}  " + "  ".join(
         f"EP{ep}: model/measured" for ep in fits["baseline"].eps) + "   rms"]
+    names = {"baseline": "baseline, no jitter", "baseline, jittered": "baseline, 2-µs jitter",
+             "ubep": "UBEP, no jitter"}
     for k, f in fits.items():
-        name = "serialised baseline" if k == "baseline" else "UBEP"
+        name = names[k]
         lines.append(f"{name:22s}{f.q:4d}  " + "  ".join(
             f"{m / _US:5.0f} / {t / _US:3.0f} µs ({100 * r:+4.1f}%)"
             for m, t, r in zip(f.model, f.target, f.residual, strict=True))
@@ -919,11 +956,80 @@ def calibration() -> SimpleNamespace:
                  + ", ".join(f"{b:,.0f}" for b in fb.target_copy_bytes)
                  + f" B per copy [derived]; the model's copy: {fb.copy_bytes:,} B of payload in "
                  f"{fb.wire_bytes:,} B of blocks")
-    lines.append(f"at q = {costs.writes_in_flight} a two-hop 512-B write costs "
-                 f"{(lat2 + push) / _US * 1e3:.0f} ns, {100 * lat2 / (lat2 + push):.0f}% of it "
-                 f"latency; latency outweighs bytes on far writes up to q = {bound:.0f}")
-    return SimpleNamespace(fits=fits, costs=costs, far_latency_share=lat2 / (lat2 + push),
-                           q_latency_bound=bound, report="\n".join(lines))
+    far_share = {k: _far_share(f.costs) for k, f in fits.items()}
+    fj, sj = fits["baseline, jittered"], far_share["baseline, jittered"]
+    lines.append(f"a two-hop 512-B write is {100 * far_share['baseline']:.0f}% latency at q = "
+                 f"{costs.writes_in_flight} (no jitter), {100 * sj:.0f}% at q = {fj.q} (jittered);"
+                 f" latency outweighs bytes on far writes up to q = {bound:.0f}")
+    return SimpleNamespace(fits=fits, costs=costs, far_latency_share=far_share["baseline"],
+                           far_share=far_share, q_latency_bound=bound, report="\n".join(lines))
+
+
+def fit_sensitivity(barrier_us=(10, 20, 30), jitter=(0.0, FIT_JITTER)) -> SimpleNamespace:
+    """Appendix C: the fitted ``q`` (scan 1..32) for each assumed barrier cost of ``barrier_us``
+    (µs) and per-op jitter of ``jitter`` (s): ``q[(barrier_us, jitter)]``, ``rms[...]``."""
+    from ..ep.superpod import CoreCosts, fit_writes_in_flight
+
+    barrier_us = [check_real("barrier_us", b, lo=0.0, hi=1000.0) for b in barrier_us]
+    jitter = [check_real("jitter", j, lo=0.0, hi=1e-3, unit="s") for j in jitter]
+    if not 1 <= len(barrier_us) <= 6 or not 1 <= len(jitter) <= 3:
+        raise ValueError(f"barrier_us must hold 1 to 6 costs and jitter 1 to 3; got "
+                         f"{len(barrier_us)} and {len(jitter)}")
+    q, rms = {}, {}
+    lines = ["fitted q (rms) by assumed barrier cost and per-op jitter (model; scan 1..32):"]
+    for b in barrier_us:
+        row = []
+        for j in jitter:
+            f = fit_writes_in_flight(kind="baseline", jitter=j,
+                                     costs=CoreCosts(barrier_cost=b * _US))
+            q[b, j], rms[b, j] = f.q, f.rms
+            edge = " (scan edge)" if f.q == f.q_values[-1] else ""
+            row.append(f"jitter {j / _US:g} µs: q = {f.q}{edge} ({100 * f.rms:.1f}%)")
+        lines.append(f"  barrier {b:g} µs: " + "; ".join(row))
+    return SimpleNamespace(q=q, rms=rms, report="\n".join(lines))
+
+
+#: Appendix C's communication-only stragglers: label -> keywords of
+#: :func:`uneven.ep.superpod.decode_steps` (only the slow die's communication, or its counting).
+COMM_STRAGGLERS = {
+    "slow UB port: comm at 1.5×": dict(jitter=2e-6, slow_prob=1e-3, slowdown=1.5,
+                                       slow_ops="comm"),
+    "slow counting: count at 10×": dict(jitter=2e-6, slow_prob=1e-3, slowdown=10.0,
+                                        slow_ops="count"),
+}
+#: The three schemes of Appendix C: the baseline, the baseline with UBEP's hop mix (its barriers
+#: kept), UBEP.
+_TAIL_SCHEMES = (("serialised baseline", dict(kind="baseline")),
+                 ("baseline + hop mix", dict(kind="baseline", assignment="hop_mix")),
+                 ("UBEP", dict(kind="ubep")))
+
+
+@arguments(traffic=_TRAFFIC, costs=_COSTS, n_steps=integer(lo=10, hi=100_000),
+           seed=integer(lo=0, hi=2**32))
+def barrier_tail(traffic, costs, n_steps: int = 1000, seed: int = 7) -> SimpleNamespace:
+    """Appendix C: do the barriers amplify a straggler that slows only communication? For each
+    model of :data:`COMM_STRAGGLERS` and each of the baseline, the baseline with the hop mix
+    (barriers kept) and UBEP: P50 and P99 time per output token (``tpot[model][scheme]``,
+    DecodeSteps) and the tail ``tail[model][scheme]`` = P99 − P50 (s). UBEP's cut against the
+    hop-mix baseline (``cut50``, ``cut99``) is what removing the barriers alone does."""
+    from ..ep.superpod import decode_steps
+
+    tpot, tail, cut50, cut99 = {}, {}, {}, {}
+    lines = [f"{'straggler (model)':30s}" + "".join(f"{k:>24s}" for k, _ in _TAIL_SCHEMES)
+             + "   barriers alone: cut P50/P99"]
+    for name, kw in COMM_STRAGGLERS.items():
+        tpot[name] = {k: decode_steps(traffic, costs, _scheme(sk), n_steps=n_steps, seed=seed,
+                                      **kw) for k, sk in _TAIL_SCHEMES}
+        tail[name] = {k: r.p99 - r.p50 for k, r in tpot[name].items()}
+        m, u = tpot[name]["baseline + hop mix"], tpot[name]["UBEP"]
+        cut50[name], cut99[name] = 1 - u.p50 / m.p50, 1 - u.p99 / m.p99
+        lines.append(f"{name:30s}" + "".join(
+            f"{r.p50 * 1e3:11.2f}/{r.p99 * 1e3:6.2f} ms" for r in tpot[name].values())
+            + f"{100 * cut50[name]:10.1f}%/{100 * cut99[name]:.1f}%")
+    lines.append("P50/P99 time per output token, EP" + str(traffic.n_ranks)
+                 + f", {n_steps:,} steps each")
+    return SimpleNamespace(tpot=tpot, tail=tail, cut50=cut50, cut99=cut99,
+                           report="\n".join(lines))
 
 
 @arguments(costs=_COSTS, extra=real(lo=0.0, hi=1e-3, lo_open=True, unit="s"))
@@ -1019,7 +1125,8 @@ def tail_figure(tpot: dict, *, chapter: float = CHAPTER_P99_CUT, ep: int = 64):
                        hatch=hatch, edgecolor="white", label=f"{label}, P{pct}")
                 for p_, v in zip(pos, vals, strict=True):
                     ax.text(p_, v, f"{v:.0f}", ha="center", va="bottom", fontsize=plots.SMALL)
-        ax.set_xticks(x, [m.replace(": ", ":\n") for m in names], fontsize=plots.SMALL)
+        ax.set_xticks(x, [m.replace(": ", ":\n").replace(", ", ",\n") for m in names],
+                      fontsize=plots.SMALL)
         ax.set_ylabel("time per output token (ms, model)")
         n = tpot[names[0]][labels[0]]
         ax.set_title(f"EP{ep}, {n.n_layers} MoE layers, {n.tpot.size:,} decode steps per bar")
