@@ -78,6 +78,8 @@ from .._fields import (
     flag,
     instance,
     integer,
+    items,
+    mapping,
     real,
     text,
 )
@@ -1692,7 +1694,7 @@ CLOUDMATRIX_DISPATCH = {8: (116e-6, 71e9), 256: (152e-6, 54e9)}
 
 
 @dataclass(frozen=True)
-class WritesFit:
+class WritesFit(Checked):
     """The writes in flight per core that best fit measured dispatch latencies (see
     :func:`fit_writes_in_flight`). Times in s, bandwidths in bytes/s; arrays read-only.
 
@@ -1701,26 +1703,37 @@ class WritesFit:
     ``model / target - 1``; ``rms``: the root mean square of ``residual``; ``q_values`` and
     ``rms_by_q``: the scan; ``copies``: copies one rank sends (1,024 at 128 tokens, top-8);
     ``copy_bytes``: payload bytes of one INT8 copy in the model; ``wire_bytes``: the bytes its
-    atomic blocks carry (15 blocks of 512 B = 7,680); ``target_bandwidth``: the measured
-    bandwidths where given (else NaN); ``jitter``: the mean per-op jitter (s) of the fitted
-    medians (0: the jitter-free latency).
+    atomic blocks carry (15 blocks of 512 B = 7,680); ``target_bandwidth``: EP size ->
+    measured bandwidth, for the targets that give one; ``jitter``: the mean per-op jitter (s)
+    of the fitted medians (0: the jitter-free latency). Checked when built directly (1 to 8 EP
+    sizes, latencies in [1 ns, 1 s], 1 to 64 scanned ``q``).
     """
 
-    q: int
-    costs: CoreCosts
-    kind: str
-    eps: tuple
-    target: np.ndarray
-    model: np.ndarray
-    residual: np.ndarray
-    rms: float
-    q_values: np.ndarray
-    rms_by_q: np.ndarray
-    copies: int
-    copy_bytes: int
-    wire_bytes: int
-    target_bandwidth: np.ndarray
-    jitter: float = 0.0
+    q: int = integer(lo=1, hi=4096)
+    costs: CoreCosts = instance(CoreCosts)
+    kind: str = choice(SCHEMES)
+    eps: tuple = items(integer(lo=1, hi=MAX_RANKS), hi=8)
+    target: np.ndarray = array(shape=("n",), lo=1e-9, hi=1.0)
+    model: np.ndarray = array(shape=("n",), lo=1e-12, hi=_MAX_TIME)
+    residual: np.ndarray = array(shape=("n",), lo=-1.0, hi=1e15)
+    rms: float = real(lo=0.0, hi=1e15)
+    q_values: np.ndarray = array("int", shape=("m",), lo=1, hi=4096, nonempty=True)
+    rms_by_q: np.ndarray = array(shape=("m",), lo=0.0, hi=1e15)
+    copies: int = integer(lo=1, hi=10**9)
+    copy_bytes: int = integer(lo=1, hi=10**9)
+    wire_bytes: int = integer(lo=1, hi=10**9)
+    target_bandwidth: dict = mapping()
+    jitter: float = real(lo=0.0, hi=1e-3, unit="s")
+
+    def __post_init__(self):
+        check_fields(self)
+        if len(self.eps) != self.target.size:
+            raise ValueError(f"eps must name one EP size per target latency; got {len(self.eps)} "
+                             f"sizes and {self.target.size} latencies")
+        for ep, b in self.target_bandwidth.items():
+            if ep not in self.eps or not (isinstance(b, (int, float)) and 0 < b <= 1e15):
+                raise ValueError(f"target_bandwidth must map EP sizes of eps to bandwidths in "
+                                 f"(0, 1e15] bytes/s; got {_show(self.target_bandwidth)}")
 
     @property
     def model_bandwidth(self) -> np.ndarray:
@@ -1733,10 +1746,11 @@ class WritesFit:
         return self.copies * self.copy_bytes / self.model
 
     @property
-    def target_copy_bytes(self) -> np.ndarray:
-        """Bytes per copy the measured bandwidth and latency imply: bandwidth x latency /
-        copies (NaN where no bandwidth is given)."""
-        return self.target_bandwidth * self.target / self.copies
+    def target_copy_bytes(self) -> dict:
+        """EP size -> bytes per copy the measured bandwidth and latency imply (bandwidth x
+        latency / copies), for the targets that give a bandwidth."""
+        lat = dict(zip(self.eps, self.target.tolist(), strict=True))
+        return {ep: b * lat[ep] / self.copies for ep, b in self.target_bandwidth.items()}
 
 
 def fit_writes_in_flight(targets: dict | None = None, *, kind: str = "baseline",
@@ -1754,7 +1768,7 @@ def fit_writes_in_flight(targets: dict | None = None, *, kind: str = "baseline",
     wins (ties: the smaller ``q``). The bandwidths are not fitted: at a fixed number of copies
     they are the latencies divided into bytes, so they add no second constraint; they are kept
     to compare bytes per copy (:attr:`WritesFit.target_copy_bytes`). At most 8 targets of EP
-    1..1,024 with latencies in (0, 1] s. ``jitter`` > 0 (s, at most 1 ms) fits the median of
+    1..1,024 with latencies in [1 ns, 1 s]. ``jitter`` > 0 (s, at most 1 ms) fits the median of
     ``runs`` (10..2,000) jittered runs (:func:`latency_samples`, exponential per-op delays of
     that mean, seed 1, the same draws for every ``q``) instead of the jitter-free latency: the
     reading in which the measured operator has that much per-op jitter.
@@ -1767,22 +1781,25 @@ def fit_writes_in_flight(targets: dict | None = None, *, kind: str = "baseline",
     if not isinstance(targets, dict) or not 1 <= len(targets) <= 8:
         raise ValueError(f"targets must be a dict of 1 to 8 EP sizes -> latency (s); got "
                          f"{_show(targets)}")
-    eps, lat, bw = [], [], []
+    eps, lat, bw = [], [], {}
     for ep, v in targets.items():
         eps.append(check_int("targets (EP size)", ep, lo=1, hi=MAX_RANKS))
         pair = v if isinstance(v, (tuple, list)) else (v, math.nan)
         if len(pair) != 2:
             raise ValueError(f"targets[{ep}] must be a latency (s) or (latency s, bandwidth "
                              f"bytes/s); got {_show(v)}")
-        lat.append(check_real(f"targets[{ep}] latency", pair[0], lo=0.0, lo_open=True, hi=1.0,
-                              unit="s"))
+        lat.append(check_real(f"targets[{ep}] latency", pair[0], lo=1e-9, hi=1.0, unit="s"))
         b = pair[1]
-        bw.append(math.nan if isinstance(b, float) and math.isnan(b) else check_real(
-            f"targets[{ep}] bandwidth", b, lo=0.0, lo_open=True, hi=1e15, unit="bytes/s"))
+        if not (isinstance(b, float) and math.isnan(b)):
+            bw[eps[-1]] = check_real(f"targets[{ep}] bandwidth", b, lo=0.0, lo_open=True,
+                                     hi=1e15, unit="bytes/s")
     kind = check_choice("kind", kind, SCHEMES)
     costs = CoreCosts() if costs is None else costs
     if not isinstance(costs, CoreCosts):
         raise ValueError(f"costs must be a CoreCosts; got {type(costs).__name__}")
+    if (isinstance(q_values, (str, bytes, dict)) or not hasattr(q_values, "__iter__")
+            or (hasattr(q_values, "__len__") and len(q_values) > 64)):
+        raise ValueError(f"q_values must be 1 to 64 integers in 1..4096; got {_show(q_values)}")
     qs = as_float_array("q_values", list(q_values), ndim=1, lo=1, hi=4096)
     if not 1 <= qs.size <= 64 or not np.array_equal(qs, np.round(qs)):
         raise ValueError(f"q_values must be 1 to 64 integers in 1..4096; got {_show(q_values)}")
@@ -1806,7 +1823,7 @@ def fit_writes_in_flight(targets: dict | None = None, *, kind: str = "baseline",
     model = models[best]
     residual = model / target - 1.0
     plan0 = phase_plan(traffic[0], costs, sch)
-    arrays = [target, model, residual, qs, rms_by_q, np.array(bw)]
+    arrays = [target, model, residual, qs, rms_by_q]
     for a in arrays:
         a.flags.writeable = False
     return WritesFit(q=int(qs[best]), costs=costs.with_(writes_in_flight=int(qs[best])),
@@ -1814,5 +1831,5 @@ def fit_writes_in_flight(targets: dict | None = None, *, kind: str = "baseline",
                      rms=float(rms_by_q[best]), q_values=qs, rms_by_q=rms_by_q,
                      copies=int(traffic[0].copies[0].sum()),
                      copy_bytes=int(traffic[0].dispatch_bytes),
-                     wire_bytes=int(plan0.blocks * sch.block_bytes), target_bandwidth=arrays[-1],
+                     wire_bytes=int(plan0.blocks * sch.block_bytes), target_bandwidth=bw,
                      jitter=jitter)

@@ -950,10 +950,10 @@ def calibration() -> SimpleNamespace:
             + f"   {100 * f.rms:.1f}%")
     fb = fits["baseline"]
     lines.append("bandwidth per rank, baseline fit, block bytes over latency: " + ", ".join(
-        f"EP{ep} {mb / 1e9:.0f} GB/s (measured {tb / 1e9:.0f} GB/s)"
-        for ep, mb, tb in zip(fb.eps, fb.model_bandwidth, fb.target_bandwidth, strict=True)))
+        f"EP{ep} {mb / 1e9:.0f} GB/s (measured {fb.target_bandwidth[ep] / 1e9:.0f} GB/s)"
+        for ep, mb in zip(fb.eps, fb.model_bandwidth, strict=True) if ep in fb.target_bandwidth))
     lines.append("measured GB/s × measured µs / 1,024 copies = "
-                 + ", ".join(f"{b:,.0f}" for b in fb.target_copy_bytes)
+                 + ", ".join(f"{b:,.0f}" for b in fb.target_copy_bytes.values())
                  + f" B per copy [derived]; the model's copy: {fb.copy_bytes:,} B of payload in "
                  f"{fb.wire_bytes:,} B of blocks")
     far_share = {k: _far_share(f.costs) for k, f in fits.items()}

@@ -35,10 +35,11 @@ _MAX_PLANS = 20_000
 class WarmupSearch(Checked):
     """The fastest warm-up plan (``best``, ``best_time`` s) against the closed-form planner's
     (``planner``, ``planner_time`` s) for one pipeline and its delays; ``n_plans`` tried.
-    Checked when made."""
+    Checked when made (times up to 1e30 s, ``best_time`` at least 1e-15 s so that ``gap`` is
+    finite)."""
 
     best: tuple = items(integer(lo=1, hi=4096), hi=64)
-    best_time: float = real(lo=0.0, hi=1e30, unit="s")
+    best_time: float = real(lo=1e-15, hi=1e30, unit="s")
     planner: tuple = items(integer(lo=1, hi=4096), hi=64)
     planner_time: float = real(lo=0.0, hi=1e30, unit="s")
     n_plans: int = integer(lo=1, hi=_MAX_PLANS)
@@ -49,7 +50,7 @@ class WarmupSearch(Checked):
     @property
     def gap(self) -> float:
         """The planner's iteration over the best one's, minus 1 (0 when it finds the best)."""
-        return self.planner_time / self.best_time - 1.0 if self.best_time > 0 else 0.0
+        return self.planner_time / self.best_time - 1.0
 
 
 def _plans(p, m):
