@@ -522,9 +522,12 @@ def ep_sweep_figure(eps, median: dict, p99: dict, *, paper: dict, chapter: dict,
                     color=plots.color("paper"), label=label)
         for a, crowded in ((ax, False), (ax_r, True)):
             a.set_xscale("log", base=2)
-            # on the narrow panel, neighbours closer than 1.5x share a label slot: keep the last
-            names = [("" if crowded and i + 1 < len(eps) and eps[i + 1] < 1.5 * e else str(e))
-                     for i, e in enumerate(eps.tolist())]
+            # neighbours closer than 1.5x share a label slot: the narrow panel labels the later
+            # one, the wide one the earlier (256, where CloudMatrix measured)
+            e_list = eps.tolist()
+            names = [("" if (crowded and i + 1 < len(e_list) and e_list[i + 1] < 1.5 * e)
+                      or (not crowded and i and e < 1.5 * e_list[i - 1]) else str(e))
+                     for i, e in enumerate(e_list)]
             a.set_xticks(eps, names)
             a.minorticks_off()
             a.set_xlabel("EP size in dies (ranks; 2 dies per NPU, 16 per node)")
