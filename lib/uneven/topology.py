@@ -608,6 +608,12 @@ H800_SOURCES = {
 }
 
 
+def _count(n_nodes) -> int:
+    # Checked before it names the topology: a value whose text is long would otherwise fail on
+    # the name's length instead of naming n_nodes.
+    return check_int("n_nodes", n_nodes, lo=1)
+
+
 def h800_cluster(n_nodes: int = 8, *, fabric: str = "multi_plane", cross_rail: str = "pxn",
                  nodes_per_leaf: int = 32, oversubscription: float = 1.0,
                  nvlink_bw: float = gbyte_per_s(160), nic_bw: float = gbit_per_s(400)) -> Topology:
@@ -623,7 +629,7 @@ def h800_cluster(n_nodes: int = 8, *, fabric: str = "multi_plane", cross_rail: s
         n_nodes, gpus_per_node=8, nics_per_node=8, nvlink_bw=nvlink_bw, nic_bw=nic_bw,
         nodes_per_leaf=nodes_per_leaf, oversubscription=oversubscription, fabric=fabric,
         cross_rail=cross_rail, nvlink_latency=us(3.33), nic_latency=us(2.8),
-        spine_latency=us(0.9), name=f"H800 x {n_nodes} nodes", sources=H800_SOURCES,
+        spine_latency=us(0.9), name=f"H800 x {_count(n_nodes)} nodes", sources=H800_SOURCES,
     )
 
 
@@ -644,7 +650,7 @@ def h20_cluster(n_nodes: int = 4, *, fabric: str = "multi_rail", cross_rail: str
         n_nodes, gpus_per_node=8, nics_per_node=4, nvlink_bw=gbyte_per_s(450),
         nic_bw=gbit_per_s(400), nodes_per_leaf=nodes_per_leaf, oversubscription=oversubscription,
         fabric=fabric, cross_rail=cross_rail, nvlink_latency=us(3.33), nic_latency=us(2.8),
-        spine_latency=us(0.9), name=f"H20 x {n_nodes} nodes", sources=H20_SOURCES,
+        spine_latency=us(0.9), name=f"H20 x {_count(n_nodes)} nodes", sources=H20_SOURCES,
     )
 
 
@@ -673,8 +679,8 @@ def cloudmatrix384(n_nodes: int = 48, *, local_latency: float = us(0.12),
     bw = gbyte_per_s(392)
     return superpod(
         n_nodes, npus_per_node=8, npu_bw=bw, node_uplink_bw=0.97 * 8 * bw,
-        hop_latency=(local, f1 * local, f2 * local), name=f"CloudMatrix-like x {n_nodes} nodes",
-        sources=CM384_SOURCES,
+        hop_latency=(local, f1 * local, f2 * local),
+        name=f"CloudMatrix-like x {_count(n_nodes)} nodes", sources=CM384_SOURCES,
     )
 
 

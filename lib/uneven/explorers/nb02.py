@@ -1044,14 +1044,16 @@ def comm_bound_packs(static) -> SimpleNamespace:
     """Section 4: per static-mesh micro-batch (pack), the share of its forward that is ring
     transfer compute does not hide (``share``); the packs where that share is over half
     (``bound``), and the model's step-wide share (``step_share``)."""
-    share = static.items.exposed_inter / static.items.fwd_inter
+    fwd, exposed = static.items.fwd_inter, static.items.exposed_inter
+    # a pack with no forward time (none in a real step) has no share: 0
+    share = np.divide(exposed, fwd, out=np.zeros(fwd.shape), where=fwd > 0)
     bound = share > 0.5
-    report = (f"{int(bound.sum())} of {share.size} micro-batches are communication-bound (model); "
-              f"in those, ring transfer is {100 * share[bound].min():.1f}-"
+    spread = (f"in those, ring transfer is {100 * share[bound].min():.1f}-"
               f"{100 * share[bound].max():.1f}% of a layer's time (median "
-              f"{100 * np.median(share[bound]):.1f}%) — the paper: 97.6% of one such "
-              f"micro-batch [paper, Fig. 18a]; over the whole step the model's share is "
-              f"{100 * static.comm_share:.0f}%")
+              f"{100 * np.median(share[bound]):.1f}%)" if bound.any() else "none to compare")
+    report = (f"{int(bound.sum())} of {share.size} micro-batches are communication-bound (model); "
+              f"{spread} — the paper: 97.6% of one such micro-batch [paper, Fig. 18a]; over the "
+              f"whole step the model's share is {100 * static.comm_share:.0f}%")
     return SimpleNamespace(share=share, bound=bound, step_share=static.comm_share,
                            report=report)
 

@@ -766,10 +766,12 @@ def leave_node(shape) -> SimpleNamespace:
     return SimpleNamespace(leave=leave, grow=grow, report="\n".join(lines))
 
 
+@arguments(shape=instance(_PV + "MoeShape"), n=integer(lo=2, hi=4096))
 def eq2_latency(shape, n: int = 8) -> SimpleNamespace:
     """Section 1: attention's forward communication time under Ulysses SP over TP's, with SP's
     volume from the tensor shapes and from the printed Eq. 2, on the model's NVLink (rings at the
-    full rate, all-to-alls at the fitted efficiency; ``ratio[reading]``)."""
+    full rate, all-to-alls at the fitted efficiency; ``ratio[reading]``). ``n`` GPUs, 2..4096
+    (one GPU sends nothing, so there is no ratio)."""
     from ..parallel_volumes import collective_time, comm_volume
     from ..schedulers.moe_layer import H800_NODE as hw
 
