@@ -5,6 +5,7 @@ import math
 
 import numpy as np
 import pytest
+from _superpod_reference import reference_tpot
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -245,15 +246,8 @@ def test_decode_kernel_matches_its_reference():
     for s in (scheme("baseline"), scheme("ubep"), scheme("ubep", sync="flag")):
         steps = decode_steps(t, c, s, n_steps=3, n_layers=4, jitter=3e-6, straggler_prob=0.02,
                              straggler_delay=30e-6, seed=9)
-        d = phase_plan(t, c, s, "dispatch")
-        cb = phase_plan(t, c, s, "combine")
         jit = M._Draws(9, 3e-6, 0.02, 30e-6)((3, 4, 7, 20))
-        dargs = (*M._plan_args(d), d.barrier1, M._sends(d)[0])
-        cargs = M._plan_args(cb)
-        want = M._reference_decode(jit, 4, 500e-6, 100e-6, dargs,
-                                   (cargs[1], cargs[3], cargs[4], M._sends(cb)[0]),
-                                   s.concurrent, s.sync == "barrier", c.barrier_cost,
-                                   c.hop_latency, t.ranks_per_node)
+        want = reference_tpot(t, c, s, jit)
         assert np.allclose(steps.tpot, want, rtol=0, atol=1e-13)
 
 

@@ -7,6 +7,7 @@ import math
 
 import numpy as np
 import pytest
+from _superpod_reference import reference_tpot
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -134,12 +135,7 @@ def test_decode_kernel_matches_its_reference_with_tails():
                          np.full(n, d.poll_time), np.full(n, 100e-6), M._send_base(cb),
                          np.full(n, cb.poll_time)])
         jit = M._SlowDies(9, 0.3, 1.7, base).add(jit)
-        dargs = (*M._plan_args(d), d.barrier1, M._sends(d)[0])
-        cargs = M._plan_args(cb)
-        want = M._reference_decode(jit, 4, 500e-6, 100e-6, dargs,
-                                   (cargs[1], cargs[3], cargs[4], M._sends(cb)[0]),
-                                   s.concurrent, s.sync == "barrier", c.barrier_cost,
-                                   c.hop_latency, t.ranks_per_node)
+        want = reference_tpot(t, c, s, jit)
         assert np.allclose(steps.tpot, want, rtol=0, atol=1e-13)
 
 
