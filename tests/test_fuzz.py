@@ -108,6 +108,8 @@ class Zygote:
         self.proc = subprocess.Popen(
             [sys.executable, str(WORKER), str(theirs.fileno())], pass_fds=[theirs.fileno()],
             env=env, stdout=subprocess.DEVNULL, stderr=self.log,
+            # in a scratch folder: a fuzzed path argument (an exporter's "x") lands there
+            cwd=str(Path(log_path).parent),
         )
         theirs.close()
         ready = self._ctrl_recv(timeout=600)

@@ -56,7 +56,7 @@ from ._validate import (
 
 __all__ = ["Checked", "check_fields", "arguments", "real", "integer", "choice", "text", "flag",
            "instance", "array", "strings", "mapping", "per_key", "items", "named", "namespace",
-           "any_value"]
+           "any_value", "function", "optional", "graph", "recorded"]
 
 _KEY = "uneven.check"
 
@@ -112,9 +112,34 @@ def strings(**field_kw):
     return _spec("strings", field_kw)
 
 
-def mapping(**field_kw):
-    """A dict (copied)."""
-    return _spec("mapping", field_kw)
+def mapping(json=False, **field_kw):
+    """A dict (copied); with ``json=True`` one that JSON can write (finite numbers, strings,
+    lists, dicts)."""
+    return _spec("mapping", field_kw, json=json)
+
+
+def function(hint: str = "", **field_kw):
+    """A callable (``hint`` says what it is called with)."""
+    return _spec("function", field_kw, hint=hint)
+
+
+def optional(spec, **field_kw):
+    """``None``, or a value that ``spec`` (another spec, e.g. ``array("int")``) accepts."""
+    return _spec("optional", field_kw, item=spec.metadata[_KEY])
+
+
+def graph(ops, src: str = "dep_src", **field_kw):
+    """On a ``dep_ptr`` field: ``None`` (with field ``src`` ``None``), or the predecessor CSR
+    ``(dep_ptr, field src)`` of ``ops`` ops (an int, a field name or a callable), both checked
+    by :func:`uneven.engines.timeline.check_csr` and stored read-only."""
+    return _spec("graph", field_kw, ops=ops, src=src)
+
+
+def recorded(keys=(), ops=None, **field_kw):
+    """``None``, or a result's record of its run: a dict of per-op ``start``, ``finish``,
+    ``resource``, ``dep_ptr``, ``dep_src`` and ``keys``, for ``ops`` ops (``None``: any), checked
+    by :func:`uneven.engines.timeline.check_recorded`."""
+    return _spec("recorded", field_kw, keys=tuple(keys), ops=ops)
 
 
 def per_key(keys, item, **field_kw):
@@ -213,10 +238,16 @@ def _array(obj, name, value, dims, *, dtype, ndim, shape, lo, hi, allow_nan, non
            max_size):
     if max_size is not None and isinstance(value, np.ndarray) and value.size > max_size:
         raise ValueError(f"{name} must have at most {max_size} entries; got {value.size}")
+    low = _resolve(obj, lo)
+    each = isinstance(low, np.ndarray)  # another field's array: a bound entry by entry
     arr = frozen_array(name, value, dtype=dtype, ndim=ndim if shape is None else None,
-                       lo=_resolve(obj, lo), allow_nan=allow_nan)
+                       lo=None if each else low, allow_nan=allow_nan)
     if shape is not None:
         _check_shape(name, arr, None, _shape(obj, name, shape, dims, arr))
+    if each and np.any(arr < low):
+        i = int(np.argmax(arr < low))
+        raise ValueError(f"{name} must be >= {lo} entry by entry; entry {i} is {arr[i]} < "
+                         f"{low[i]}")
     if nonempty and arr.size == 0:
         raise ValueError(f"{name} must have at least one entry; got an empty array")
     if max_size is not None and arr.size > max_size:
@@ -235,8 +266,47 @@ def _strings(obj, name, value, dims):
     return value
 
 
-def _mapping(obj, name, value, dims):
-    return dict(check_mapping(name, value))
+def _mapping(obj, name, value, dims, *, json=False):
+    out = dict(check_mapping(name, value))
+    if json:
+        import json as _json
+
+        try:
+            _json.dumps(out, allow_nan=False)
+        except (TypeError, ValueError):
+            raise ValueError(f"{name} must be a dict that JSON can write (str, finite numbers, "
+                             f"lists, dicts); got {_show(out)}") from None
+    return out
+
+
+def _function(obj, name, value, dims, *, hint):
+    if not callable(value):
+        raise ValueError(f"{name} must be a callable{f' ({hint})' if hint else ''}; got "
+                         f"{_show(value)}")
+    return value
+
+
+def _optional(obj, name, value, dims, *, item):
+    kind, kw = item
+    return None if value is None else _CHECKS[kind](obj, name, value, dims, **kw)
+
+
+def _graph(obj, name, value, dims, *, ops, src):
+    from .engines.timeline import check_csr
+
+    n = _resolve(obj, ops)
+    ptr, s = check_csr(n, value, getattr(obj, src), (name, src))
+    for a in (ptr, s):
+        if a is not None:
+            a.flags.writeable = False
+    object.__setattr__(obj, src, s)
+    return ptr
+
+
+def _recorded(obj, name, value, dims, *, keys, ops):
+    from .engines.timeline import check_recorded
+
+    return check_recorded(name, value, _resolve(obj, ops), keys)
 
 
 def _per_key(obj, name, value, dims, *, keys, item):
@@ -282,7 +352,8 @@ def _any(obj, name, value, dims):
 _CHECKS = {"real": _real, "integer": _integer, "choice": _choice, "text": _text, "flag": _flag,
            "instance": _instance, "array": _array, "strings": _strings, "mapping": _mapping,
            "per_key": _per_key, "items": _items, "named": _named,
-           "namespace": _namespace, "any": _any}
+           "namespace": _namespace, "any": _any, "function": _function, "optional": _optional,
+           "graph": _graph, "recorded": _recorded}
 _SPECS: dict = {}
 
 

@@ -127,15 +127,7 @@ def run_timeline(
                 f"dep_ptr={'None' if dep_ptr is None else 'array'}, "
                 f"dep_src={'None' if dep_src is None else 'array'}"
             )
-        ptr = as_int_array("dep_ptr", dep_ptr, ndim=1, shape=(n + 1,), lo=0)
-        src = as_int_array("dep_src", dep_src, ndim=1, lo=0, hi=max(n - 1, 0))
-        if src.size and n == 0:
-            raise ValueError(f"dep_src must be empty when there are no ops; got {src.size} entries")
-        if ptr[0] != 0 or ptr[-1] != src.size or np.any(np.diff(ptr) < 0):
-            raise ValueError(
-                "dep_ptr must start at 0, never decrease and end at len(dep_src) "
-                f"= {src.size}; got dep_ptr[0]={ptr[0]}, dep_ptr[-1]={ptr[-1]}"
-            )
+        ptr, src = check_csr(n, dep_ptr, dep_src)
         if dep_delay is None:
             dly = np.zeros(src.size)
         else:
@@ -170,6 +162,60 @@ def run_timeline(
         raise ValueError("duration, dep_delay and release add up to a finish time beyond the "
                          "range of a float; use times of sensible magnitude")
     return timeline
+
+
+def check_csr(n: int, dep_ptr, dep_src, names=("dep_ptr", "dep_src")):
+    """``(dep_ptr, dep_src)`` as int arrays after checking they are a predecessor CSR of ``n``
+    ops (``dep_ptr``: ``n + 1`` offsets from 0, never decreasing, ending at ``len(dep_src)``;
+    ``dep_src``: op ids), or ``(None, None)`` for none. ``names``: the two parameter names the
+    messages use.
+
+    >>> [a.tolist() for a in check_csr(2, [0, 0, 1], [0])]
+    [[0, 0, 1], [0]]
+    """
+    pn, sn = names
+    if dep_ptr is None and dep_src is None:
+        return None, None
+    if dep_ptr is None or dep_src is None:
+        raise ValueError(f"{pn} and {sn} must be given together (predecessor CSR); got "
+                         f"{pn}={_show(dep_ptr)}, {sn}={_show(dep_src)}")
+    ptr = as_int_array(pn, dep_ptr, ndim=1, shape=(n + 1,), lo=0)
+    src = as_int_array(sn, dep_src, ndim=1, lo=0, hi=max(n - 1, 0))
+    if src.size and n == 0:
+        raise ValueError(f"{sn} must be empty when there are no ops; got {src.size} entries")
+    if ptr[0] != 0 or ptr[-1] != src.size or np.any(np.diff(ptr) < 0):
+        raise ValueError(
+            f"{pn} must start at 0, never decrease and end at len({sn}) "
+            f"= {src.size}; got {pn}[0]={ptr[0]}, {pn}[-1]={ptr[-1]}"
+        )
+    return ptr, src
+
+
+def check_recorded(name: str, ops, n_ops: int | None, keys=()) -> dict | None:
+    """A result's record of its run (``None``, or a dict with per-op ``start``, ``finish`` (s,
+    finite, ``finish >= start``), ``resource`` and the predecessor CSR ``dep_ptr``, ``dep_src``,
+    plus ``keys``), checked; ``n_ops`` the number of ops it must hold (``None``: any)."""
+    if ops is None:
+        return None
+    if not isinstance(ops, dict):
+        raise ValueError(f"{name} must be None or a dict of the run's op arrays; got "
+                         f"{_show(ops)}")
+    need = {"start", "finish", "resource", "dep_ptr", "dep_src", *keys}
+    if set(ops) != need:
+        raise ValueError(f"{name} must have the keys {sorted(need)}; got {sorted(map(str, ops))}")
+    start = as_float_array(f"{name}['start']", ops["start"], ndim=1, lo=0.0, unit="s")
+    n = start.size if n_ops is None else n_ops
+    start = as_float_array(f"{name}['start']", start, ndim=1, shape=(n,), unit="s")
+    finish = as_float_array(f"{name}['finish']", ops["finish"], ndim=1, shape=(n,), unit="s")
+    if np.any(finish < start):
+        raise ValueError(f"{name}['finish'] must be >= start for every op")
+    res = as_int_array(f"{name}['resource']", ops["resource"], ndim=1, shape=(n,), lo=0)
+    ptr, src = check_csr(n, ops["dep_ptr"], ops["dep_src"],
+                         (f"{name}['dep_ptr']", f"{name}['dep_src']"))
+    out = dict(ops, start=start, finish=finish, resource=res, dep_ptr=ptr, dep_src=src)
+    for a in (start, finish, res, ptr, src):
+        a.flags.writeable = False
+    return out
 
 
 def _compact(res: np.ndarray):

@@ -67,7 +67,7 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from .._fields import Checked, array, check_fields, instance, integer, real, text
+from .._fields import Checked, array, check_fields, instance, integer, real, recorded, text
 from .._jit import njit
 from .._validate import (
     as_float_array,
@@ -227,8 +227,11 @@ class LayerResult(Checked):
     GPU's expert time; ``exposed_comm`` = ``layer_time - compute_time.max()``: the communication
     the layer does not hide. ``dispatch_end`` = the last arrival. ``nic_in`` / ``nic_out``
     ``[n_nics]``: how long each NIC's dispatch receive and combine send streams are busy.
-    ``traffic``: the copies (:class:`uneven.ep.transport.DecodeTraffic`). Arrays are
-    read-only.
+    ``traffic``: the copies (:class:`uneven.ep.transport.DecodeTraffic`). ``ops``: the run
+    itself, for :func:`uneven.trace.to_chrome` (``None`` when not recorded): a dict of per-op
+    ``start``, ``finish`` (s), ``resource``, the predecessor CSR ``dep_ptr``, ``dep_src``, and
+    the layout of the op blocks (``blocks``: name -> (first op, end), ``slot_gpu``,
+    ``n_nics``, ``n_gpus``, ``n_hosts``, ``streams_per_nic``). Arrays are read-only.
     """
 
     layer_time: float = real(lo=0.0, hi=_MAX_TIME, unit="s")
@@ -248,6 +251,8 @@ class LayerResult(Checked):
     nic_out: np.ndarray = array(shape=lambda r: r.traffic.rdma_sent.shape, lo=0.0,
                                 hi=_MAX_TIME, repr=False)
     traffic: DecodeTraffic = instance(DecodeTraffic, repr=False)
+    ops: object = recorded(("blocks", "slot_gpu", "n_nics", "n_gpus", "n_hosts",
+                            "streams_per_nic"), default=None, repr=False, compare=False)
     check_first = ("traffic",)
 
     def __post_init__(self):
@@ -531,8 +536,16 @@ def decode_layer(placement: Placement, traffic: DecodeTraffic, transport: Transp
     g.relay_copy, g.relay_sync = (relay_copy, relay_sync) if g.relay else (0.0, 0.0)
     dur, res, seq, rel, comp = _layer_ops(g, traffic, transport, hw, overlap)
     inputs, edges = _layer_edges(g, traffic, transport, hw, overlap)
-    fin, start = _run_layer(g, dur, res, seq, rel, edges)
-    return _layer_result(g, traffic, transport, hw, fin, start, dur, comp, inputs)
+    fin, start, ptr, dep_src = _run_layer(g, dur, res, seq, rel, edges)
+    blocks = {"dispatch RDMA": (0, g.o_dnvl), "dispatch NVLink": (g.o_dnvl, g.o_c),
+              "expert": (g.o_c, g.o_envl), "combine NVLink": (g.o_envl, g.o_enic),
+              "combine RDMA": (g.o_enic, g.o_chain), "relay chain": (g.o_chain, g.n_ops)}
+    for a in (res, ptr, dep_src):
+        a.flags.writeable = False
+    ops = dict(start=start, finish=fin, resource=res, dep_ptr=ptr, dep_src=dep_src,
+               blocks=blocks, slot_gpu=g.gpu, n_nics=g.K, n_gpus=g.N, n_hosts=g.H,
+               streams_per_nic=g.sph)
+    return _layer_result(g, traffic, transport, hw, fin, start, dur, comp, inputs, ops)
 
 
 def _layer_shape(placement, traffic, transport, hw, overlap) -> SimpleNamespace:
@@ -678,7 +691,8 @@ def _layer_edges(g, traffic, transport, hw, overlap):
 
 def _run_layer(g, dur, res, seq, rel, edges):
     """Run the layer's timeline twice: the combine streams send what is ready first, so their
-    order comes from the first run's readiness. Returns (finish, start) of the second (s)."""
+    order comes from the first run's readiness. Returns (finish, start) of the second (s) and
+    the predecessor CSR (dep_ptr, dep_src)."""
     e_src, e_dst, e_dly = edges
     ordr = np.argsort(e_dst, kind="stable")
     ptr = np.zeros(g.n_ops + 1, dtype=np.int64)
@@ -692,10 +706,11 @@ def _run_layer(g, dur, res, seq, rel, edges):
         ops = np.arange(lo, hi)
         seq[lo:hi] = _ready_rank(ready, res, ops)
     tl = run_timeline(dur, res, ptr, dep_src, dep_dly, sequence=seq, release=rel)
-    return tl.finish, tl.start
+    return tl.finish, tl.start, ptr, dep_src
 
 
-def _layer_result(g, traffic, transport, hw, fin, start, dur, comp, inputs) -> LayerResult:
+def _layer_result(g, traffic, transport, hw, fin, start, dur, comp, inputs,
+                  ops=None) -> LayerResult:
     """Each GPU's completion, each slot's arrival and compute window, each NIC's busy time."""
     item_op = np.where(traffic.ret_kind == 0, g.o_enic + traffic.ret_op,
                        np.where(traffic.ret_kind == 1, g.o_envl + traffic.ret_op,
@@ -716,7 +731,7 @@ def _layer_result(g, traffic, transport, hw, fin, start, dur, comp, inputs) -> L
     for a in out.values():
         a.flags.writeable = False
     return trusted(LayerResult, layer_time=layer, exposed_comm=layer - float(compute_time.max()),
-                   dispatch_end=float(arrival.max()), traffic=traffic, **out)
+                   dispatch_end=float(arrival.max()), traffic=traffic, ops=ops, **out)
 
 
 # --------------------------------------------------------------------------------------------

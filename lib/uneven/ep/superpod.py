@@ -72,10 +72,12 @@ import numpy as np
 
 from .._fields import (
     Checked,
+    any_value,
     array,
     check_fields,
     choice,
     flag,
+    graph,
     instance,
     integer,
     items,
@@ -1281,7 +1283,8 @@ class CoreTimeline(Checked):
     ``kind`` (code into :data:`CORE_OP_KINDS`; -1 for joins), ``start``/``finish`` (s).
     ``end``: per rank, when its last core finishes polling (s). ``latency``: the latest end
     minus the earliest start (s). ``cores``: cores per rank; ``jitter``: the draws
-    ``[3, n_ranks]`` (s) for count, send and poll.
+    ``[3, n_ranks]`` (s) for count, send and poll. ``dep_ptr``, ``dep_src``: the predecessor
+    CSR the ops ran with (``None`` when not recorded), for :func:`uneven.trace.to_chrome`.
 
     Built directly, every field is checked: ``cores`` must be ``plan.costs.cores``; the op
     arrays one entry per op (``rank`` in ``-1 .. n_ranks-1``, ``core`` in ``-1 .. cores-1``,
@@ -1305,6 +1308,8 @@ class CoreTimeline(Checked):
                                repr=False)
     latency: float = real(lo=0.0, hi=_MAX_TIME, unit="s")
     cores: int = integer(lo=1, hi=_MAX_CORES)
+    dep_ptr: object = graph(ops=lambda t: t.start.size, default=None, repr=False, compare=False)
+    dep_src: object = any_value(default=None, repr=False, compare=False)
     check_first = ("cores",)
 
     def __post_init__(self):
@@ -1386,10 +1391,11 @@ def core_timeline(plan: PhasePlan, jitter: float = 0.0, seed: int = 0, start=Non
     end = np.full(n, -np.inf)
     np.maximum.at(end, rk[poll], tl.finish[poll])
     latency = float(end.max() - a.min())
-    for arr in (rk, co, kind, end, jit):
+    for arr in (rk, co, kind, end, jit, ptr, esrc):
         arr.flags.writeable = False
     return trusted(CoreTimeline, plan=plan, rank=rk, core=co, kind=kind, start=tl.start,
-                   finish=tl.finish, end=end, jitter=jit, latency=latency, cores=C)
+                   finish=tl.finish, end=end, jitter=jit, latency=latency, cores=C,
+                   dep_ptr=ptr, dep_src=esrc)
 
 
 def _core_ops(plan, a, jit) -> _OpList:

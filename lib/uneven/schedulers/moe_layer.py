@@ -65,7 +65,20 @@ from functools import lru_cache
 
 import numpy as np
 
-from .._fields import Checked, array, check_fields, choice, flag, integer, mapping, real, strings
+from .._fields import (
+    Checked,
+    any_value,
+    array,
+    check_fields,
+    choice,
+    flag,
+    graph,
+    integer,
+    mapping,
+    real,
+    recorded,
+    strings,
+)
 from .._tiles import _fused_block
 from .._validate import (
     _show,
@@ -178,8 +191,11 @@ class LayerTimeline(Checked):
     ``backward_time`` = ``layer_time - forward_time``. ``compute_time`` and ``comm_time``: busy
     seconds of the SMs and the NVLink port; ``exposed_comm`` = ``layer_time - compute_time``
     (time the SMs wait). Per op: ``start``, ``finish`` (s), ``resource`` (0 SMs, 1 NVLink,
-    2 NIC), ``kind`` (index into :data:`LAYER_KINDS`), ``item`` (index into ``names``).
-    Every field is checked when made directly; arrays are read-only.
+    2 NIC), ``kind`` (index into :data:`LAYER_KINDS`), ``item`` (index into ``names``);
+    ``dep_ptr``, ``dep_src``: the predecessor CSR the ops ran with (what each op waited for,
+    besides the op before it on its resource; ``None`` when not recorded), for the trace export
+    (:func:`uneven.trace.to_chrome`). Every field is checked when made directly; arrays are
+    read-only.
 
     >>> t = layer_timeline(strategy="tp_tp")
     >>> t.names[:3], t.item_time("ag_attn")[0]
@@ -200,6 +216,8 @@ class LayerTimeline(Checked):
     item: np.ndarray = array("int", shape=("ops",), lo=0, hi=lambda t: len(t.names) - 1,
                              repr=False)
     names: tuple = strings(repr=False)
+    dep_ptr: object = graph(ops=lambda t: t.start.size, default=None, repr=False, compare=False)
+    dep_src: object = any_value(default=None, repr=False, compare=False)
     check_first = ("names",)
 
     def __post_init__(self):
@@ -582,7 +600,13 @@ def layer_timeline(shape: MoeShape = INTERNAL_352B, strategy: str = "sp_ep", *, 
     return trusted(LayerTimeline, strategy=strategy, inter_op=inter_op, intra_op=intra_op,
                    layer_time=layer, forward_time=fwd, compute_time=float(d[res == 0].sum()),
                    comm_time=float(d[res == 1].sum()), start=tl.start, finish=tl.finish,
-                   resource=tl.resource, kind=kind, item=item_idx, names=names)
+                   resource=tl.resource, kind=kind, item=item_idx, names=names,
+                   dep_ptr=_frozen(ptr), dep_src=_frozen(src))
+
+
+def _frozen(a: np.ndarray) -> np.ndarray:
+    a.flags.writeable = False
+    return a
 
 
 #: The ablation of MegaScale-MoE's Table 5 [paper]: strategy, inter-op, intra-op.
@@ -658,7 +682,12 @@ class ClusterLayerTimeline(Checked):
 
     ``gpu_time`` (s, per GPU): when its SMs and NVLink port are done; ``node_time`` (s, per
     node): its slowest GPU; ``makespan`` (s): the slowest node; ``loads``: expert load of each
-    GPU (relative to the mean); ``n_ops``, ``n_edges``: size of the DAG that was run. Every
+    GPU (relative to the mean); ``n_ops``, ``n_edges``: size of the DAG that was run;
+    ``ops``: the run itself, for the trace export (:func:`uneven.trace.to_chrome`; ``None``
+    when not recorded): a dict of per-op ``start``, ``finish`` (s), ``resource`` (``2g`` the SMs
+    and ``2g + 1`` the NVLink port of GPU ``g``), the predecessor CSR ``dep_ptr``, ``dep_src``,
+    and the one-GPU template the ops copy (``ops_per_gpu`` ops, op ``g * ops_per_gpu + j`` is
+    template op ``j`` on GPU ``g``): ``kind`` and ``item`` per template op, ``names``. Every
     field is checked when made directly; arrays are read-only.
     """
 
@@ -668,6 +697,8 @@ class ClusterLayerTimeline(Checked):
     makespan: float = real(lo=0.0, unit="s")
     n_ops: int = integer(lo=0)
     n_edges: int = integer(lo=0)
+    ops: object = recorded(("ops_per_gpu", "kind", "item", "names"), ops="n_ops", default=None,
+                           repr=False, compare=False)
 
     def __post_init__(self):
         check_fields(self)
@@ -717,7 +748,7 @@ def cluster_layer_timeline(n_nodes: int, shape: MoeShape = INTERNAL_352B,
     loads = as_float_array("loads", loads, ndim=1, shape=(n_gpus,), lo=0.0, lo_open=True)
     if loads.max() > 64:
         raise ValueError(f"loads must be <= 64 (relative to the mean); largest is {loads.max()}")
-    (dur, res, _kind, _item, loaded, esrc, edst, _fwd, _names, items, first, last,
+    (dur, res, t_kind, t_item, loaded, esrc, edst, _fwd, t_names, items, first, last,
      comm_item) = _template(shape, strategy, n, inter_op, intra_op, n_tiles, order, hw, seed,
                             False)
     k = dur.size
@@ -764,8 +795,11 @@ def cluster_layer_timeline(n_nodes: int, shape: MoeShape = INTERNAL_352B,
     node_time = gpu_time.reshape(n_nodes, g).max(axis=1)
     for a in (gpu_time, node_time, loads):
         a.flags.writeable = False
+    ops = dict(start=tl.start, finish=tl.finish, resource=tl.resource, dep_ptr=_frozen(ptr),
+               dep_src=_frozen(s), ops_per_gpu=k, kind=t_kind, item=t_item, names=t_names)
     return trusted(ClusterLayerTimeline, gpu_time=gpu_time, node_time=node_time, loads=loads,
-                   makespan=float(node_time.max()), n_ops=int(durs.size), n_edges=int(src.size))
+                   makespan=float(node_time.max()), n_ops=int(durs.size), n_edges=int(src.size),
+                   ops=ops)
 
 
 # --------------------------------------------------------------------------- iteration, memory
