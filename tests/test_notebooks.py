@@ -66,6 +66,11 @@ def figure_contract_problems(nb, name):
                 problems.append(f"{where}: a text output contains '<Figure size' (a figure's "
                                 "repr printed instead of the picture)")
                 break
+        for out in cell.get("outputs", []):
+            text = out.get("text", "") if out.get("output_type") == "stream" else ""
+            if "UnitWarning" in "".join(text):  # a notebook's own numbers are never a slip
+                problems.append(f"{where}: warns of a unit slip: {''.join(text)[:200]}")
+                break
     return problems
 
 

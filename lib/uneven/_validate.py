@@ -16,6 +16,7 @@ from numbers import Integral, Real
 
 import numpy as np
 
+from . import quantities as _units
 from .limits import MIN_BYTES, check_bytes
 
 __all__ = [
@@ -116,6 +117,9 @@ def check_real(
     ...
     ValueError: delay must be a finite number >= 0.0 (in s); got -1
     """
+    plain = True
+    if unit and (isinstance(value, str) or _units.is_quantity(value)):
+        value, plain = _units.to_unit(name, value, unit), False  # "400 Gb/s", "10 ms"
     ok = isinstance(value, Real) and not isinstance(value, (bool, np.bool_))
     v = math.nan
     if ok:
@@ -134,6 +138,8 @@ def check_real(
         rng = _range_text(lo, hi, lo_open, hi_open)
         unit_text = f" (in {unit})" if unit else ""
         raise ValueError(f"{name} must be a finite number{rng}{unit_text}; got {_show(value)}")
+    if plain and unit and not _units.plausible(name, v, unit):
+        _units.warn_implausible(name, v, unit)
     return v + 0.0  # -0.0 becomes 0.0 (numpy refuses a scale of -0.0, for one)
 
 
@@ -291,6 +297,11 @@ def as_float_array(
     ...
     ValueError: x must be an array of real numbers, not complex numbers; got [(1+2j)]
     """
+    plain = True
+    if unit and (isinstance(value, str) or _units.is_quantity(value)):
+        value, plain = _units.to_unit(name, value, unit), False  # "10 ms", a pint Quantity
+    elif unit and isinstance(value, (list, tuple)) and value and isinstance(value[0], str):
+        value, plain = [_units.to_unit(name, x, unit) for x in value], False
     if type(value) is float or (type(value) is int and -(2**62) < value < 2**62):
         raw = np.array(float(value))  # the common scalar: no conversion checks needed
         fresh = True
@@ -320,6 +331,8 @@ def as_float_array(
             if worst > hi:
                 raise ValueError(f"{name} must have every entry <= {hi}{unit_text}; largest "
                                  f"entry is {worst}")
+    if plain and unit and arr.size and not _units.plausible(name, arr, unit):
+        _units.warn_implausible(name, arr, unit)
     return arr if arr.ndim else arr.reshape(1)  # a scalar comes back as an array of one entry
 
 

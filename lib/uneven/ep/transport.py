@@ -50,7 +50,7 @@ Two hosts of 4 GPUs (two per NIC), one expert per GPU; token 0 on GPU 0, token 1
 >>> t.nic_in().tolist(), t.nic_out().tolist(), t.rdma_copies
 ([1, 0, 1, 0], [1, 0, 1, 0], 2)
 >>> Transport("mine", fixed=20e-6, per_message=5e-9, sm_tax=0.1)
-Transport(name='mine', fixed=2e-05, per_message=5e-09, sm_tax=0.1)
+Transport(name='mine', fixed=20 µs, per_message=5 ns, sm_tax=0.1)
 """
 
 from __future__ import annotations
