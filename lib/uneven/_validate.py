@@ -146,11 +146,14 @@ def check_real(
 def check_choice(name: str, value, choices: Iterable):
     """Return the entry of ``choices`` equal to ``value``; else raise ``ValueError`` listing them.
 
-    Strings match strings and integers match integers (never a bool); anything else, arrays
-    included, is simply not one of the choices.
+    Strings match strings, ignoring case when that leaves one choice ("1F1B" is "1f1b", "dp"
+    is "DP"), and integers match integers (never a bool); anything else, arrays included, is
+    simply not one of the choices.
 
     >>> check_choice("mode", "relay", ("relay", "direct"))
     'relay'
+    >>> check_choice("kind", "1F1B", ("gpipe", "1f1b"))
+    '1f1b'
     >>> check_choice("layers", True, (2, 3))
     Traceback (most recent call last):
     ...
@@ -160,6 +163,10 @@ def check_choice(name: str, value, choices: Iterable):
     for c in choices:
         if _same_choice(value, c):
             return c
+    if isinstance(value, str) and len(value) <= 1000:
+        folded = [c for c in choices if isinstance(c, str) and c.casefold() == value.casefold()]
+        if len(folded) == 1:
+            return folded[0]
     listed = ", ".join(repr(c) for c in choices)
     raise ValueError(f"{name} must be one of {listed}; got {_show(value)}")
 
