@@ -72,9 +72,10 @@ def real(lo=None, hi=None, *, lo_open=False, hi_open=False, unit="", **field_kw)
     return _spec("real", field_kw, lo=lo, hi=hi, lo_open=lo_open, hi_open=hi_open, unit=unit)
 
 
-def integer(lo=None, hi=None, **field_kw):
-    """An integer in ``[lo, hi]`` (never a bool), as ``int``."""
-    return _spec("integer", field_kw, lo=lo, hi=hi)
+def integer(lo=None, hi=None, *, unit="", **field_kw):
+    """An integer in ``[lo, hi]`` (never a bool), as ``int``; with a ``unit`` ("bytes") also a
+    string such as ``"7 KB"``."""
+    return _spec("integer", field_kw, lo=lo, hi=hi, unit=unit)
 
 
 def choice(choices, **field_kw):
@@ -189,8 +190,8 @@ def _real(obj, name, value, dims, *, lo, hi, lo_open, hi_open, unit):
                       hi_open=hi_open, unit=unit)
 
 
-def _integer(obj, name, value, dims, *, lo, hi):
-    return check_int(name, value, lo=_resolve(obj, lo), hi=_resolve(obj, hi))
+def _integer(obj, name, value, dims, *, lo, hi, unit=""):
+    return check_int(name, value, lo=_resolve(obj, lo), hi=_resolve(obj, hi), unit=unit)
 
 
 def _choice(obj, name, value, dims, *, choices):

@@ -59,11 +59,13 @@ def _show(value) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
-def check_int(name: str, value, *, lo: int | None = None, hi: int | None = None) -> int:
+def check_int(name: str, value, *, lo: int | None = None, hi: int | None = None,
+              unit: str = "") -> int:
     """Return ``value`` as ``int`` if it is an integer in ``[lo, hi]``; else raise ``ValueError``.
 
     Bools are not integers; an integer-valued float (``4.0`` from a slider) is. Without ``hi``
-    the value must still fit in int64 (below 2**63), so that no kernel can overflow on it.
+    the value must still fit in int64 (below 2**63), so that no kernel can overflow on it. With
+    a ``unit`` ("bytes"), a string such as ``"7 KB"`` or a pint Quantity is converted first.
 
     >>> check_int("p", 4, lo=1)
     4
@@ -76,6 +78,10 @@ def check_int(name: str, value, *, lo: int | None = None, hi: int | None = None)
     ...
     ValueError: p must be an integer >= 1; got True (a bool, not an integer)
     """
+    if unit and (isinstance(value, str) or _units.is_quantity(value)):
+        value = _units.to_unit(name, value, unit)  # "7 KB" -> 7000.0
+        if abs(value - round(value)) <= 1e-9 * max(1.0, abs(value)):
+            value = round(value)
     ok_type = isinstance(value, Integral) and not isinstance(value, (bool, np.bool_))
     if not ok_type and isinstance(value, Real) and not isinstance(value, (bool, np.bool_)):
         try:
@@ -84,8 +90,9 @@ def check_int(name: str, value, *, lo: int | None = None, hi: int | None = None)
             ok_type = False
     if not ok_type:
         why = " (a bool, not an integer)" if isinstance(value, (bool, np.bool_)) else ""
+        unit_text = f" (in {unit})" if unit else ""
         raise ValueError(
-            f"{name} must be an integer{_range_text(lo, hi)}; got {_show(value)}{why}"
+            f"{name} must be an integer{_range_text(lo, hi)}{unit_text}; got {_show(value)}{why}"
         )
     value = int(value)
     if (lo is not None and value < lo) or (hi is not None and value > hi):

@@ -25,7 +25,7 @@ import sys
 from dataclasses import dataclass
 
 from ._fields import Checked, check_fields, choice, real, text
-from ._validate import _show, check_str
+from ._validate import _show, check_choice, check_str
 from .papers import EVIDENCE_KINDS, LABELS, PAPERS
 
 __all__ = ["Claim", "CLAIMS", "UNITS", "MODELS", "model_value", "table", "render_markdown"]
@@ -264,11 +264,8 @@ MODELS = {
 
 
 def _claim(key: str) -> Claim:
-    key = check_str("key", key)
-    for c in CLAIMS:
-        if c.key == key:
-            return c
-    raise ValueError(f"key must be one of {', '.join(c.key for c in CLAIMS)}; got {_show(key)}")
+    key = check_choice("key", check_str("key", key), [c.key for c in CLAIMS])
+    return next(c for c in CLAIMS if c.key == key)
 
 
 def model_value(key: str) -> float:

@@ -25,7 +25,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ._fields import Checked, check_fields, choice, flag, text
-from ._validate import _show, check_int, check_str
+from ._validate import _show, check_choice, check_int, check_str
 
 __all__ = ["Paper", "PAPERS", "paper", "Evidence", "EVIDENCE_KINDS", "LABELS", "MAX_GPUS",
            "evidence_rows"]
@@ -256,12 +256,8 @@ def paper(key: str) -> Paper:
     >>> paper("deepseek").venue
     'ISCA 2025'
     """
-    key = check_str("key", key)
-    for p in PAPERS:
-        if p.key == key:
-            return p
-    keys = ", ".join(p.key for p in PAPERS)
-    raise ValueError(f"key must be one of {keys}; got {key!r}")
+    key = check_choice("key", check_str("key", key), [p.key for p in PAPERS])
+    return next(p for p in PAPERS if p.key == key)
 
 
 def evidence_rows(papers=None) -> list:

@@ -273,6 +273,10 @@ def color(name: str) -> str:
         return PALETTE[name]
     if isinstance(name, str) and name in COLORS:
         return COLORS[name]
+    if isinstance(name, str):  # any case, when that names one thing
+        folded = [k for k in (*PALETTE, *COLORS) if k.casefold() == name.casefold()]
+        if len(set(folded)) == 1:
+            return PALETTE.get(folded[0], COLORS.get(folded[0]))
     known = ", ".join(sorted(PALETTE))
     raise ValueError(f"name must be one of the named things in PALETTE ({known}) or a base "
                      f"colour of COLORS ({', '.join(COLORS)}); got {_show(name)}")

@@ -227,8 +227,8 @@ class Scheme(Checked):
     count_cores: int = integer(lo=1, hi=_MAX_CORES - 1, default=2)
     sync: str = choice(SYNC_MODES, default="barrier")
     assignment: str = choice(ASSIGNMENTS, default="contiguous")
-    block_bytes: int = integer(lo=16, hi=1 << 20, default=512)
-    flag_bytes: int = integer(lo=1, hi=lambda s: s.block_bytes - 1, default=8)
+    block_bytes: int = integer(unit="bytes", lo=16, hi=1 << 20, default=512)
+    flag_bytes: int = integer(unit="bytes", lo=1, hi=lambda s: s.block_bytes - 1, default=8)
 
     def with_(self, **changes) -> Scheme:
         """A copy with some fields changed (checked again); the name becomes ``'custom'``
@@ -267,9 +267,9 @@ def blocks_per_copy(copy_bytes: int, block_bytes: int = 512, flag_bytes: int = 8
     >>> blocks_per_copy(7172, 128, 8, True), blocks_per_copy(7172, 128, 8, False)
     (60, 57)
     """
-    copy_bytes = check_int("copy_bytes", copy_bytes, lo=1, hi=1 << 30)
-    block_bytes = check_int("block_bytes", block_bytes, lo=16, hi=1 << 20)
-    flag_bytes = check_int("flag_bytes", flag_bytes, lo=1, hi=block_bytes - 1)
+    copy_bytes = check_int("copy_bytes", copy_bytes, lo=1, hi=1 << 30, unit="bytes")
+    block_bytes = check_int("block_bytes", block_bytes, lo=16, hi=1 << 20, unit="bytes")
+    flag_bytes = check_int("flag_bytes", flag_bytes, lo=1, hi=block_bytes - 1, unit="bytes")
     flag_in_block = check_bool("flag_in_block", flag_in_block)
     payload = block_bytes - flag_bytes if flag_in_block else block_bytes
     return -(-copy_bytes // payload)
@@ -318,8 +318,8 @@ class SuperpodTraffic(Checked):
     tokens_per_rank: int = integer(lo=0, hi=_MAX_ROW_COPIES)
     k: int = integer(lo=1, hi=65536)
     n_experts: int = integer(lo=1, hi=65536)
-    dispatch_bytes: int = integer(lo=1, hi=_MAX_COPY_BYTES)
-    combine_bytes: int = integer(lo=1, hi=_MAX_COPY_BYTES)
+    dispatch_bytes: int = integer(unit="bytes", lo=1, hi=_MAX_COPY_BYTES)
+    combine_bytes: int = integer(unit="bytes", lo=1, hi=_MAX_COPY_BYTES)
     copies: np.ndarray = array("int", shape=("n_ranks", "n_ranks"), lo=0, hi=_MAX_ROW_COPIES,
                                repr=False)
     hops: np.ndarray = field(default=None, repr=False, compare=False)
@@ -1688,7 +1688,7 @@ def core_write_time(hop_copies, costs: CoreCosts | None = None, blocks: int = 15
     if not isinstance(costs, CoreCosts):
         raise ValueError(f"costs must be a CoreCosts; got {type(costs).__name__}")
     blocks = check_int("blocks", blocks, lo=1, hi=1 << 20)
-    block_bytes = check_int("block_bytes", block_bytes, lo=16, hi=1 << 20)
+    block_bytes = check_int("block_bytes", block_bytes, lo=16, hi=1 << 20, unit="bytes")
     return float(sum(hc[h] * blocks * costs.write_time(h, block_bytes) for h in range(3)))
 
 
@@ -1726,8 +1726,8 @@ class WritesFit(Checked):
     q_values: np.ndarray = array("int", shape=("m",), lo=1, hi=4096, nonempty=True)
     rms_by_q: np.ndarray = array(shape=("m",), lo=0.0, hi=1e15)
     copies: int = integer(lo=1, hi=10**9)
-    copy_bytes: int = integer(lo=1, hi=10**9)
-    wire_bytes: int = integer(lo=1, hi=10**9)
+    copy_bytes: int = integer(unit="bytes", lo=1, hi=10**9)
+    wire_bytes: int = integer(unit="bytes", lo=1, hi=10**9)
     target_bandwidth: dict = mapping()
     jitter: float = real(lo=0.0, hi=1e-3, unit="s")
 

@@ -107,6 +107,7 @@ class Exercise:
     def __post_init__(self):
         _check_fields(self.key, self.expected, self.kind, self.rtol, self.atol, self.unit,
                       self.options, self.mistakes, self.hint)
+        object.__setattr__(self, "kind", self.kind.casefold())  # "NUMBER" is "number"
         _check_function_fields(self.kind, self.params, self.draw, self.examples, self.solution,
                                self.n_draws, self.time_limit)
 
@@ -120,7 +121,7 @@ def _show(value) -> str:
 def _check_fields(key, expected, kind, rtol, atol, unit, options, mistakes, hint) -> None:
     if not isinstance(key, str) or not key or len(key) > 100:
         raise ValueError(f"key must be a short non-empty string like '01.2'; got {_show(key)}")
-    if not isinstance(kind, str) or kind not in KINDS:
+    if not isinstance(kind, str) or kind.casefold() not in KINDS:
         raise ValueError(f"kind must be one of {', '.join(KINDS)}; got {_show(kind)}")
     if not callable(expected):
         raise ValueError(f"expected must be a callable that computes the answer; got "

@@ -171,7 +171,7 @@ class ModelShape(Checked):
     heads: int = integer(lo=1, hi=1 << 20)
     kv_heads: int = integer(lo=1, hi=1 << 20)
     head_dim: int = integer(lo=1, hi=1 << 20)
-    dtype_bytes: int = integer(lo=1, hi=1 << 20, default=2)
+    dtype_bytes: int = integer(unit="bytes", lo=1, hi=1 << 20, default=2)
 
     def __post_init__(self):
         check_fields(self)
