@@ -29,6 +29,7 @@ from .collectives import (
 from .engines.fluid import FluidResult, batched_error, max_min_rates, simulate_fluid
 from .engines.linkload import LinkLoads, link_loads, link_loads_kron, link_loads_matrix
 from .engines.timeline import Timeline, edges_to_csr, run_timeline
+from .hardware import b200_cluster, gb200_nvl72, h100_cluster, h200_cluster, mi300x_cluster
 from .schedulers.pipeline import (
     OP_KINDS,
     PipelineResult,
@@ -42,6 +43,7 @@ from .schedulers.pipeline import (
 )
 from .sweep import sweep
 from .topology import Topology, cloudmatrix384, cluster, h20_cluster, h800_cluster, superpod
+from .topology_io import topology_from_dict, topology_to_dict
 from .workloads import (
     episodic_delay_trace,
     expert_loads,
@@ -56,6 +58,8 @@ __all__ = [
     "units", "limits",
     # topology
     "Topology", "cluster", "superpod", "h800_cluster", "h20_cluster", "cloudmatrix384",
+    "h100_cluster", "h200_cluster", "b200_cluster", "gb200_nvl72", "mi300x_cluster",
+    "topology_from_dict", "topology_to_dict",
     # engines
     "LinkLoads", "link_loads", "link_loads_matrix", "link_loads_kron",
     "Timeline", "run_timeline", "edges_to_csr",

@@ -66,6 +66,7 @@ from ._routes import (
     _paths_csr,
     _route,
 )
+from ._topology_text import describe_text
 from ._validate import (
     _show,
     as_float_array,
@@ -233,7 +234,7 @@ class Topology:
 
     def links_of_kind(self, kind: str) -> np.ndarray:
         """Link ids of one kind, in the natural order (node-major)."""
-        check_choice("kind", kind, LINK_KINDS)
+        kind = check_choice("kind", kind, LINK_KINDS)  # the canonical spelling ("NIC_UP" too)
         return np.flatnonzero(self.link_kind == LINK_KINDS.index(kind))
 
     def scaled_capacity(self, efficiency=None) -> np.ndarray:
@@ -263,18 +264,22 @@ class Topology:
         return self.capacity * check_real("efficiency", efficiency, lo=1e-6, hi=1.0)
 
     def describe(self) -> str:
-        """A short multi-line summary with the source of every default number."""
-        head = f"{self.name}: {self.n_nodes} nodes x {self.gpus_per_node} = {self.n_gpus} devices"
-        lines = [head]
-        if self.kind == "cluster":
-            lines.append(
-                f"  {self.nics_per_node} NICs/node ({self.gpus_per_nic} GPU per NIC), "
-                f"{self.n_leaves} leaves, fabric={self.fabric}, cross_rail={self.cross_rail}, "
-                f"oversubscription={self.oversubscription:g}"
-            )
-        for key, text in self.sources.items():
-            lines.append(f"  {key}: {text}")
-        return "\n".join(lines)
+        """A short text block: devices and nodes, the per-GPU scale-up and NIC bandwidths (per
+        direction, with units), the rails/planes layout, the fabric, the hop latencies, then the
+        source of every default number. A link kind whose links differ shows its range.
+
+        >>> print(h800_cluster(2).describe())  # doctest: +ELLIPSIS
+        H800 x 2 nodes: 2 nodes x 8 = 16 GPUs
+          scale-up: 160 GB/s per GPU per direction, one port into a non-blocking domain of 8 GPUs...
+          NICs: 8 per node x 400 Gb/s (50 GB/s) per direction; 1 GPU per NIC, so 50 GB/s per GPU
+          rails: 8 (NIC r of every node on rail r); 1 leaf per rail, up to 32 nodes each; 8 leaves
+          fabric: multi_plane - 8 planes (one per rail) that share no switch; traffic changes ...
+          spine: non-blocking (ideal ECMP) above the leaves; leaf uplinks oversubscribed 1:1
+          hop latency: scale-up 3.33 µs; NIC to NIC under one leaf 2.8 µs; through the spine +0.9 µs
+          sources:
+            nvlink_bw: 160 GB/s per direction achieved ...
+        """
+        return describe_text(self)
 
 
 def _kind_slot(k: int) -> int:
@@ -539,7 +544,8 @@ def _validate_topology(t: Topology) -> None:
         fabric = check_choice("fabric", t.fabric, ("load_store",))
         cross = check_choice("cross_rail", t.cross_rail, ("none",))
         over = check_real("oversubscription", t.oversubscription, lo=1.0, hi=1.0)
-    for name, value in (("n_nodes", n_nodes), ("gpus_per_node", g), ("nics_per_node", k),
+    for name, value in (("kind", kind), ("fabric", fabric), ("cross_rail", cross),
+                        ("n_nodes", n_nodes), ("gpus_per_node", g), ("nics_per_node", k),
                         ("nodes_per_leaf", npl), ("oversubscription", over)):
         put(name, value)
     offs, ip = _structure(kind, n_nodes, g, k, npl, cross, fabric)
@@ -623,7 +629,7 @@ def h800_cluster(n_nodes: int = 8, *, fabric: str = "multi_plane", cross_rail: s
     nodes within the default memory budget).
 
     >>> print(h800_cluster(2).describe().splitlines()[0])
-    H800 x 2 nodes: 2 nodes x 8 = 16 devices
+    H800 x 2 nodes: 2 nodes x 8 = 16 GPUs
     """
     return cluster(
         n_nodes, gpus_per_node=8, nics_per_node=8, nvlink_bw=nvlink_bw, nic_bw=nic_bw,
