@@ -602,8 +602,10 @@ def test_schedule_warmups_and_clipping():
     assert pipeline_schedule("zb-h2", 4, 5).warmups == (5, 5, 3, 1)
     assert pipeline_schedule("zb", 3, 4, warmups=[9, 2, 1]).warmups == (4, 2, 1)
     assert pipeline_schedule("greedy", 4, 8).warmups is None
+    # issue 25 added every schedule torch.distributed.pipelining ships
     assert set(SCHEDULE_KINDS) == {"gpipe", "1f1b", "interleaved", "zb-h1", "zb-h2", "zb",
-                                   "greedy"}
+                                   "greedy", "looped-bfs", "interleaved-zb", "zb-v", "dualpipe",
+                                   "dualpipe-v"}
 
 
 def test_result_is_read_only_and_labelled():

@@ -12,7 +12,8 @@ from uneven.schedulers import pipeline as P
 from uneven.schedulers.pipeline import pipeline_schedule, simulate_pipeline
 
 FIELDS = ("iteration_time", "bubble_fraction", "busy", "peak_memory", "warmups", "resource",
-          "start", "finish", "kind", "microbatch", "chunk", "stage", "resource_names")
+          "start", "finish", "kind", "microbatch", "chunk", "stage", "pair_microbatch",
+          "resource_names")
 
 
 @st.composite
@@ -25,6 +26,18 @@ def cases(draw, max_p=6, max_m=10):
         v = draw(st.integers(2, 3))
         m = p * draw(st.integers(1, 3))
         sched = pipeline_schedule(kind, p, m, v=v)
+    elif kind in ("looped-bfs", "interleaved-zb"):
+        v = draw(st.integers(2, 3))
+        m = draw(st.integers(1, max_m).filter(lambda m: m % max(1, m // p) == 0))
+        sched = pipeline_schedule(kind, p, m, v=v)
+    elif kind in ("zb-v", "dualpipe-v", "dualpipe"):
+        if kind == "dualpipe":
+            p = 2 * max(1, p // 2)
+        lo = 2 * p if kind != "zb-v" else 1
+        m = draw(st.integers(lo, lo + max_m))
+        m += m % 2 if kind == "dualpipe" else 0
+        sched = pipeline_schedule(kind, p, m)
+        v = sched.v
     else:
         v, m = 1, draw(st.integers(1, max_m))
         warm = None
@@ -32,7 +45,7 @@ def cases(draw, max_p=6, max_m=10):
             warm = sorted(draw(st.lists(st.integers(1, m), min_size=p, max_size=p)),
                           reverse=True)
         sched = pipeline_schedule(kind, p, m, warmups=warm)
-    n_links = p - 1 if v == 1 else p
+    n_links = p - 1 if P._wrap_v(sched) == 1 else p
     grid = draw(st.booleans())
     pos = st.sampled_from([0.25, 0.5, 1.0, 2.0]) if grid else st.floats(0.01, 3.0)
     nonneg = st.sampled_from([0.0, 0.25, 1.0, 3.0]) if grid else st.floats(0.0, 3.0)
@@ -40,13 +53,12 @@ def cases(draw, max_p=6, max_m=10):
                                      dtype=float)
     tf, tb, tw = arr(p, pos), arr(p, pos), arr(p, nonneg)
     ld, lt = arr(n_links, nonneg), arr(n_links, nonneg)
-    mode = draw(st.sampled_from(P.MODES if sched.kind not in ("gpipe", "interleaved")
-                                else ("replay",)))
+    mode = draw(st.sampled_from(P.MODES if sched.kind in P._LIVE else ("replay",)))
     return sched, tf, tb, tw, ld, lt, mode, draw(st.booleans())
 
 
 def _prepared(sched, tf, tb, tw, ld, lt, mode):
-    p, v = sched.p, sched.v
+    p, v = sched.p, P._wrap_v(sched)
     ld_, lt_ = P._link_array("delays", ld, p, v), P._link_array("transfer", lt, p, v)
     return ld_, lt_, P._mode_warmups(sched, mode, ld_, tf, None)
 

@@ -47,6 +47,10 @@ TIMELINES = {
                                           delays=[4e-4, 0.0], transfer=1e-4),
     "pipeline-hol": lambda: simulate_pipeline(pipeline_schedule("zb-h1", p=3, m=4), 1e-3, 1e-3,
                                               1e-3, transfer=2e-4, hol=True),
+    "dualpipe": lambda: simulate_pipeline(pipeline_schedule("dualpipe", p=4, m=8), 1e-3, 1e-3,
+                                          1e-3, delays=[0.0, 2e-3, 0.0], transfer=1e-4),
+    "zb-v": lambda: simulate_pipeline(pipeline_schedule("zb-v", p=4, m=8), 1e-3, 1e-3, 1e-3,
+                                      delays=[1e-3, 0.0, 0.0]),
     "moe-layer": lambda: layer_timeline(strategy="sp_ep", inter_op=True, intra_op=True),
     "cluster-layer": lambda: cluster_layer_timeline(2, loads=[1.0] * 15 + [1.3]),
     "decode-layer": _decode_layer,
@@ -108,7 +112,8 @@ def _by_thread(events):
     return out
 
 
-@pytest.mark.parametrize("kind", ["moe-layer", "cluster-layer", "decode-layer", "core-timeline"])
+@pytest.mark.parametrize("kind", ["pipeline", "pipeline-hol", "dualpipe", "zb-v", "moe-layer",
+                                  "cluster-layer", "decode-layer", "core-timeline"])
 def test_flows_draw_every_dependency_between_two_threads(kind, tmp_path):
     result = TIMELINES[kind]()
     table = as_table(result)
@@ -307,6 +312,18 @@ def test_hta_reads_pipeline_ranks_and_finds_the_simulators_busy_time(tmp_path, m
         busy_sending = (r.finish[sends] - r.start[sends]).sum()
         assert busy_sending > 0
         assert row["non_compute_time(us)"] == pytest.approx(busy_sending * 1e6, abs=0.02)
+
+
+@pytest.mark.xdist_group("hta")
+@pytest.mark.xdist_group("hta")
+@pytest.mark.parametrize("kind", ["dualpipe", "zb-v"])
+def test_hta_finds_the_busy_time_of_the_new_schedules(kind, tmp_path, monkeypatch):
+    r = TIMELINES[kind]()
+    to_chrome(r, tmp_path, per_rank=True)
+    df = _hta_breakdown(tmp_path, monkeypatch)
+    for s in range(r.schedule.p):
+        # F, B, W, F&B and BW are compute: HTA's compute time is the stage's busy time
+        assert df.loc[s, "compute_time(us)"] == pytest.approx(r.busy[s] * 1e6, abs=0.01)
 
 
 @pytest.mark.xdist_group("hta")

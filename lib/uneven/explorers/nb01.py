@@ -44,7 +44,8 @@ __all__ = ["OP_RATIOS", "PIPELINE_CHOICES", "PipeMorphState", "pipemorph_state",
            "pipemorph_explorer", "gantt_panels", "knee_figure", "sweep_figure", "trace_figure",
            "ARTIFACT_FIG8", "ARTIFACT_14B", "HOL_CONFIGS", "TRACE_APPROACHES", "closed_form_checks",
            "extra_table", "knee_curves", "replan_report", "schedule_sweeps", "hol_runs",
-           "trace_runs", "trace_report", "artifact_table"]
+           "trace_runs", "trace_report", "artifact_table", "PYTORCH_SCHEDULES",
+           "schedule_comparison", "comparison_figure"]
 
 #: The control ``benchmarks/bench_widgets.py`` moves, and the values it moves it through.
 BENCH_CONTROL = ("delay_ms", (0.0, 5.0, 10.0, 20.0, 30.0))
@@ -151,7 +152,8 @@ def draw_pipemorph(fig, state: PipeMorphState, **_):
         ax = fig.subplots()
         if fig.get_layout_engine() is None:
             fig.subplots_adjust(left=0.1, right=0.86, bottom=0.17, top=0.74)
-        live = plots.LiveGantt(ax, OP_KINDS, time_unit="ms")
+        # the explorer's schedules run F, B, W and sends only: no F&B or BW in the legend
+        live = plots.LiveGantt(ax, OP_KINDS[:5], time_unit="ms")
         title = fig.suptitle("", fontsize=plots.PANEL, x=0.02, ha="left")
         return {"ax": ax, "live": live, "title": title,
                 "dynamic": [*live.collections, title]}
@@ -483,24 +485,44 @@ ARTIFACT_14B = {
 def closed_form_checks(p: int = 4, m: int = 8) -> SimpleNamespace:
     """Section 1: each schedule simulated with equal ops beside its closed-form iteration time.
     ``rows``: (name, simulated, closed form, micro-batches held per stage); ``report`` (times
-    only)."""
+    only). The schedules of this edition come in when ``p`` and ``m`` are in the range their
+    closed forms hold for (all of them at the defaults): looped BFS for ``m >= p``, interleaved
+    ZB when ``p`` divides ``m``, ZB-V for ``m >= 2p - 1``, DualPipe(V) for ``m >= 2p`` (DualPipe:
+    both even). With F = B = W = 1 and an F&B costing F + B + W, their iteration times are
+    3m plus the bubbles :mod:`uneven.schedulers._pipeline_orders` cites."""
     from ..schedulers.pipeline import pipeline_schedule, simulate_pipeline
 
     F, Bfull = 1.0, 2.0  # any time unit; for 1F1B, B is the full backward
+    ones = (1.0, 1.0, 1.0)
     cases = [
         ("1F1B", pipeline_schedule("1f1b", p, m), (F, Bfull), (m + p - 1) * (F + Bfull)),
         ("interleaved 1F1B, v = 2", pipeline_schedule("interleaved", p, m, v=2), (F, Bfull),
          m * (F + Bfull) + (p - 1) * (F + Bfull) / 2),
         ("GPipe", pipeline_schedule("gpipe", p, m), (F, Bfull), (m + p - 1) * (F + Bfull)),
         # Zero Bubble with F = B = W = 1: both hand-made schedules take 3m + p - 1
-        ("ZB-H1", pipeline_schedule("zb-h1", p, m), (1.0, 1.0, 1.0), 3 * m + p - 1),
-        ("ZB-H2", pipeline_schedule("zb-h2", p, m), (1.0, 1.0, 1.0), 3 * m + p - 1),
+        ("ZB-H1", pipeline_schedule("zb-h1", p, m), ones, 3 * m + p - 1),
+        ("ZB-H2", pipeline_schedule("zb-h2", p, m), ones, 3 * m + p - 1),
     ]
+    if m >= p:  # the looped bubble (p-1)(F+B)/v
+        cases.append(("looped BFS, v = 2", pipeline_schedule("looped-bfs", p, m, v=2),
+                      (F, Bfull), m * (F + Bfull) + (p - 1) * (F + Bfull) / 2))
+    if m % p == 0:  # ZB-H1's bubble (p-1)(F+B-W), over v
+        cases.append(("interleaved ZB, v = 2", pipeline_schedule("interleaved-zb", p, m, v=2),
+                      ones, 3 * m + (p - 1) / 2))
+    if m >= 2 * p - 1:  # no bubble inside any stage's span; the fill is (p-1) half-stage F's
+        cases.append(("ZB-V", pipeline_schedule("zb-v", p, m), ones, 3 * m + (p - 1) / 2))
+    if m >= 2 * p and p % 2 == 0 and m % 2 == 0:  # (PP/2-1)(F&B + B - 3W), PP = p stages
+        cases.append(("DualPipe", pipeline_schedule("dualpipe", p, m), ones,
+                      3 * m + (p / 2 - 1) * (3 + 2 - 3)))
+    if m >= 2 * p:  # the same with PP = 2p chunks of half a stage
+        cases.append(("DualPipeV", pipeline_schedule("dualpipe-v", p, m), ones,
+                      3 * m + (p - 1) * (1.5 + 1 - 1.5)))
     # the memory per stage is kept in the rows but not printed: exercise 01.5 asks for it
     rows, lines = [], [f"{'schedule':24s} {'simulator':>9s} {'closed form':>11s}"]
     for name, sched, times, want in cases:
         r = simulate_pipeline(sched, *times)
-        rows.append((name, r.iteration_time, want, r.peak_memory.astype(int).tolist()))
+        held = [int(x) if float(x).is_integer() else float(x) for x in r.peak_memory]
+        rows.append((name, r.iteration_time, want, held))
         lines.append(f"{name:24s} {r.iteration_time:9.2f} {want:11.2f}")
     return SimpleNamespace(rows=rows, report="\n".join(lines))
 
@@ -583,6 +605,97 @@ def schedule_sweeps(t: float, links=(0, 2), ms=(30, 60)) -> dict:
                                                  link=link, delays=np.arange(0, 61, 2) * _MS,
                                                  mode=mode)
     return out
+
+
+#: Appendix C: every schedule torch.distributed.pipelining ships (and DualPipe), as
+#: ``{label: (kind, v)}`` for :func:`~uneven.schedulers.pipeline.pipeline_schedule`.
+PYTORCH_SCHEDULES = {
+    "1F1B": ("1f1b", None), "interleaved": ("interleaved", 2), "ZB-H1": ("zb-h1", None),
+    "ZB-H2": ("zb-h2", None), "looped BFS": ("looped-bfs", 2),
+    "interleaved ZB": ("interleaved-zb", 2), "ZB-V": ("zb-v", None),
+    "DualPipe": ("dualpipe", None), "DualPipeV": ("dualpipe-v", None),
+}
+# colour, line style: a schedule of this edition shares the hue of its first-edition relative
+_ZOO_STYLE = {"1F1B": ("1F1B", "-"), "interleaved": ("interleaved", "-"),
+              "ZB-H1": ("ZB-H1", "-"), "ZB-H2": ("ZB-H2", "-"),
+              "looped BFS": ("interleaved", "--"), "interleaved ZB": ("ZB-H1", "--"),
+              "ZB-V": ("red", "-"), "DualPipe": ("ink", "-"), "DualPipeV": ("ink", "--")}
+
+
+@arguments(t=_OP_TIME, p=integer(lo=2, hi=16), m=integer(lo=1, hi=256),
+           delays_ms=array("int", ndim=1, lo=0, hi=100_000, nonempty=True, max_size=64))
+def schedule_comparison(t: float, p: int = 4, m: int = 12,
+                        delays_ms=tuple(range(0, 41, 2))) -> SimpleNamespace:
+    """Appendix C: each of :data:`PYTORCH_SCHEDULES` on ``p`` stages, ``m`` micro-batches, every
+    op ``t`` s (an F&B ``3t``), replayed with a delay on link 0↔1: ``healthy[name]``
+    (PipelineResult), ``sweeps[name]`` (DelaySweep over ``delays_ms``) and the printed table
+    (healthy iteration, peak memory, extra time at each tenth delay). ``p`` even and
+    ``m >= 2p`` even (DualPipe), ``m`` a multiple of ``p`` (interleaved)."""
+    from ..schedulers.pipeline import delay_sweep, pipeline_schedule, simulate_pipeline
+
+    if p % 2 or m % p or m < 2 * p or m % 2:
+        raise ValueError(f"p and m must let every schedule run (p even, m an even multiple of p, "
+                         f"m >= 2p); got p={p}, m={m}")
+    cs = delays_ms.astype(float) * _MS
+    healthy, sweeps = {}, {}
+    for name, (kind, v) in PYTORCH_SCHEDULES.items():
+        sched = pipeline_schedule(kind, p, m, v=v)
+        healthy[name] = simulate_pipeline(sched, t, t, t)
+        sweeps[name] = delay_sweep(sched, t, t, t, link=0, delays=cs)
+    shown = [i for i in range(cs.size) if delays_ms[i] % 10 == 0][:5]
+    head = " ".join(f"{'+' + str(int(delays_ms[i])) + ' ms':>7s}" for i in shown)
+    lines = [f"{'schedule (model)':16s} {'healthy':>8s} {'held':>5s} | extra at {head}"]
+    for name, r in healthy.items():
+        extra = " ".join(f"{sweeps[name].extra[i] / _MS:7.0f}" for i in shown)
+        lines.append(f"{name:16s} {r.iteration_time / _MS:6.0f} ms {r.peak_memory.max():5.1f} |"
+                     f"          {extra}")
+    return SimpleNamespace(healthy=healthy, sweeps=sweeps, report="\n".join(lines))
+
+
+@plots.recipe
+def comparison_figure(comparison):
+    """Appendix C: left, each schedule's healthy iteration time and the most micro-batches a
+    stage holds; right, the extra iteration time against the delay on link 0↔1 (model).
+    ``comparison``: from :func:`schedule_comparison`."""
+    from ..schedulers.pipeline import DelaySweep, PipelineResult
+
+    check_instance("comparison", comparison, SimpleNamespace, "from schedule_comparison(...)")
+    healthy = getattr(comparison, "healthy", None)
+    sweeps = getattr(comparison, "sweeps", None)
+    check_dict("comparison.healthy", healthy, key=lambda k: k in _ZOO_STYLE, hi=len(_ZOO_STYLE))
+    instances("comparison.healthy", healthy, PipelineResult)
+    check_dict("comparison.sweeps", sweeps, key=lambda k: k in healthy, hi=len(_ZOO_STYLE))
+    instances("comparison.sweeps", sweeps, DelaySweep)
+    fig, (ax, ax2) = plots.figure(11, 4.0, ncols=2, width_ratios=(1.0, 1.3))
+    with plots.style():
+        names = list(healthy)
+        for y, name in enumerate(names):
+            r = healthy[name]
+            col, ls = _ZOO_STYLE[name]
+            ax.barh(y, r.iteration_time * 1e3, color=plots.color(col), height=0.7,
+                    hatch="//" if ls != "-" else None, edgecolor="white")
+            held = float(r.peak_memory.max())
+            ax.annotate(f"holds {held:g}", (r.iteration_time * 1e3, y), xytext=(4, 0),
+                        textcoords="offset points", va="center", fontsize=plots.SMALL)
+        ax.set_yticks(range(len(names)), names)
+        ax.set_ylim(len(names) - 0.5, -0.5)
+        ax.set_xlabel("healthy iteration (ms); micro-batches a stage holds at most")
+        ax.set_title("bubble and memory (model)")
+        ax.set_xlim(0, max(r.iteration_time for r in healthy.values()) * 1e3 * 1.3)
+        top = 0.0
+        for name, sw in sweeps.items():
+            col, ls = _ZOO_STYLE[name]
+            ax2.plot(sw.delays * 1e3, sw.extra * 1e3, color=plots.color(col), ls=ls, lw=1.6,
+                     label=name)
+            top = max(top, float(sw.delays.max()) * 1e3)
+        ax2.plot([0, top], [0, top], color=plots.color("grey"), lw=0.8, ls=":", label="+c")
+        ax2.set_xlim(0, top)
+        ax2.set_ylim(0, None)
+        ax2.set_xlabel("one-way delay on link 0↔1 (ms)")
+        ax2.set_ylabel("extra iteration time (ms)")
+        ax2.set_title("replayed under a slow link (model)")
+        plots.legend(ax2, "right")
+    return fig
 
 
 #: Section 5's four ways to run one slow link: schedule kind, mode, sends on the GPU (HOL).

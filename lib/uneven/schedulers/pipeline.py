@@ -8,16 +8,19 @@ same ops, bit for bit.
 
 Vocabulary (units: seconds):
 
-* ``p`` stages, ``m`` micro-batches, ``v`` model chunks per stage (interleaved 1F1B only).
+* ``p`` stages (GPUs, ranks), ``m`` micro-batches, ``v`` model chunks per stage.
 * Per-stage op times ``t_f`` (forward), ``t_b`` (backward for the input gradient) and ``t_w``
   (backward for the weight gradient), scalars or arrays of ``p``; they are the times of one
-  micro-batch through the *whole* stage, so with ``v`` chunks each chunk op takes ``t / v``.
-  Schedules without a separate W (GPipe, 1F1B, interleaved) run one backward of ``t_b + t_w``.
+  micro-batch through the *whole* stage, so when a micro-batch visits a stage ``v`` times (one
+  chunk each) a chunk op takes ``t / v``. Schedules without a separate W (GPipe, 1F1B,
+  interleaved, looped BFS) run one backward of ``t_b + t_w``; a schedule that splits them may
+  still run some backwards whole (a **BW** op, ``t_b + t_w``).
 * Link ``i`` joins stages ``i`` and ``i+1``. ``delays[i]`` (s) is an extra one-way latency that
   hits activations (``i -> i+1``) and gradients (``i+1 -> i``) alike; ``transfer[i]`` (s) is the
-  time a message occupies its sender (``bytes / bandwidth``). With ``v > 1`` a further link
-  ``p-1 -> 0`` carries the hand-over between chunks; give it as entry ``p-1`` (default 0; a
-  scalar applies to it too).
+  time a message occupies its sender (``bytes / bandwidth``). With looped chunks (interleaved,
+  looped BFS, interleaved ZB) a further link ``p-1 -> 0`` carries the hand-over between chunks;
+  give it as entry ``p-1`` (default 0; a scalar applies to it too). The V shapes and DualPipe
+  send their second chunk (or direction) back over links ``p-2 ... 0``.
 * Warm-up count ``w_i``: the forwards stage ``i`` runs before its first backward, **counting the
   first steady forward** (Megatron's ``p-i-1`` warm-up forwards plus one, so 1F1B has
   ``w_i = p-i``). Slackness ``Δ_i = w_i - w_{i+1}``.
@@ -37,13 +40,38 @@ greedy      the dispatcher with no warm-up and no memory budget (B before F befo
             come out as ``2(p-i)-1`` on a healthy network with equal op times
 =========== ===================================================================================
 
+Further fixed orders, one per schedule ``torch.distributed.pipelining`` ships (each order, its
+source and the closed forms the tests check: :mod:`uneven.schedulers._pipeline_orders`):
+
+============== ================================================================================
+looped-bfs     breadth-first, ``v >= 2`` looped chunks (Lamy-Poirier 2022; PyTorch's
+               ScheduleLoopedBFS): every micro-batch of a chunk, chunk after chunk, then the
+               backwards the other way round
+interleaved-zb ZB-H1 with ``v >= 2`` looped chunks (PyTorch's ScheduleInterleavedZeroBubble)
+zb-v           Zero Bubble's ZB-V (Qi et al., ICLR 2024): stage ``i`` holds chunks ``i`` and
+               ``2p-1-i``, so the second chunk flows back (PyTorch's ScheduleZBVZeroBubble)
+dualpipe       DeepSeek-V3's DualPipe (report §3.2.1; github deepseek-ai/DualPipe): two pipes
+               in opposite directions, ``m/2`` micro-batches each, two parameter copies per
+               stage, F&B pairs (needs ``p`` even, ``m`` even, ``m >= 2p``)
+dualpipe-v     its "cut-in-half" V shape (DualPipe's ``dualpipev.py``; PyTorch's
+               ScheduleDualPipeV): ``2p`` chunks in the ZB-V placement (needs ``m >= 2p``)
+============== ================================================================================
+
+An **F&B** op is DualPipe's overlapped pair: the F of one chunk and the full backward of the
+other, one op of ``t_fb`` (default ``t_f + t_b + t_w``: this model has no communication inside a
+stage for the pair to hide, so the pair costs its two halves); it needs both inputs and sends
+both outputs when it ends. A shorter ``t_fb`` is the reading where the overlap gains time.
+
 Memory. A micro-batch's activations are **held from its F until its W** (until its B when B and W
 are one op): the W pass still needs what F stored. This is the accounting of the Zero Bubble
 authors' first-iteration schedule (activations freed at W; ``--zero-bubble-max-pending-backward``
 counts micro-batches between F and W) and it is what ``peak_memory`` reports, in units of one
-micro-batch's activations on one stage. The zero-bubble kinds have a **memory budget**, the same
-on every stage: ``p`` for ZB-H1 (1F1B's peak, held by its stage 0), ``2p - 1`` for ZB-H2 (the
-peak of the authors' hand-made ZB-H2). With these budgets the dispatcher reproduces the authors'
+micro-batch's activations on one stage (a chunk op holds ``1/v`` of it; an F&B counts its F before
+its backward frees, the peak inside the pair; DualPipe's chunks are whole stages and count 1,
+and its stages hold two copies of the parameters: :attr:`PipelineSchedule.parameter_copies`).
+``zb-h1``, ``zb-h2`` and ``zb`` have a **memory budget**, the same on every stage: ``p`` for
+ZB-H1 (1F1B's peak, held by its stage 0), ``2p - 1`` for ZB-H2 (the peak of the authors'
+hand-made ZB-H2). With these budgets the dispatcher reproduces the authors'
 hand-made ZB-H1 and ZB-H2 orders (``efficiency.get_hand_schedule`` in sail-sg's repository) and
 their makespans, 27 and 55 time units at F = B = W = 1 for p = 4, m = 8 and p = 8, m = 16.
 
@@ -62,14 +90,15 @@ How a schedule meets the delays (``mode`` of :func:`simulate_pipeline`):
 * ``"replay"`` (what a production job does): the per-stage op order is planned once for the
   healthy network (zero extra delay, the given transfer times; or under ``plan_delays``), then
   **replayed** in that fixed order under the delays. A late tensor stalls its consumer and
-  everything queued behind it.
+  everything queued behind it. The only mode of the fixed orders other than 1F1B's.
 * ``"online"``: the dispatcher runs live under the delays with the schedule's own warm-ups
   (for ``1f1b`` this is the replay: with no W to place, its order is fixed).
 * ``"replan"`` (PipeMorph): warm-ups are re-planned for the delays by :func:`replan_warmups`,
   then dispatched live.
 
 Head-of-line blocking (``hol``): with ``hol=True`` each send is an op on the sending stage's GPU
-stream, right after the op that produced the tensor, lasting ``transfer + delay`` of its link, so
+stream, right after the op that produced the tensor (an F&B's activation, then its gradient),
+lasting ``transfer + delay`` of its link, so
 that stage's next compute waits until the send has completed (a stuck NCCL send). With
 ``hol=False`` (the default, and the model behind the slack analysis) the send goes to a CPU sender
 of that stage and direction, busy for ``transfer`` only, and the delay is a pure latency on the
@@ -103,10 +132,30 @@ from .._validate import (
 )
 from ..engines._timeline_kernel import _deadlock_message, _resource_orders, _timeline_kernel
 from ..limits import check_bytes, check_steps
-from ._replay import _has_send, _link, input_horizon, replay_kernel
+from ._pipeline_graph import data_edges
+from ._pipeline_orders import LOOPED_CHUNKS as _LOOPED_CHUNKS
+from ._pipeline_orders import NEW_KINDS as _NEW
+from ._pipeline_orders import check_chunks as _check_chunks
+from ._pipeline_orders import fixed_order as _fixed_order
+from ._pipeline_orders import formula_warmups as _formula_warmups
+from ._pipeline_orders import full_order as _full_order
+from ._pipeline_orders import slots_per_stage as _slots_per_stage
+from ._replay import (
+    BIDIRECTIONAL,
+    LOOPED,
+    V_SHAPE,
+    has_send,
+    hop,
+    host,
+    input_horizon,
+    n_virtual,
+    replay_orders,
+    virtual_stage,
+)
 
 __all__ = [
     "OP_KINDS",
+    "COMPUTE_KINDS",
     "SCHEDULE_KINDS",
     "MODES",
     "PipelineSchedule",
@@ -122,12 +171,18 @@ __all__ = [
     "absorption_bound",
 ]
 
-F, B, W, SEND_ACT, SEND_GRAD = 0, 1, 2, 3, 4
-#: Names of the op kind codes in :class:`PipelineResult` (``kind`` array).
-OP_KINDS = ("F", "B", "W", "send-act", "send-grad")
-SCHEDULE_KINDS = ("gpipe", "1f1b", "interleaved", "zb-h1", "zb-h2", "zb", "greedy")
+F, B, W, SEND_ACT, SEND_GRAD, FB, BW = 0, 1, 2, 3, 4, 5, 6
+#: Names of the op kind codes in :class:`PipelineResult` (``kind`` array): F&B is an overlapped
+#: forward and full backward (DualPipe), BW a full backward in a schedule that splits B and W.
+OP_KINDS = ("F", "B", "W", "send-act", "send-grad", "F&B", "BW")
+#: The codes of :data:`OP_KINDS` that are compute (the others are sends).
+COMPUTE_KINDS = (F, B, W, FB, BW)
+SCHEDULE_KINDS = ("gpipe", "1f1b", "interleaved", "zb-h1", "zb-h2", "zb", "greedy",
+                  "looped-bfs", "interleaved-zb", "zb-v", "dualpipe", "dualpipe-v")
 MODES = ("replay", "online", "replan")
-_FIXED = {"gpipe": 0, "1f1b": 1, "interleaved": 2, "zb-h1": 3, "zb-h2": 4}
+# Kinds the dispatcher can run live (online, replan); every other kind is a fixed order.
+_LIVE = ("1f1b", "zb-h1", "zb-h2", "zb", "greedy")
+_PLACEMENT = {"zb-v": V_SHAPE, "dualpipe-v": V_SHAPE, "dualpipe": BIDIRECTIONAL}
 _TOL = 1e-9  # slack for ceil(c / t_F), so that 0.07 / 0.01 = 7.000000000000001 counts as 7
 #: Largest number of stages of a schedule (far beyond any real pipeline; each stage costs a few
 #: hundred bytes in a schedule, and :func:`simulate_pipeline` has its own size limits).
@@ -143,9 +198,7 @@ MAX_REPLAN_RATIO = 2**31
 _OP_BYTES = 320
 # Latest finish time a simulation may reach (s): beyond it, times would lose all precision.
 _TIME_CEILING = 1e250
-# Largest fixed order (op slots) kept in the cache of _fixed_order: 1.5 MB of order arrays.
-_CACHED_SLOTS = 1 << 16
-_SPLIT = ("zb-h1", "zb-h2", "zb", "greedy")
+_SPLIT = ("zb-h1", "zb-h2", "zb", "greedy", "interleaved-zb", "zb-v", "dualpipe", "dualpipe-v")
 _DISPATCHED = ("zb", "greedy")
 
 
@@ -186,15 +239,28 @@ class PipelineSchedule:
     def __post_init__(self):
         _validate_schedule(self)
 
+    @property
+    def parameter_copies(self) -> int:
+        """Copies of its share of the model each stage holds: 2 for DualPipe (stage ``i`` holds
+        model stage ``i`` for one direction and ``p-1-i`` for the other), 1 otherwise. DualPipeV
+        keeps one copy here because its ``2p`` chunks share ``p`` stages; DeepSeek's table reads
+        2x for it by comparing with 1F1B on twice as many devices (one per chunk)."""
+        return 2 if self.kind == "dualpipe" else 1
 
-def pipeline_schedule(kind: str, p: int, m: int, v: int = 1, warmups=None,
+
+def pipeline_schedule(kind: str, p: int, m: int, v: int | None = None, warmups=None,
                       memory=None) -> PipelineSchedule:
     """A pipeline schedule: one of :data:`SCHEDULE_KINDS` (see the module table).
 
+    ``v``: chunks per stage, at least 2 for ``"interleaved"``, ``"looped-bfs"`` and
+    ``"interleaved-zb"``; the V shapes and DualPipe have 2 (given or not); every other kind 1.
     ``warmups`` (length ``p``, integers >= 1 that never increase along the pipe; entries above
     ``m`` are clipped to ``m``) is accepted by ``"1f1b"`` and required by ``"zb"``. ``memory``
     (``"zb"`` only) is a budget of micro-batches held per stage, at least ``max(warmups)``;
     ``None`` means no budget. ``"zb-h1"`` and ``"zb-h2"`` come with ``p`` and ``2p - 1``.
+    ``m``: a multiple of ``p`` for ``"interleaved"`` (Megatron), of ``max(1, m // p)`` for
+    ``"interleaved-zb"`` (PyTorch's rounds), at least ``2p`` for the DualPipes, and even with
+    ``p`` even for ``"dualpipe"``.
 
     >>> pipeline_schedule("zb-h2", p=4, m=12).warmups
     (7, 5, 3, 1)
@@ -202,20 +268,15 @@ def pipeline_schedule(kind: str, p: int, m: int, v: int = 1, warmups=None,
     4
     >>> pipeline_schedule("1f1b", p=4, m=2).warmups  # clipped to m
     (2, 2, 2, 1)
+    >>> pipeline_schedule("dualpipe", p=4, m=8).warmups  # the middle stages' first F is lone
+    (4, 5, 5, 4)
     """
     kind = check_choice("kind", kind, SCHEDULE_KINDS)
     p = check_int("p", p, lo=1, hi=MAX_STAGES)
     m = check_int("m", m, lo=1)
-    v = check_int("v", v, lo=1, hi=MAX_CHUNKS)
-    if kind == "interleaved":
-        if v < 2:
-            raise ValueError(f"v must be an integer >= 2 for kind='interleaved'; got {v}")
-        if m % p:
-            raise ValueError(
-                f"m must be a multiple of p={p} for kind='interleaved' (Megatron's order); got {m}"
-            )
-    elif v != 1:
-        raise ValueError(f"v must be 1 for kind={kind!r} (chunks need 'interleaved'); got {v}")
+    if v is not None:
+        v = check_int("v", v, lo=1, hi=MAX_CHUNKS)
+    v = _check_chunks(kind, p, m, v)
     if warmups is not None and kind not in ("1f1b", "zb"):
         raise ValueError(
             f"warmups is accepted only for kind '1f1b' or 'zb'; got warmups for kind={kind!r}"
@@ -228,8 +289,8 @@ def pipeline_schedule(kind: str, p: int, m: int, v: int = 1, warmups=None,
         w = tuple(min(p - i, m) for i in range(p))
     else:
         w = _formula_warmups(kind, p, m, v)  # None for greedy
-    split = kind in ("zb-h1", "zb-h2", "zb", "greedy")
-    dispatched = kind in ("zb", "greedy")
+    split = kind in _SPLIT
+    dispatched = kind in _DISPATCHED
     if memory is not None:
         if kind != "zb":
             raise ValueError(f"memory is accepted only for kind 'zb' (zb-h1 and zb-h2 come with "
@@ -254,25 +315,6 @@ def _check_warmups(warmups, p, m) -> tuple:
     return tuple(int(x) for x in np.minimum(w, m))
 
 
-def _interleaved_warmup(p, m, v, s):
-    """Megatron's count of warm-up chunk forwards (before the first steady forward)."""
-    return 2 * (p - s - 1) + (v - 1) * p
-
-
-def _formula_warmups(kind, p, m, v):
-    """The warm-ups a kind comes with (``None`` for kinds that take them from the caller)."""
-    if kind == "zb-h1":
-        return tuple(min(p - i, m) for i in range(p))
-    if kind == "zb-h2":
-        return tuple(min(2 * (p - i) - 1, m) for i in range(p))
-    if kind == "gpipe":
-        return (m,) * p
-    if kind == "interleaved":
-        w = tuple(_interleaved_warmup(p, m, v, i) + 1 if m != p else m * v for i in range(p))
-        return tuple(min(x, m * v) for x in w)
-    return None
-
-
 def _validate_schedule(sc: PipelineSchedule) -> None:
     """Check every field of a schedule against the others (see :class:`PipelineSchedule`)."""
     def put(name, value):
@@ -283,12 +325,10 @@ def _validate_schedule(sc: PipelineSchedule) -> None:
     p = check_int("p", sc.p, lo=1, hi=MAX_STAGES)
     m = check_int("m", sc.m, lo=1)
     v = check_int("v", sc.v, lo=1, hi=MAX_CHUNKS)
-    if kind == "interleaved":
-        if v < 2 or m % p:
-            raise ValueError(f"v must be >= 2 and m a multiple of p for kind='interleaved'; got "
-                             f"p={p}, m={m}, v={v}{anew}")
-    elif v != 1:
-        raise ValueError(f"v must be 1 for kind={kind!r}; got {v}{anew}")
+    try:
+        _check_chunks(kind, p, m, v)
+    except ValueError as err:
+        raise ValueError(f"{err}{anew}") from None
     for name, want in (("split_backward", kind in _SPLIT), ("dispatched", kind in _DISPATCHED)):
         value = check_bool(name, getattr(sc, name))
         if value != want:
@@ -310,7 +350,7 @@ def _validate_schedule(sc: PipelineSchedule) -> None:
             unit = f"m x v = {top} chunk forwards" if v > 1 else f"m = {m} micro-batches"
             raise ValueError(f"warmups must have entries in [1, {top}] (at most {unit}); "
                              f"got {_show(w)}{anew}")
-        if any(a < b for a, b in zip(w, w[1:], strict=False)):
+        if kind not in _NEW and any(a < b for a, b in zip(w, w[1:], strict=False)):
             raise ValueError(f"warmups must never increase along the pipe (w_i >= w_(i+1)); "
                              f"got {_show(w)}")
         formula = _formula_warmups(kind, p, m, v)
@@ -536,7 +576,10 @@ class PipelineResult(Checked):
     Per op, for timelines (``uneven.plots.gantt``): ``resource`` (int; stage ``s`` is its GPU
     stream ``s``; the CPU senders are ``p + 2s`` for activations and ``p + 2s + 1`` for
     gradients, named in ``resource_names``), ``start``/``finish`` (s), ``kind`` (codes of
-    :data:`OP_KINDS`), ``microbatch``, ``chunk``, ``stage`` (the sending stage for sends).
+    :data:`OP_KINDS`), ``microbatch``, ``chunk`` (DualPipe: the direction), ``stage`` (the
+    sending stage for sends), ``pair_microbatch`` (an F&B's backward half: its micro-batch, of
+    chunk ``1 - chunk``; -1 for every other op). Op ids follow each stage's order, each op's
+    sends right after it. :meth:`dependencies` gives the data edges between them.
     """
 
     iteration_time: float = real(lo=0.0, unit="s")
@@ -557,6 +600,7 @@ class PipelineResult(Checked):
     chunk: np.ndarray = array("int", shape=("ops",), lo=0, repr=False)
     stage: np.ndarray = array("int", shape=("ops",), lo=0, hi=lambda r: r.schedule.p - 1,
                               repr=False)
+    pair_microbatch: np.ndarray = array("int", shape=("ops",), lo=-1, repr=False)
     resource_names: tuple = strings(repr=False)
     kind_names: tuple = strings(default=OP_KINDS, repr=False)
     check_first = ("schedule",)
@@ -571,7 +615,8 @@ class PipelineResult(Checked):
         """The ops of one stage's GPU stream in run order, e.g. ``['F0', 'F1', 'B0', ...]``.
 
         Chunk ``c > 0`` ops carry a suffix (``'F3.1'``); sends on the stream show as ``'>3'``
-        (activation) or ``'<3'`` (gradient).
+        (activation) or ``'<3'`` (gradient), an F&B as ``'F3&B1.1'``, a full backward in a
+        split schedule as ``'BW3'``.
         """
         stage = check_int("stage", stage, lo=0, hi=self.schedule.p - 1)
         ids = np.flatnonzero(self.resource == stage)
@@ -579,10 +624,35 @@ class PipelineResult(Checked):
         out = []
         for i in ids:
             k = int(self.kind[i])
+            c = int(self.chunk[i])
             name = {SEND_ACT: ">", SEND_GRAD: "<"}.get(k, OP_KINDS[k])
-            suffix = f".{self.chunk[i]}" if self.chunk[i] else ""
-            out.append(f"{name}{self.microbatch[i]}{suffix}")
+            if k == FB:
+                name = "F"
+            text = f"{name}{self.microbatch[i]}" + (f".{c}" if c else "")
+            if k == FB:
+                text += f"&B{self.pair_microbatch[i]}" + (f".{1 - c}" if 1 - c else "")
+            out.append(text)
         return out
+
+    def dependencies(self):
+        """The data edges between this result's ops, as a predecessor CSR ``(dep_ptr,
+        dep_src)`` (int64; ``dep_ptr`` has one entry per op plus one): op ``i`` waits for
+        ``dep_src[dep_ptr[i]:dep_ptr[i + 1]]``. A send waits for the op that produced its
+        tensor; an F for the activation (its send, or its producer when there is no send op) of
+        the previous virtual stage; a B or BW for the gradient of the next one, or on the last
+        virtual stage for its own F; a W for its B; an F&B for both its halves' inputs, the
+        forward's first. The order of each resource (its ops in id order) is not listed: it is
+        implicit. These are the edges the timeline engine is given on the reference route
+        (``tests/test_pipeline_schedules.py`` checks it, and that these edges with the link
+        delays and the per-resource orders give back ``start``).
+
+        >>> r = simulate_pipeline(pipeline_schedule("gpipe", 2, 1), 1.0, 1.0)
+        >>> [OP_KINDS[k] for k in r.kind], [x.tolist() for x in r.dependencies()]
+        (['F', 'B', 'F', 'B'], [[0, 0, 1, 2, 3], [3, 0, 2]])
+        """
+        sc = self.schedule
+        return data_edges(sc.p, sc.m, _placement(sc), _visits(sc), self.kind, self.stage,
+                          self.chunk, self.microbatch, self.pair_microbatch)
 
 
 @dataclass(frozen=True)
@@ -624,14 +694,19 @@ def simulate_pipeline(
     cap=None,
     plan_delays=None,
     warmups=None,
+    t_fb=None,
 ) -> PipelineResult:
     """Simulate one training iteration of ``schedule`` (see the module doc for the model).
 
     ``t_f``, ``t_b``, ``t_w``: per-stage op times (s; scalar or length ``p``; ``t_f, t_b > 0``).
+    ``t_fb`` (DualPipe kinds only): the time of an F&B pair, a whole micro-batch's forward and
+    full backward through the stage overlapped (s; scalar or length ``p``, > 0); default
+    ``t_f + t_b + t_w``, no gain from the overlap.
     ``delays``: extra one-way latency per link (s): a scalar for every link or an array of
-    ``p-1`` (``p`` with an interleaved wrap link). ``transfer``: time a message occupies its
+    ``p-1`` (``p`` with a looped wrap link). ``transfer``: time a message occupies its
     sender (s, = bytes / bandwidth), same shapes. ``mode``: ``"replay"``, ``"online"`` or
-    ``"replan"`` (:data:`MODES`; ``replan`` takes only ``p``, ``m`` and whether B and W are
+    ``"replan"`` (:data:`MODES`; the fixed orders other than 1F1B replay only; ``replan`` takes
+    only ``p``, ``m`` and whether B and W are
     split from ``schedule``). ``hol``: sends block the sending GPU stream. ``cap``: memory cap
     on stage 0's in-flight micro-batches for ``replan`` (see :func:`replan_warmups`).
     ``plan_delays`` (``replay`` of a dispatched kind only; same shapes as ``delays``): the link
@@ -653,7 +728,8 @@ def simulate_pipeline(
     [0.39, 0.4, 0.42]
     """
     if (type(schedule) is PipelineSchedule and type(mode) is str and mode == "replay"
-            and type(hol) is bool and cap is None and plan_delays is None and warmups is None):
+            and type(hol) is bool and cap is None and plan_delays is None and warmups is None
+            and t_fb is None):
         # The common call, checked in one pass; anything unusual takes the full checks below,
         # which name the culprit.
         quick = _quick_inputs(schedule, t_f, t_b, t_w, delays, transfer)
@@ -663,7 +739,8 @@ def simulate_pipeline(
             warm = schedule.warmups if schedule.dispatched else None
             return _simulate(schedule, tf, tb, tw, ld, lt, mode, hol, warm, plan=None)
     sched, tf, tb, tw, mode, hol = _check_common(schedule, t_f, t_b, t_w, mode, hol)
-    p, v = sched.p, sched.v
+    tfb = _check_tfb(sched, t_fb, tf, tb, tw)
+    p, v = sched.p, _wrap_v(sched)
     ld = _link_array("delays", delays, p, v)
     lt = _link_array("transfer", transfer, p, v)
     pd = None
@@ -672,7 +749,7 @@ def simulate_pipeline(
             raise ValueError("plan_delays applies to mode='replay' of a dispatched kind (zb-h1, "
                              f"zb-h2, zb, greedy); got kind={sched.kind!r}, mode={mode!r}")
         pd = _link_array("plan_delays", plan_delays, p, v)
-    _check_size(sched, mode, tf, tb, tw, ld if pd is None else np.maximum(ld, pd), lt)
+    _check_size(sched, mode, tf, tb, tw, ld if pd is None else np.maximum(ld, pd), lt, tfb=tfb)
     if warmups is not None:
         if mode != "replan" or cap is not None:
             raise ValueError(f"warmups applies to mode='replan' without cap; got mode={mode!r}, "
@@ -681,7 +758,7 @@ def simulate_pipeline(
     else:
         warm = _mode_warmups(sched, mode, ld, tf, cap)
     plan = None if pd is None else _plan(sched, tf, tb, tw, pd, lt, hol)
-    return _simulate(sched, tf, tb, tw, ld, lt, mode, hol, warm, plan=plan)
+    return _simulate(sched, tf, tb, tw, ld, lt, mode, hol, warm, plan=plan, tfb=tfb)
 
 
 def simulate_trace(
@@ -696,6 +773,7 @@ def simulate_trace(
     hol: bool = False,
     cap=None,
     lag: int = 1,
+    t_fb=None,
 ) -> TraceResult:
     """Run one iteration per row of ``delay_trace`` (s, shape ``[iterations, p-1]``).
 
@@ -703,12 +781,14 @@ def simulate_trace(
     warm-ups live. ``replan`` switches plans only at iteration boundaries: iteration ``k`` runs the
     warm-ups planned from row ``k - lag`` (the delays the monitor reported by then; the healthy
     plan while ``k < lag``), dispatched live under row ``k``. ``lag=0`` is an oracle. Other
-    arguments as in :func:`simulate_pipeline`. Identical iterations are simulated once; the
+    arguments (``t_fb`` too) as in :func:`simulate_pipeline`. Identical iterations are
+    simulated once; the
     distinct ones together must fit the work budget of :mod:`uneven.limits` (each as in
     :func:`simulate_pipeline`).
     """
     sched, tf, tb, tw, mode, hol = _check_common(schedule, t_f, t_b, t_w, mode, hol)
-    p, v = sched.p, sched.v
+    tfb = _check_tfb(sched, t_fb, tf, tb, tw)
+    p, v = sched.p, _wrap_v(sched)
     n_links = p - 1 if v == 1 else p
     trace = as_float_array("delay_trace", delay_trace, ndim=2, lo=0.0, unit="s")
     if trace.shape[1] not in (p - 1, n_links):
@@ -722,7 +802,7 @@ def simulate_trace(
     lt = _link_array("transfer", transfer, p, v)
     n_distinct = len({row.tobytes() for row in trace})
     _check_size(sched, mode, tf, tb, tw, trace.max(axis=0, initial=0.0), lt, runs=n_distinct,
-                runs_name="delay_trace")
+                runs_name="delay_trace", tfb=tfb)
     plan = None
     if mode == "replay" and sched.dispatched:
         plan = _plan(sched, tf, tb, tw, np.zeros(max(p, 1)), lt, hol)
@@ -740,7 +820,7 @@ def simulate_trace(
             warm = _mode_warmups(sched, mode, ld, tf, cap)
         key = (warm, ld.tobytes())
         if key not in cache:
-            res = _simulate(sched, tf, tb, tw, ld, lt, mode, hol, warm, plan=plan)
+            res = _simulate(sched, tf, tb, tw, ld, lt, mode, hol, warm, plan=plan, tfb=tfb)
             cache[key] = (res.iteration_time, res.warmups, res.peak_memory)
         times[k], warms[k], peaks[k] = cache[key]
     switched = np.zeros(n_it, dtype=bool)
@@ -772,7 +852,8 @@ def delay_sweep(schedule: PipelineSchedule, t_f, t_b, t_w=0.0, *, link: int = 0,
     """Simulate ``schedule`` once per entry of ``delays`` (s, one-way, on ``link`` only).
 
     Other keyword arguments go to :func:`simulate_pipeline` (``mode``, ``hol``, ``transfer``,
-    ``cap``, ``plan_delays``); the zero-delay run they are compared with uses the same ones.
+    ``cap``, ``plan_delays``, ``t_fb``); the zero-delay run they are compared with uses the same
+    ones.
     All ``len(delays) + 1`` runs together must fit the work budget of :mod:`uneven.limits`.
 
     >>> s = pipeline_schedule("greedy", 2, 30)
@@ -784,7 +865,7 @@ def delay_sweep(schedule: PipelineSchedule, t_f, t_b, t_w=0.0, *, link: int = 0,
         raise ValueError("schedule must be a PipelineSchedule from pipeline_schedule(...); got "
                          f"{type(schedule).__name__}")
     p = schedule.p
-    n_links = p - 1 if schedule.v == 1 else p
+    n_links = p - 1 if _wrap_v(schedule) == 1 else p
     link = check_int("link", link, lo=0, hi=max(n_links - 1, 0))
     if n_links == 0:
         raise ValueError(f"schedule must have at least 2 stages to delay a link; got p={p}")
@@ -797,12 +878,12 @@ def delay_sweep(schedule: PipelineSchedule, t_f, t_b, t_w=0.0, *, link: int = 0,
     if cs.size:
         d = np.zeros(n_links)
         d[link] = cs.max()
-        _check_common(schedule, t_f, t_b, t_w, kwargs.get("mode", "replay"),
-                      kwargs.get("hol", False))
-        _check_size(schedule, kwargs.get("mode", "replay"), _per_stage("t_f", t_f, p, True),
-                    _per_stage("t_b", t_b, p, True), _per_stage("t_w", t_w, p, False),
-                    _link_array("delays", d, p, schedule.v), np.zeros(max(p, 1)),
-                    runs=cs.size + 1, runs_name="delays")
+        _, tf, tb, tw, _, _ = _check_common(schedule, t_f, t_b, t_w,
+                                            kwargs.get("mode", "replay"), kwargs.get("hol", False))
+        _check_size(schedule, kwargs.get("mode", "replay"), tf, tb, tw,
+                    _link_array("delays", d, p, _wrap_v(schedule)), np.zeros(max(p, 1)),
+                    runs=cs.size + 1, runs_name="delays",
+                    tfb=_check_tfb(schedule, kwargs.get("t_fb"), tf, tb, tw))
     base = simulate_pipeline(schedule, t_f, t_b, t_w, delays=0.0, **kwargs).iteration_time
     times = np.empty(cs.size)
     peaks = np.empty((cs.size, p))
@@ -835,18 +916,46 @@ def _check_common(schedule, t_f, t_b, t_w, mode, hol):
     tf = _per_stage("t_f", t_f, p, positive=True)
     tb = _per_stage("t_b", t_b, p, positive=True)
     tw = _per_stage("t_w", t_w, p, positive=False)
-    if mode != "replay" and schedule.kind in ("gpipe", "interleaved"):
+    if mode != "replay" and schedule.kind not in _LIVE:
         raise ValueError(
-            f"mode must be 'replay' for kind={schedule.kind!r} (the dispatcher handles 1f1b and "
-            f"the zero-bubble kinds); got mode={mode!r}"
+            f"mode must be 'replay' for kind={schedule.kind!r}, a fixed order (the dispatcher "
+            f"handles 1f1b, zb-h1, zb-h2, zb and greedy); got mode={mode!r}"
         )
     return schedule, tf, tb, tw, mode, hol
+
+
+def _check_tfb(sched, t_fb, tf, tb, tw):
+    """The per-stage F&B times (s): ``t_fb`` checked, or ``t_f + t_b + t_w`` when ``None``."""
+    if t_fb is None:
+        return tf + tb + tw
+    if sched.kind not in ("dualpipe", "dualpipe-v"):
+        raise ValueError(f"t_fb applies to kind 'dualpipe' or 'dualpipe-v' (the schedules with "
+                         f"F&B pairs); got t_fb for kind={sched.kind!r}")
+    return _per_stage("t_fb", t_fb, sched.p, positive=True)
+
+
+def _placement(sched) -> int:
+    """Where the virtual stages of a micro-batch's path live (codes of :mod:`._replay`)."""
+    return _PLACEMENT.get(sched.kind, LOOPED)
+
+
+def _visits(sched) -> int:
+    """How often a micro-batch visits each stage: a chunk op takes ``1/visits`` of its time."""
+    return 1 if sched.kind == "dualpipe" else sched.v
+
+
+def _wrap_v(sched) -> int:
+    """``sched.v`` when its chunks are looped (a wrap link ``p-1 -> 0``), else 1."""
+    return sched.v if sched.kind in _LOOPED_CHUNKS else 1
+
+
+
 
 
 def _quick_inputs(sched, t_f, t_b, t_w, delays, transfer):
     """``(tf, tb, tw, ld, lt, horizon)`` as the full checks would make them, when every time is
     a float or a float64 array of its shape and all are in range; ``None`` otherwise."""
-    p, v = sched.p, sched.v
+    p, v = sched.p, _wrap_v(sched)
     times = []
     for x in (t_f, t_b, t_w):
         if type(x) is float:
@@ -861,16 +970,16 @@ def _quick_inputs(sched, t_f, t_b, t_w, delays, transfer):
                                      and x.ndim == 1 and x.size in n_links)):
             return None
         times.append(_spread_links(x, p, v))
-    horizon = input_horizon(sched.m, v, *times)
+    horizon = input_horizon(sched.m, sched.v, *times)
     return None if horizon < 0.0 else (*times, horizon)
 
 
-def _check_size(sched, mode, tf, tb, tw, ld, lt, runs=1, runs_name=None, horizon=None):
+def _check_size(sched, mode, tf, tb, tw, ld, lt, runs=1, runs_name=None, horizon=None,
+                tfb=None):
     """Refuse a simulation beyond the memory or work budget, or whose times could overflow
-    (``horizon``: the bound on finish times, s, when the caller has it)."""
+    (``horizon``: the bound on finish times, s, when the caller has it; ``tfb``: F&B times)."""
     p, m, v = sched.p, sched.m, sched.v
-    n_per = (3 if sched.split_backward else 2) * m * v
-    n_slots = 2 * p * n_per
+    n_slots = 2 * p * _slots_per_stage(sched)
     size = f"p={p}, m={m}" + (f", v={v}" if v > 1 else "")
     check_bytes("schedule", size, _OP_BYTES * n_slots, f"{n_slots:,} op slots of one iteration")
     dispatch = mode != "replay" or sched.dispatched
@@ -884,6 +993,8 @@ def _check_size(sched, mode, tf, tb, tw, ld, lt, runs=1, runs_name=None, horizon
     if horizon is None:
         horizon = (m * (sum(tf.tolist()) + sum(tb.tolist()) + sum(tw.tolist()))
                    + 2.0 * m * v * p * (float(ld.max()) + float(lt.max())))
+        if tfb is not None:  # an F&B longer than its halves
+            horizon += m * sum(max(0.0, x) for x in (tfb - (tf + tb + tw)).tolist())
     if not horizon <= _TIME_CEILING:
         raise ValueError(
             f"t_f, t_b, t_w, delays and transfer could put a finish time beyond {_TIME_CEILING:g} "
@@ -902,7 +1013,8 @@ def _per_stage(name, value, p, positive):
 
 
 def _link_array(name, value, p, v):
-    """Per-link values (s) as an array of length ``p``; entry ``p-1`` is the wrap link."""
+    """Per-link values (s) as an array of length ``p``; entry ``p-1`` is the wrap link, which
+    exists when ``v > 1`` (callers pass :func:`_wrap_v`)."""
     arr = as_float_array(name, value, lo=0.0, unit="s")
     if np.ndim(value) == 0:  # as_float_array returns at least 1-d
         return _spread_links(float(arr[0]), p, v)
@@ -947,7 +1059,7 @@ def _mode_warmups(sched, mode, ld, tf, cap):
 
 
 def _durations(sched, tf, tb, tw, split):
-    v = sched.v
+    v = _visits(sched)
     db = tb if split else tb + tw
     return tf / v, db / v, tw / v
 
@@ -972,45 +1084,53 @@ def _plan(sched, tf, tb, tw, ld, lt, hol):
 
 
 def _order(sched, tf, tb, tw, ld, lt, mode, hol, warm, plan):
-    """The per-stage order ``(kind, microbatch, chunk)`` arrays, ``[p, ops per stage]``."""
+    """The per-stage order ``(kind, microbatch, chunk, pair, length)``: arrays ``[p, slots]``
+    and the slots used per stage (see :func:`_full_order`)."""
     if mode == "replay":
         if not sched.dispatched:
-            return _fixed_order(sched)
+            return _full_order(_fixed_order(sched), sched.p)
         if plan is None:
             plan = _plan(sched, tf, tb, tw, np.zeros(max(sched.p, 1)), lt, hol)
-        return plan[:3]
+        return _full_order(plan[:3], sched.p)
     # online / replan: dispatched live under the delays
-    return _dispatch(sched, tf, tb, tw, ld, lt, hol, warm, sched.split_backward,
-                     _alternates(sched, mode), _mode_memory(sched, mode, warm))[:3]
+    return _full_order(_dispatch(sched, tf, tb, tw, ld, lt, hol, warm, sched.split_backward,
+                                 _alternates(sched, mode), _mode_memory(sched, mode, warm))[:3],
+                       sched.p)
 
 
-def _simulate(sched, tf, tb, tw, ld, lt, mode, hol, warm, plan):
-    """Time the order in one pass (:func:`._replay.replay_kernel`); same result as
-    :func:`_simulate_dag`, the route through the generic timeline engine."""
+def _simulate(sched, tf, tb, tw, ld, lt, mode, hol, warm, plan, tfb=None):
+    """Time the order in one pass (:func:`._replay.replay_orders`); same result as
+    :func:`_simulate_dag`, the route through the generic timeline engine. ``tfb``: F&B times
+    (s; default ``tf + tb + tw``)."""
     p = sched.p
-    okind, omb, ochunk = _order(sched, tf, tb, tw, ld, lt, mode, hol, warm, plan)
-    n_max = 2 * p * okind.shape[1]
+    okind, omb, ochunk, opair, olen = _order(sched, tf, tb, tw, ld, lt, mode, hol, warm, plan)
+    tfb = tf + tb + tw if tfb is None else tfb
+    # each op and its sends: one each way, two after an F&B
+    n_max = (3 if sched.kind in ("dualpipe", "dualpipe-v") else 2) * p * okind.shape[1]
     start, finish = np.empty(n_max), np.empty(n_max)
     res, kind, mb, chunk, stage = np.empty((5, n_max), dtype=np.int64)
+    pair = np.full(n_max, -1, dtype=np.int64)
     busy, bubble, peak = np.empty(p), np.empty(p), np.empty(p)
     warm_used = np.empty(p, dtype=np.int64)
-    n, makespan = replay_kernel(p, sched.m, sched.v, okind, omb, ochunk, tf, tb, tw, ld, lt,
-                                hol, sched.split_backward, res, kind, mb, chunk, stage,
+    n, makespan = replay_orders(p, sched.m, _visits(sched), _placement(sched), okind, omb,
+                                ochunk, opair, olen, tf, tb, tw, tfb, ld, lt, hol,
+                                sched.split_backward, res, kind, mb, chunk, stage, pair,
                                 start, finish, busy, bubble, peak, warm_used)
     if n < 0:  # pragma: no cover - every schedule's order is deadlock-free; a bug if this fires
-        _simulate_dag(sched, tf, tb, tw, ld, lt, mode, hol, warm, plan)  # raises, naming a cycle
+        _simulate_dag(sched, tf, tb, tw, ld, lt, mode, hol, warm, plan, tfb)  # raises
         raise AssertionError("the replay kernel and the timeline engine disagree on a deadlock")
     return _result(sched, mode, hol, makespan, busy, bubble, peak, tuple(warm_used.tolist()),
-                   res[:n], start[:n], finish[:n], kind[:n], mb[:n], chunk[:n], stage[:n])
+                   res[:n], start[:n], finish[:n], kind[:n], mb[:n], chunk[:n], stage[:n],
+                   pair[:n])
 
 
 def _result(sched, mode, hol, makespan, busy, bubble, peak, warm_used, res, start, finish, kind,
-            mb, chunk, stage):
-    for a in (busy, peak, bubble, res, start, finish, kind, mb, chunk, stage):
+            mb, chunk, stage, pair):
+    for a in (busy, peak, bubble, res, start, finish, kind, mb, chunk, stage, pair):
         a.flags.writeable = False
     return trusted(
         PipelineResult,
-        iteration_time=makespan,
+        iteration_time=float(makespan),
         bubble_fraction=bubble,
         busy=busy,
         peak_memory=peak,
@@ -1025,6 +1145,7 @@ def _result(sched, mode, hol, makespan, busy, bubble, peak, warm_used, res, star
         microbatch=mb,
         chunk=chunk,
         stage=stage,
+        pair_microbatch=pair,
         resource_names=_resource_names(sched.p),
     )
 
@@ -1036,18 +1157,17 @@ def _resource_names(p: int) -> tuple:
                                                   f"stage {s} grad sender")])
 
 
-def _simulate_dag(sched, tf, tb, tw, ld, lt, mode, hol, warm, plan):
+def _simulate_dag(sched, tf, tb, tw, ld, lt, mode, hol, warm, plan, tfb=None):
     """The reference route: ops and predecessor CSR (:func:`_build_dag`) timed by the generic
     timeline engine's kernel. Raises ``ValueError`` naming a cycle when the order deadlocks."""
     p = sched.p
     split = sched.split_backward
     order = _order(sched, tf, tb, tw, ld, lt, mode, hol, warm, plan)
-    okind = order[0]
-    dur, res, kind, mb, chunk, stage, dep_ptr, dep_src, dep_dly = _dag(
-        sched, order, tf, tb, tw, ld, lt, hol
+    okind, olen = order[0], order[4]
+    dur, res, kind, mb, chunk, stage, dep_ptr, dep_src, dep_dly, pair = _dag(
+        sched, order, tf, tb, tw, ld, lt, hol, tfb, with_pairs=True
     )
     n = dur.size
-    n_per = okind.shape[1]
     order_ptr, order_ops = _resource_orders(res)
     start = np.empty(n)
     finish = np.empty(n)
@@ -1059,157 +1179,46 @@ def _simulate_dag(sched, tf, tb, tw, ld, lt, mode, hol, warm, plan):
                                                                          strict=True)]
         raise ValueError(_deadlock_message(done, res, order_ptr, order_ops, dep_ptr, dep_src,
                                            labels))
-    comp = kind <= W
+    comp = ~np.isin(kind, (SEND_ACT, SEND_GRAD))
     busy = np.bincount(stage[comp], weights=dur[comp], minlength=p)
-    # Held from F until W (until B when B and W are one op); a chunk holds 1/v of a micro-batch.
-    release = W if split else B
-    step = np.where(okind == F, 1, np.where(okind == release, -1, 0))
-    peak = np.cumsum(step, axis=1).max(axis=1) / sched.v
-    is_b = okind == B
-    first_b = np.where(is_b.any(axis=1), is_b.argmax(axis=1), n_per)
-    warm_used = tuple(int(np.sum(okind[s, : first_b[s]] == F)) for s in range(p))
+    used = np.arange(okind.shape[1]) < olen[:, None]
+    k = np.where(used, okind, -1)
+    # Held from F until W (until B when B and W are one op; BW and F&B free theirs); a chunk
+    # holds 1/visits of a micro-batch; an F&B stores its F before its backward frees.
+    up = np.isin(k, (F, FB)).astype(np.int64)
+    down = -np.isin(k, (W if split else B, BW, FB)).astype(np.int64)
+    steps = np.stack([up, down], axis=2).reshape(p, -1)
+    peak = np.cumsum(steps, axis=1).max(axis=1) / _visits(sched)
+    is_b = np.isin(k, (B, BW, FB))
+    first_b = np.where(is_b.any(axis=1), is_b.argmax(axis=1), okind.shape[1])
+    warm_used = tuple(int(np.sum(k[s, : first_b[s]] == F)) for s in range(p))
     makespan = float(finish.max())
     return _result(sched, mode, hol, makespan, busy, 1.0 - busy / makespan, peak, warm_used, res,
-                   start, finish, kind, mb, chunk, stage)
+                   start, finish, kind, mb, chunk, stage, pair)
 
 
-def _dag(sched, order, tf, tb, tw, ld, lt, hol):
-    """Op arrays and predecessor CSR (see :func:`_build_dag`) for per-stage orders."""
-    p, m, v = sched.p, sched.m, sched.v
-    okind, omb, ochunk = order[:3]
+def _dag(sched, order, tf, tb, tw, ld, lt, hol, tfb=None, with_pairs=False):
+    """Op arrays and predecessor CSR (see :func:`_build_dag`) for per-stage orders (3 or 5
+    arrays, :func:`_full_order`): ``dur, res, kind, mb, chunk, stage, dep_ptr, dep_src,
+    dep_dly`` (and the F&B pairs' ``pair`` with ``with_pairs``)."""
+    p, m = sched.p, sched.m
+    okind, omb, ochunk, opair, olen = _full_order(order, p)
     dF, dB, dW = _durations(sched, tf, tb, tw, sched.split_backward)
-    n_max = 2 * p * okind.shape[1]
+    visits = _visits(sched)
+    dBW = (tb + tw) / visits
+    dFB = (tf + tb + tw if tfb is None else tfb) / visits
+    n_max = 3 * p * okind.shape[1]
     dur = np.empty(n_max)
-    res, kind, mb, chunk, stage = (np.empty(n_max, dtype=np.int64) for _ in range(5))
+    res, kind, mb, chunk, stage, pair = (np.empty(n_max, dtype=np.int64) for _ in range(6))
     dep_ptr = np.zeros(n_max + 1, dtype=np.int64)
     dep_src = np.empty(2 * n_max, dtype=np.int64)
     dep_dly = np.empty(2 * n_max)
-    n, n_edges = _build_dag(p, m, v, okind, omb, ochunk, dF, dB, dW, ld, lt, hol,
-                            dur, res, kind, mb, chunk, stage, dep_ptr, dep_src, dep_dly)
-    return (dur[:n], res[:n], kind[:n], mb[:n], chunk[:n], stage[:n], dep_ptr[: n + 1],
-            dep_src[:n_edges], dep_dly[:n_edges])
-
-
-def _fixed_order(sched):
-    """The fixed per-stage order ``(kind, microbatch, chunk)``; kept for the last few small
-    schedules (read-only), since a widget replays one schedule under many delays."""
-    n_slots = sched.p * (3 if sched.split_backward else 2) * sched.m * sched.v
-    return _small_fixed_order(sched) if n_slots <= _CACHED_SLOTS else _make_fixed_order(sched)
-
-
-@functools.lru_cache(maxsize=16)
-def _small_fixed_order(sched):
-    order = _make_fixed_order(sched)
-    for a in order:
-        a.flags.writeable = False
-    return order
-
-
-def _make_fixed_order(sched):
-    p, m, v = sched.p, sched.m, sched.v
-    n_per = (3 if sched.split_backward else 2) * m * v
-    okind = np.empty((p, n_per), dtype=np.int64)
-    omb = np.empty((p, n_per), dtype=np.int64)
-    ochunk = np.zeros((p, n_per), dtype=np.int64)
-    w = np.array(sched.warmups, dtype=np.int64)
-    _fixed_order_kernel(_FIXED[sched.kind], p, m, v, w, okind, omb, ochunk)
-    return okind, omb, ochunk
-
-
-@njit
-def _fixed_order_kernel(code, p, m, v, w, okind, omb, ochunk):  # pragma: no cover - compiled
-    total = m * v
-    for s in range(p):
-        pos = 0
-        if code == 0:  # GPipe: all F, then all B
-            for j in range(m):
-                okind[s, pos] = 0
-                omb[s, pos] = j
-                pos += 1
-            for j in range(m):
-                okind[s, pos] = 1
-                omb[s, pos] = j
-                pos += 1
-        elif code == 1:  # 1F1B with w[s] leading forwards
-            ws = w[s]
-            for j in range(ws):
-                okind[s, pos] = 0
-                omb[s, pos] = j
-                pos += 1
-            for k in range(m - ws):
-                okind[s, pos] = 1
-                omb[s, pos] = k
-                pos += 1
-                okind[s, pos] = 0
-                omb[s, pos] = ws + k
-                pos += 1
-            for k in range(m - ws, m):
-                okind[s, pos] = 1
-                omb[s, pos] = k
-                pos += 1
-        elif code == 2:  # Megatron interleaved: forward k -> chunk (k//p)%v, backward reversed
-            if m == p:
-                warm = total
-            else:
-                warm = min(2 * (p - s - 1) + (v - 1) * p, total)
-            nf = 0
-            nb = 0
-            for _ in range(warm):
-                _interleaved_put(okind, omb, ochunk, s, pos, 0, nf, p, v)
-                nf += 1
-                pos += 1
-            for _ in range(total - warm):
-                _interleaved_put(okind, omb, ochunk, s, pos, 0, nf, p, v)
-                nf += 1
-                pos += 1
-                _interleaved_put(okind, omb, ochunk, s, pos, 1, nb, p, v)
-                nb += 1
-                pos += 1
-            while nb < total:
-                _interleaved_put(okind, omb, ochunk, s, pos, 1, nb, p, v)
-                nb += 1
-                pos += 1
-        else:  # Zero Bubble's hand-made ZB-H1 (c = 1) and ZB-H2 (c = 2), as the authors build
-            # them: (p-1-s)c forwards; then per i an F (while any remain), B_i, and from
-            # i >= s*c on a W; the W's still owed close the stage.
-            c = code - 2
-            warm = min((p - 1 - s) * c, m)
-            for j in range(warm):
-                okind[s, pos] = 0
-                omb[s, pos] = j
-                pos += 1
-            nf = warm
-            nw = 0
-            for i in range(m):
-                if nf < m:
-                    okind[s, pos] = 0
-                    omb[s, pos] = nf
-                    nf += 1
-                    pos += 1
-                okind[s, pos] = 1
-                omb[s, pos] = i
-                pos += 1
-                if i >= s * c:
-                    okind[s, pos] = 2
-                    omb[s, pos] = nw
-                    nw += 1
-                    pos += 1
-            while nw < m:
-                okind[s, pos] = 2
-                omb[s, pos] = nw
-                nw += 1
-                pos += 1
-
-
-@njit(inline="always")
-def _interleaved_put(okind, omb, ochunk, s, pos, kind, k, p, v):  # pragma: no cover
-    group = k // (p * v)
-    c = (k // p) % v
-    if kind == 1:
-        c = v - 1 - c
-    okind[s, pos] = kind
-    omb[s, pos] = group * p + k % p
-    ochunk[s, pos] = c
+    n, n_edges = _build_dag(p, m, visits, _placement(sched), okind, omb, ochunk, opair, olen,
+                            dF, dB, dW, dBW, dFB, ld, lt, hol, dur, res, kind, mb, chunk, stage,
+                            pair, dep_ptr, dep_src, dep_dly)
+    out = (dur[:n], res[:n], kind[:n], mb[:n], chunk[:n], stage[:n], dep_ptr[: n + 1],
+           dep_src[:n_edges], dep_dly[:n_edges])
+    return (*out, pair[:n]) if with_pairs else out
 
 
 def _dispatch(sched, tf, tb, tw, ld, lt, hol, warm, split, alternate, memory=None):
@@ -1365,92 +1374,122 @@ def _send(fin, s, direction, link, ld, lt, hol, sfree, free):  # pragma: no cove
 
 
 @njit
-def _build_dag(p, m, v, okind, omb, ochunk, dF, dB, dW, ld, lt, hol,
-               dur, res, kind, mb, chunk, stage, dep_ptr, dep_src, dep_dly):  # pragma: no cover
+def _build_dag(p, m, div, place, okind, omb, ochunk, opair, olen, dF, dB, dW, dBW, dFB, ld, lt,
+               hol, dur, res, kind, mb, chunk, stage, pair, dep_ptr, dep_src,
+               dep_dly):  # pragma: no cover - compiled
     """Ops (compute + sends) and predecessor CSR for per-stage orders; returns (n, n_edges).
 
-    Op ids follow each stage's order, a stream send right after its producer, so every
-    resource's ops appear in run order (the engine's default sequence).
+    Op ids follow each stage's order, each op's sends (activation, then gradient) right after
+    it, so every resource's ops appear in run order (the engine's default sequence). The
+    placement ``place`` and visits per stage ``div`` are those of :mod:`._replay`.
     """
-    n_per = okind.shape[1]
-    n_virt = p * v
-    cid = np.full((3, p, v, m), -1, dtype=np.int64)
-    send_of = np.full(2 * p * n_per, -1, dtype=np.int64)
-    link_of = np.full(2 * p * n_per, -1, dtype=np.int64)
-    prod = np.full(2 * p * n_per, -1, dtype=np.int64)
+    n_virt = n_virtual(place, p, div)
+    n_cap = dur.size
+    send_of = np.full((2, n_cap), -1, dtype=np.int64)  # an op's activation / gradient send
+    link_of = np.full((2, n_cap), -1, dtype=np.int64)  # the link that tensor crosses
+    prod = np.full(n_cap, -1, dtype=np.int64)  # the op a send carries the tensor of
+    prod_f = np.full((n_virt, m), -1, dtype=np.int64)  # op of the forward (half) of (q, j)
+    prod_b = np.full((n_virt, m), -1, dtype=np.int64)  # op of the backward (half) of (q, j)
     n = 0
     for s in range(p):
-        for pos in range(n_per):
+        for pos in range(olen[s]):
             k = okind[s, pos]
             c = ochunk[s, pos]
             j = omb[s, pos]
-            q = c * p + s
+            q = virtual_stage(place, p, s, c)
             i = n
             n += 1
-            cid[k, s, c, j] = i
             kind[i] = k
             mb[i] = j
             chunk[i] = c
             stage[i] = s
             res[i] = s
+            pair[i] = -1
+            cb, jb, qb = c, j, q
             if k == 0:
                 dur[i] = dF[s]
             elif k == 1:
                 dur[i] = dB[s]
-            else:
+            elif k == 2:
                 dur[i] = dW[s]
-            link = _link(p, n_virt, k, q, s)
-            direction = 0 if k == 0 else 1
-            link_of[i] = link
-            if link >= 0:
-                if _has_send(link, ld, lt, hol):
+            elif k == 6:
+                dur[i] = dBW[s]
+            else:  # F&B
+                dur[i] = dFB[s]
+                cb = 1 - c
+                jb = opair[s, pos]
+                qb = virtual_stage(place, p, s, cb)
+                pair[i] = jb
+            if k == 0 or k == 5:
+                prod_f[q, j] = i
+            if k == 1 or k == 5 or k == 6:
+                prod_b[qb, jb] = i
+            for part in range(2):
+                if part == 0:
+                    if not ((k == 0 or k == 5) and q < n_virt - 1):
+                        continue
+                    to, _ = host(place, p, q + 1, c)
+                    cs, js = c, j
+                else:
+                    if not ((k == 1 or k == 5 or k == 6) and qb > 0):
+                        continue
+                    to, _ = host(place, p, qb - 1, cb)
+                    cs, js = cb, jb
+                link = hop(place, p, s, to, part == 0)
+                link_of[part, i] = link
+                if link >= 0 and has_send(link, ld, lt, hol):
                     sid = n
                     n += 1
-                    send_of[i] = sid
+                    send_of[part, i] = sid
                     prod[sid] = i
-                    kind[sid] = 3 + direction
-                    mb[sid] = j
-                    chunk[sid] = c
+                    kind[sid] = 3 + part
+                    mb[sid] = js
+                    chunk[sid] = cs
                     stage[sid] = s
-                    res[sid] = s if hol else p + 2 * s + direction
+                    pair[sid] = -1
+                    res[sid] = s if hol else p + 2 * s + part
                     dur[sid] = lt[link] + ld[link] if hol else lt[link]
     # predecessors, in op id order so the CSR fills left to right
     e = 0
     for i in range(n):
         dep_ptr[i] = e
         k = kind[i]
-        if k >= 3:
+        if k == 3 or k == 4:
             dep_src[e] = prod[i]
             dep_dly[e] = 0.0
             e += 1
             continue
         s = stage[i]
-        c = chunk[i]
-        j = mb[i]
-        q = c * p + s
-        src = -1
-        if k == 0 and q > 0:
-            src = cid[0, (q - 1) % p, (q - 1) // p, j]
-        elif k == 1:
-            if q < n_virt - 1:
-                src = cid[1, (q + 1) % p, (q + 1) // p, j]
-            else:
-                dep_src[e] = cid[0, s, c, j]
-                dep_dly[e] = 0.0
-                e += 1
-        elif k == 2:
-            dep_src[e] = cid[1, s, c, j]
+        q = virtual_stage(place, p, s, chunk[i])
+        if k == 2:
+            dep_src[e] = prod_b[q, mb[i]]
             dep_dly[e] = 0.0
             e += 1
-        if src >= 0:  # a tensor from another stage: via its send op or straight with the delay
-            link = link_of[src]
-            sid = send_of[src]
-            if sid >= 0:
-                dep_src[e] = sid
-                dep_dly[e] = 0.0 if hol else ld[link]
-            else:
-                dep_src[e] = src
-                dep_dly[e] = ld[link] if link >= 0 else 0.0
-            e += 1
+            continue
+        for part in range(2):
+            src = -1
+            if part == 0:  # the activation of an F (half)
+                if (k == 0 or k == 5) and q > 0:
+                    src = prod_f[q - 1, mb[i]]
+            elif k == 1 or k == 5 or k == 6:  # the gradient of a backward (half)
+                cb = 1 - chunk[i] if k == 5 else chunk[i]
+                jb = pair[i] if k == 5 else mb[i]
+                qb = virtual_stage(place, p, s, cb)
+                if qb < n_virt - 1:
+                    src = prod_b[qb + 1, jb]
+                else:  # the last virtual stage starts its backward from its own F
+                    dep_src[e] = prod_f[qb, jb]
+                    dep_dly[e] = 0.0
+                    e += 1
+            if src >= 0:  # a tensor from another op: via its send op or straight with the delay
+                link = link_of[part, src]
+                sid = send_of[part, src]
+                if sid >= 0:
+                    dep_src[e] = sid
+                    dep_dly[e] = 0.0 if hol else ld[link]
+                else:
+                    dep_src[e] = src
+                    dep_dly[e] = ld[link] if link >= 0 else 0.0
+                e += 1
     dep_ptr[n] = e
     return n, e

@@ -73,12 +73,13 @@ def _names(labels, codes):
 
 
 def _pipeline(r, **options):
-    from ..schedulers.pipeline import OP_KINDS, SEND_ACT, SEND_GRAD, W
+    from ..schedulers.pipeline import COMPUTE_KINDS, OP_KINDS, SEND_ACT, SEND_GRAD
 
     _no_options(options, "a pipeline result")
     p = r.schedule.p
     stage_of_res = np.r_[np.arange(p), np.repeat(np.arange(p), 2)]
-    cat = np.where(r.kind <= W, COMPUTE, np.where(r.resource < p, COMMUNICATION, CPU))
+    cat = np.where(np.isin(r.kind, COMPUTE_KINDS), COMPUTE,
+                   np.where(r.resource < p, COMMUNICATION, CPU))
     deps = r.dependencies() if hasattr(r, "dependencies") else (None, None)
     short = {SEND_ACT: "send act ", SEND_GRAD: "send grad "}
 
@@ -89,11 +90,15 @@ def _pipeline(r, **options):
                        map(str, r.microbatch[ids].tolist())))
         if r.schedule.v > 1:
             out = list(map(str.__add__, out, [f".{c}" for c in r.chunk[ids].tolist()]))
+        pair = r.pair_microbatch[ids]
+        for k in np.flatnonzero(pair >= 0).tolist():  # F&B: both halves' micro-batches
+            out[k] = f"F{r.microbatch[ids[k]]}&B{pair[k]}"
         return out
 
     def details(ids):
         return {"stage": r.stage[ids], "microbatch": r.microbatch[ids], "chunk": r.chunk[ids],
-                "kind": [OP_KINDS[k] for k in r.kind[ids].tolist()]}
+                "kind": [OP_KINDS[k] for k in r.kind[ids].tolist()],
+                "pair_microbatch": r.pair_microbatch[ids]}  # an F&B's backward half (else -1)
 
     return TraceTable(
         start=r.start, finish=r.finish, thread=r.resource,
