@@ -528,3 +528,31 @@ def test_inputs_are_refused_by_name():
         list_schedule([1e300], [1], 1)
     with pytest.raises(ValueError, match="edges"):
         length_shares([1, 2], [0, float("inf")])
+
+
+def test_fit_cost_model_refuses_a_single_distinct_length():
+    # the reproducer: at one length every split between alpha s**2 and beta_attn s fits
+    with pytest.raises(ValueError, match=r"tokens must hold at least 2 distinct lengths.*all 1000"):
+        S.fit_cost_model([1000, 1000, 1000], [1.0, 2.0, 3.0], [1.0, 5.0, 9.0])
+    with pytest.raises(ValueError, match="tokens"):  # equal to one part in 10**12: still one
+        S.fit_cost_model([1000.0, 1000.0 * (1 + 1e-12)], [1e-3, 1e-3], [1e-3, 1e-3])
+    # two distinct lengths among three points are enough (two coefficients): closed form
+    s = np.array([1000.0, 1000.0, 3000.0])
+    c = S.fit_cost_model(s, 2e-9 * s**2 + 3e-6 * s, 5e-7 * s)
+    assert (c.alpha, c.beta_attn, c.beta_linear) == pytest.approx((2e-9, 3e-6, 5e-7), rel=1e-9)
+
+
+@FAST
+@given(st.lists(st.integers(1, 1 << 20), min_size=2, max_size=6, unique=True),
+       st.lists(st.integers(0, 5), min_size=2, max_size=12),
+       st.floats(1e-12, 1e-8), st.floats(1e-9, 1e-5), st.floats(1e-9, 1e-5))
+def test_fit_cost_model_recovers_exact_times_from_any_two_distinct_lengths(
+        distinct, picks, alpha, beta_attn, beta):
+    s = np.array([distinct[i % len(distinct)] for i in picks] + distinct[:2], dtype=float)
+    c = S.fit_cost_model(s, alpha * s**2 + beta_attn * s, beta * s)
+    # relative least squares on exact data: the attention model is reproduced at every length
+    assert c.attention(s) == pytest.approx(alpha * s**2 + beta_attn * s, rel=1e-6)
+    assert c.beta_linear == pytest.approx(beta, rel=1e-9)
+    one = np.full(len(picks), float(distinct[0]))
+    with pytest.raises(ValueError, match="tokens"):
+        S.fit_cost_model(one, alpha * one**2 + beta_attn * one, beta * one)

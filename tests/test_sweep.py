@@ -4,7 +4,12 @@ failures kept with their parameters, bad grids refused."""
 from __future__ import annotations
 
 import math
+import multiprocessing
+import os
+import signal
+import time
 import warnings
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -66,17 +71,23 @@ def test_local_processes_give_the_same_table(in_process):
     pd.testing.assert_frame_equal(t, in_process)
 
 
-def test_dask_local_cluster_gives_the_same_table(in_process):
+@pytest.fixture(scope="module")
+def dask_client():
     distributed = pytest.importorskip("distributed")
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
                                   dashboard_address=None) as cluster, \
             distributed.Client(cluster) as client:
-        t = sweep(pipeline_point, GRID, client=client, chunk_size=7, setup=warm, progress=False)
-        pd.testing.assert_frame_equal(t, in_process)
-        # a failure on a worker is reported the same way
-        with pytest.warns(SweepWarning, match=r"1 of 6 points failed.*'x': 2, 'y': 'b'"):
-            f = sweep(sometimes_fails, {"x": [1, 2, 3], "y": ["a", "b"]}, client=client,
-                      chunk_size=2, progress=False)
+        yield client
+
+
+def test_dask_local_cluster_gives_the_same_table(in_process, dask_client):
+    client = dask_client
+    t = sweep(pipeline_point, GRID, client=client, chunk_size=7, setup=warm, progress=False)
+    pd.testing.assert_frame_equal(t, in_process)
+    # a failure on a worker is reported the same way
+    with pytest.warns(SweepWarning, match=r"1 of 6 points failed.*'x': 2, 'y': 'b'"):
+        f = sweep(sometimes_fails, {"x": [1, 2, 3], "y": ["a", "b"]}, client=client,
+                  chunk_size=2, progress=False)
     assert f["error"].tolist()[3] == "ZeroDivisionError: point (2, b) is bad"
 
 
@@ -183,6 +194,14 @@ def test_bad_grids_are_refused(grid, match):
     ({"path": "/no/such/dir/x.csv"}, "existing folder"),
     ({"progress": 1}, "progress"),
     ({"setup": 3}, "setup"),
+    ({"timeout": 0}, "timeout"),
+    ({"timeout": -1.0}, "timeout"),
+    ({"timeout": math.nan}, "timeout"),
+    ({"timeout": math.inf}, "timeout"),
+    ({"timeout": 1e8}, "timeout"),
+    ({"timeout": "soon"}, "timeout"),
+    ({"timeout": "3 GB"}, "timeout"),
+    ({"timeout": True}, "timeout"),
 ])
 def test_bad_arguments_are_refused(kwargs, match):
     args = {"fn": lambda x: x, "grid": {"x": [1]}, "processes": 1, "progress": False, **kwargs}
@@ -221,3 +240,173 @@ def test_a_dead_worker_fails_its_points_not_the_sweep():
     with pytest.warns(SweepWarning, match="worker lost"):
         t = sweep(_dies, {"x": [0, 1]}, processes=2, chunk_size=1, progress=False)
     assert t["error"][1].startswith("worker lost")
+
+
+# --------------------------------------------------------------------------- nothing is lost
+
+
+@pytest.mark.parametrize("table", ["numpy", "pandas"])
+def test_a_result_never_overwrites_another_column(tmp_path, table):
+    # the issue's reproducer: result 'p' would go to 'p_result', which result 'p_result' holds
+    path = tmp_path / "t.csv"
+    with pytest.warns(SweepWarning, match=r"result 'p' is in column 'p_result2'.*'p_result'"):
+        t = sweep(lambda p: {"p_result": 1.0, "p": 2.0}, {"p": [1]}, processes=1, table=table,
+                  progress=False, path=path)
+    names = t.dtype.names if table == "numpy" else tuple(t.columns)
+    assert names == ("p", "p_result", "p_result2", "error")
+    assert (t["p"][0], t["p_result"][0], t["p_result2"][0]) == (1, 1.0, 2.0)
+    back = pd.read_csv(path, keep_default_na=False)
+    assert tuple(back.columns) == names and back.iloc[0].tolist() == [1, 1.0, 2.0, ""]
+    if table == "pandas" and _have_pyarrow():
+        pq = tmp_path / "t.parquet"
+        with pytest.warns(SweepWarning, match="'p_result2'"):
+            t = sweep(lambda p: {"p_result": 1.0, "p": 2.0}, {"p": [1]}, processes=1,
+                      progress=False, path=pq)
+        pd.testing.assert_frame_equal(pd.read_parquet(pq), t)
+
+    # a parameter named like the suffixed column keeps its values, and so does the seed
+    def f(x, x_result, seed):
+        return {"x": -1.0, "seed": -2.0, "seed_result": -3.0}
+
+    with pytest.warns(SweepWarning) as record:
+        t = sweep(f, {"x": [1, 2], "x_result": [5]}, processes=1, table=table, progress=False)
+    names = t.dtype.names if table == "numpy" else tuple(t.columns)
+    assert names == ("x", "x_result", "seed", "x_result2", "seed_result2", "seed_result", "error")
+    assert list(t["x"]) == [1, 2] and list(t["x_result"]) == [5, 5]
+    assert list(t["x_result2"]) == [-1.0, -1.0] and list(t["seed_result2"]) == [-2.0, -2.0]
+    assert list(t["seed_result"]) == [-3.0, -3.0] and len(set(t["seed"])) == 2
+    assert sorted(str(w.message).split(":")[1] for w in record) == [
+        " result 'seed' is in column 'seed_result2'", " result 'x' is in column 'x_result2'"]
+
+
+def _have_pyarrow():
+    try:
+        import pyarrow  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def _draw(i, seed):
+    return float(np.random.default_rng(seed).random())
+
+
+def _dies_at_3(i, seed):
+    if i == 3:
+        os._exit(3)  # the worker process dies mid-chunk
+    return _draw(i, seed)
+
+
+def _no_children():
+    """No worker process of a sweep is left (each was reaped, so none is a zombie either); the
+    module's Dask cluster has processes of its own."""
+    return [p for p in multiprocessing.active_children()
+            if p.name == "uneven-sweep-worker"] == []
+
+
+@pytest.mark.parametrize("chunk_size", [1, 3, 4])
+def test_a_point_that_kills_its_worker_fails_alone(chunk_size):
+    # 3: the dead worker's chunk is [3, 4, 5] (4 and 5 had not started); 4: it is [0, 1, 2, 3]
+    # (0-2 had run, their results not sent yet, so they run again)
+    grid = {"i": list(range(8))}
+    with pytest.warns(SweepWarning, match=r"1 of 8 points failed.*'i': 3.*worker lost.*died"):
+        t = sweep(_dies_at_3, grid, processes=2, chunk_size=chunk_size, progress=False)
+    assert t["error"][3] == ("worker lost: the worker process died while running this point "
+                             "(exit code 3)")
+    assert math.isnan(t["result"][3])
+    # every other point ran (the rest of the dead worker's chunk on a fresh one), in grid
+    # order, with the seeds and results of an in-process run
+    ref = sweep(_draw, grid, processes=1, progress=False)
+    keep = t.index != 3
+    pd.testing.assert_frame_equal(t[keep], ref[keep])
+    assert _no_children()
+
+
+def _kills_odd(i):
+    if i % 2:
+        os.kill(os.getpid(), signal.SIGKILL) if i == 1 else os._exit(1)
+    return float(i)
+
+
+def test_points_that_kill_every_worker_they_touch_fail_and_do_not_loop():
+    with pytest.warns(SweepWarning, match="3 of 6 points failed"):
+        t = sweep(_kills_odd, {"i": list(range(6))}, processes=2, chunk_size=2, progress=False)
+    assert t["result"].tolist()[::2] == [0.0, 2.0, 4.0] and (t["error"][::2] == "").all()
+    assert t["error"][1].endswith("(killed by signal 9, SIGKILL)")
+    assert t["error"][3].endswith("(exit code 1)") and t["error"][5].endswith("(exit code 1)")
+    with pytest.warns(SweepWarning, match="4 of 4 points failed"):
+        t = sweep(lambda i: os._exit(2), {"i": list(range(4))}, processes=2, progress=False)
+    assert t["error"].str.startswith("worker lost").all()
+    assert _no_children()
+
+
+def _setup_dies():
+    os._exit(4)
+
+
+def test_a_setup_that_kills_its_worker_is_raised_not_retried():
+    with pytest.raises(RuntimeError, match=r"setup failed.*died before its first point.*code 4"):
+        sweep(lambda x: x, {"x": [1, 2, 3]}, processes=2, chunk_size=1, setup=_setup_dies,
+              progress=False)
+    assert _no_children()
+
+
+def _sleeps_at_1(x, pid_dir):
+    if x == 1:
+        Path(pid_dir, "pid").write_text(str(os.getpid()))
+        time.sleep(300)  # far beyond the timeout: only the timeout can end this point
+    return float(x)
+
+
+@pytest.mark.parametrize("processes", [1, 2])
+def test_a_point_over_the_timeout_fails_and_its_worker_is_stopped(tmp_path, processes):
+    grid = {"x": [0, 1, 2, 3], "pid_dir": [str(tmp_path)]}
+    with pytest.warns(SweepWarning, match=r"1 of 4 points failed.*'x': 1.*TimeoutError"):
+        t = sweep(_sleeps_at_1, grid, processes=processes, chunk_size=3, timeout=0.5,
+                  progress=False)
+    assert t["error"][1] == ("TimeoutError: still running after timeout=0.5 s; its worker "
+                             "process was stopped")
+    # point 2 came after the sleeper in its chunk: it ran on a fresh worker
+    assert t["result"].tolist()[::2] == [0.0, 2.0] and t["result"][3] == 3.0
+    assert (t["error"].drop(index=1) == "").all()
+    assert _no_children()
+    with pytest.raises(ProcessLookupError):
+        os.kill(int((tmp_path / "pid").read_text()), 0)  # the sleeper is gone, not orphaned
+
+
+@pytest.mark.parametrize("timeout", [3600, "1 min"])
+def test_a_timeout_does_not_change_the_table_of_quick_points(in_process, timeout):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # an hour is a sensible limit: no unit-slip warning
+        t = sweep(pipeline_point, GRID, processes=1, timeout=timeout, progress=False)
+    pd.testing.assert_frame_equal(t, in_process)
+    assert _no_children()
+
+
+def test_dask_a_point_that_kills_its_workers_fails_alone():
+    distributed = pytest.importorskip("distributed")
+    import dask
+
+    grid = {"i": list(range(6))}
+    # Dask gives up on a task at the first worker it kills (its default retries 3 times); one
+    # task per worker at a time, so that only the task that killed a worker is charged with its
+    # death (one queued behind it would be too). Two workers die here (the chunk [2, 3], then
+    # point 3 alone), so three keep the cluster alive even if a nanny fails to restart its
+    # worker (dask/distributed#7312).
+    with dask.config.set({"distributed.scheduler.allowed-failures": 0,
+                          "distributed.scheduler.worker-saturation": 1.0}), \
+            distributed.LocalCluster(n_workers=3, threads_per_worker=1, processes=True,
+                                     dashboard_address=":0") as cluster, \
+            distributed.Client(cluster) as client, \
+            pytest.warns(SweepWarning, match=r"1 of 6 points failed.*'i': 3.*worker lost"):
+        t = sweep(_dies_at_3, grid, client=client, chunk_size=2, progress=False)
+    assert t["error"][3].startswith("worker lost: the Dask workers running this point died")
+    # its chunk-mate (point 2) was run again alone and kept
+    ref = sweep(_draw, grid, processes=1, progress=False)
+    keep = t.index != 3
+    pd.testing.assert_frame_equal(t[keep], ref[keep])
+
+
+def test_dask_refuses_a_timeout_it_could_not_enforce(dask_client):
+    with pytest.raises(ValueError, match=r"timeout applies to local processes.*timeout=1"):
+        sweep(_draw, {"i": [0]}, client=dask_client, timeout=1.0, progress=False)

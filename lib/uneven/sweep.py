@@ -16,8 +16,9 @@ whichever runs it: rows come back in grid order, and each point's seed depends o
   every point gets its own: ``SeedSequence(seed, spawn_key=(index,))``, 63 bits, in column
   ``seed``. So the sweep is reproducible and the points' random streams are independent.
 * **Failures**: a point whose ``fn`` raises keeps its row: result columns NaN and ``error`` the
-  exception's type and message (``""`` for points that ran). A warning names how many failed and
-  the parameters of the first; the other points' results are all there.
+  exception's type and message (``""`` for points that ran); so does a point that kills its
+  worker process or runs longer than ``timeout``. A warning names how many failed and the
+  parameters of the first; the other points' results are all there.
 * **Table**: a pandas ``DataFrame`` when pandas is installed (``table="pandas"``), else a numpy
   structured array (``table="numpy"``); ``path`` writes it too (``.csv``, or ``.parquet`` with
   pandas and pyarrow).
@@ -43,15 +44,18 @@ import itertools
 import math
 import os
 import pickle
+import signal
+import time
 import warnings
+from collections import deque
 from collections.abc import Mapping
-from concurrent.futures import ProcessPoolExecutor, as_completed
 from numbers import Integral, Real
 from pathlib import Path
 
 import numpy as np
 
-from ._validate import _show, check_bool, check_callable, check_choice, check_int
+from ._validate import _show, check_bool, check_callable, check_choice, check_int, check_real
+from .quantities import is_quantity
 
 __all__ = ["sweep", "SweepWarning", "MAX_POINTS"]
 
@@ -162,8 +166,10 @@ def _point_seed(seed: int, index: int) -> int:
 
 # --------------------------------------------------------------------------- workers
 
-_WORKER_FN = None
-_SETUP_ERROR = ""
+_DASK_READY: set = set()
+#: Seconds of results a local worker gathers before it sends them (one message per point would
+#: wake the sweep's process thousands of times a second, on a core the workers need).
+_FLUSH_S = 0.05
 
 
 class _SetupFailed(RuntimeError):
@@ -178,28 +184,44 @@ def _dumps(obj) -> bytes:
     return cloudpickle.dumps(obj)
 
 
-def _init_worker(fn_bytes, setup_bytes):
-    global _WORKER_FN, _SETUP_ERROR
+def _worker_main(conn, running, fn_bytes, setup_bytes):
+    """A local worker process: set up, then run the chunks it is sent. ``running`` (shared
+    with the sweep) holds the index of the point running now (-1 between points) and when it
+    started, so the sweep knows which point to blame if this process dies or overruns; the
+    results go back in batches (every :data:`_FLUSH_S` and at the end of each chunk), so
+    that the sweep is not woken once per point."""
     try:
-        _WORKER_FN = pickle.loads(fn_bytes)
+        fn = pickle.loads(fn_bytes)
         if setup_bytes is not None:
             pickle.loads(setup_bytes)()
-    except Exception as err:  # reported by the first chunk (an initializer's error is lost)
-        _SETUP_ERROR = f"{type(err).__name__}: {err}"
-
-
-def _local_chunk(points):
-    if _SETUP_ERROR:
-        raise _SetupFailed(f"setup failed in a worker process: {_SETUP_ERROR}")
-    return _run_chunk(_WORKER_FN, points)
+    except Exception as err:
+        conn.send(("setup", _error_text(err)))
+        return
+    conn.send(("ready", None))
+    while True:
+        try:
+            chunk = conn.recv()
+        except (EOFError, OSError):  # the sweep is gone
+            return
+        if chunk is None:
+            return
+        done, sent = [], time.monotonic()
+        for index, kwargs in chunk:
+            running[1] = time.monotonic()  # the start first: the sweep reads index, then start
+            running[0] = index
+            outcome = _run_point(fn, kwargs)
+            running[0] = -1.0
+            done.append((index, outcome))
+            if time.monotonic() - sent >= _FLUSH_S:
+                conn.send(("points", done))
+                done, sent = [], time.monotonic()
+        if done:
+            conn.send(("points", done))
 
 
 def _dask_chunk(fn, setup, points):
     _dask_setup(setup)
     return _run_chunk(fn, points)
-
-
-_DASK_READY: set = set()
 
 
 def _dask_setup(setup):
@@ -219,15 +241,20 @@ def _dask_setup(setup):
 
 def _run_chunk(fn, points):
     """``[(results dict or None, error text)]`` for each ``(index, kwargs)`` of the chunk."""
-    out = []
-    for _, kwargs in points:
-        try:
-            value = fn(**kwargs)
-            out.append((_results(value), ""))
-        except Exception as err:  # one bad point must not lose the others
-            text = f"{type(err).__name__}: {err}"
-            out.append((None, text if len(text) <= 500 else text[:497] + "..."))
-    return out
+    return [_run_point(fn, kwargs) for _, kwargs in points]
+
+
+def _run_point(fn, kwargs):
+    """``(results dict, "")``, or ``(None, error text)`` if ``fn`` raised."""
+    try:
+        return _results(fn(**kwargs)), ""
+    except Exception as err:  # one bad point must not lose the others
+        return None, _error_text(err)
+
+
+def _error_text(err) -> str:
+    text = f"{type(err).__name__}: {err}"
+    return text if len(text) <= 500 else text[:497] + "..."
 
 
 def _results(value) -> dict:
@@ -263,7 +290,8 @@ def _cell(key, v):
 
 
 def _columns(names, seeded, points, outcomes):
-    """Column name -> list of cells, in table order (parameters, seed, results, error)."""
+    """Column name -> list of cells, in table order (parameters, seed, results, error), and the
+    results moved to a numbered column because their ``_result`` name was taken too."""
     cols = {n: [p[1][n] for p in points] for n in names}
     if seeded:
         cols["seed"] = [p[1]["seed"] for p in points]
@@ -272,11 +300,22 @@ def _columns(names, seeded, points, outcomes):
         for key in res or ():
             if key not in keys:
                 keys.append(key)
+    # Every name in use is reserved first, so a result never takes a column that a parameter
+    # or another result already owns, whatever order the points returned their keys in.
+    taken = set(cols) | set(keys) | set(_RESERVED)
+    moved = []
     for key in keys:
-        col = key if key not in cols else f"{key}_result"
+        col = key
+        if key in cols:
+            col, k = f"{key}_result", 2
+            while col in taken:
+                col, k = f"{key}_result{k}", k + 1
+            if k > 2:
+                moved.append((key, col))
+            taken.add(col)
         cols[col] = [None if res is None else res.get(key) for res, _ in outcomes]
     cols["error"] = [err for _, err in outcomes]
-    return cols
+    return cols, moved
 
 
 def _dtype(values):
@@ -349,7 +388,7 @@ def _have(module: str) -> bool:
 
 def sweep(fn, grid, *, client=None, seed: int = 0, chunk_size: int | None = None,
           processes: int | None = None, setup=None, progress: bool | None = None,
-          table: str = "auto", path=None):
+          table: str = "auto", path=None, timeout: float | None = None):
     """Evaluate ``fn(**point)`` at every point of ``grid``; return one row per point.
 
     ``fn``: a callable taking the grid's keys as keyword arguments (and ``seed`` if it wants one,
@@ -365,10 +404,28 @@ def sweep(fn, grid, *, client=None, seed: int = 0, chunk_size: int | None = None
     chunk (warm numba kernels there). ``progress``: show a tqdm bar (default: when tqdm is
     installed and the sweep has at least 1,000 points). ``table``: ``"auto"`` (pandas if
     installed), ``"pandas"`` or ``"numpy"`` (a structured array). ``path``: also write the table
-    to this ``.csv`` or ``.parquet`` file.
+    to this ``.csv`` or ``.parquet`` file. ``timeout`` (local only): seconds one point may run,
+    in (0, 1e7], or a string with its unit (``"10 min"``); a point still running then fails
+    (``TimeoutError`` in its ``error``) and its worker process is stopped and replaced.
+    ``None`` (default): no limit. A point can only be stopped in another process, so with a
+    timeout the points always run in worker processes (``processes=1``: one worker); ``setup``
+    is not timed. Dask cannot stop a running task, so a timeout with a ``client`` is refused:
+    give ``fn`` its own deadline there.
 
-    Columns: the parameters, ``seed`` (when given to ``fn``), the results (a result named like a
-    parameter gets the suffix ``_result``), ``error`` (``""`` where ``fn`` returned).
+    Columns: the parameters, ``seed`` (when given to ``fn``), the results, ``error`` (``""``
+    where ``fn`` returned). Nothing is overwritten: a result named like a parameter (or ``seed``)
+    gets the suffix ``_result``, and if a parameter or another result already has that name,
+    ``_result2`` (``_result3``, ...: the first free one, with a :class:`SweepWarning` naming
+    both keys). The same names in every table kind and file.
+
+    Local worker processes that die (a crash, ``os._exit``, the out-of-memory killer) lose only
+    the point they were running: it fails with ``worker lost`` and the exit code (it is not
+    retried, so a point that kills every worker cannot loop). The rest of its chunk runs on a
+    fresh worker, with the points it had finished but not yet reported (workers report every
+    50 ms): ``fn`` may be called twice for those, with the same seed. On Dask, a chunk whose
+    worker dies is retried by Dask's scheduler (up to
+    ``distributed.scheduler.allowed-failures`` times), then each of its points alone; only a
+    point that still kills its workers fails.
 
     >>> def noisy(sigma, seed):
     ...     return float(np.random.default_rng(seed).normal(0.0, sigma))
@@ -385,11 +442,14 @@ def sweep(fn, grid, *, client=None, seed: int = 0, chunk_size: int | None = None
         if seeded:
             p["seed"] = _point_seed(seed, i)
         indexed.append((i, p))
-    processes, chunk_size, progress, kind, path = _sweep_options(
-        client, processes, chunk_size, setup, progress, table, path)
-    outcomes = _run_points(fn, indexed, client, processes, chunk_size, setup, progress)
-    cols = _columns(names, seeded, indexed, outcomes)
+    processes, chunk_size, progress, kind, path, timeout = _sweep_options(
+        client, processes, chunk_size, setup, progress, table, path, timeout)
+    outcomes = _run_points(fn, indexed, client, processes, chunk_size, setup, progress, timeout)
+    cols, moved = _columns(names, seeded, indexed, outcomes)
     result = _pandas_table(cols) if kind == "pandas" else _numpy_table(cols)
+    for key, col in moved:
+        warnings.warn(f"sweep: result {key!r} is in column {col!r}: {key!r} is a parameter and "
+                      f"{key + '_result'!r} is taken too", SweepWarning, stacklevel=2)
     failed = [i for i, (_, err) in enumerate(outcomes) if err]
     if failed:
         first = {k: v for k, v in indexed[failed[0]][1].items()}
@@ -401,9 +461,9 @@ def sweep(fn, grid, *, client=None, seed: int = 0, chunk_size: int | None = None
     return result
 
 
-def _sweep_options(client, processes, chunk_size, setup, progress, table, path):
+def _sweep_options(client, processes, chunk_size, setup, progress, table, path, timeout):
     """:func:`sweep`'s run and output options checked: ``(processes, chunk_size, progress,
-    table kind, path)``."""
+    table kind, path, timeout)``."""
     if client is not None:
         _check_client(client)
     if processes is not None:
@@ -416,6 +476,14 @@ def _sweep_options(client, processes, chunk_size, setup, progress, table, path):
         check_callable("setup", setup, "called once per worker with no arguments")
     if progress is not None:
         progress = check_bool("progress", progress)
+    if timeout is not None:
+        # "10 min" or a pint quantity as everywhere; a plain number is seconds, and hours are
+        # a sensible limit, so it takes no unit-slip warning (plausible times stop at 100 s)
+        unit = "s" if isinstance(timeout, str) or is_quantity(timeout) else ""
+        timeout = check_real("timeout", timeout, lo=0.0, lo_open=True, hi=1e7, unit=unit)
+        if client is not None:
+            raise ValueError(f"timeout applies to local processes only (Dask cannot stop a "
+                             f"running task); got timeout={timeout:g} with a client")
     table = check_choice("table", table, ("auto", "pandas", "numpy"))
     kind = table
     if table == "auto":
@@ -425,7 +493,7 @@ def _sweep_options(client, processes, chunk_size, setup, progress, table, path):
                          "use table='numpy'")
     if path is not None:
         path = _checked_path(path, kind)
-    return processes, chunk_size, progress, kind, path
+    return processes, chunk_size, progress, kind, path, timeout
 
 
 def _checked_path(path, kind) -> Path:
@@ -444,7 +512,7 @@ def _checked_path(path, kind) -> Path:
     return path
 
 
-def _run_points(fn, indexed, client, processes, chunk_size, setup, progress) -> list:
+def _run_points(fn, indexed, client, processes, chunk_size, setup, progress, timeout) -> list:
     """Every point's ``(result, error)``, in order: on the Dask ``client``, in this process, or
     on local worker processes, in chunks of ``chunk_size`` points."""
     n = len(indexed)
@@ -461,7 +529,7 @@ def _run_points(fn, indexed, client, processes, chunk_size, setup, progress) -> 
     try:
         if client is not None:
             return _on_dask(client, fn, setup, chunks, bar)
-        if processes == 1 or len(chunks) == 1 and processes is None:
+        if timeout is None and (processes == 1 or len(chunks) == 1 and processes is None):
             if setup is not None:
                 try:
                     setup()
@@ -472,7 +540,7 @@ def _run_points(fn, indexed, client, processes, chunk_size, setup, progress) -> 
                 outcomes += _run_chunk(fn, chunk)
                 bar.update(len(chunk))
             return outcomes
-        return _on_processes(fn, setup, chunks, min(workers, len(chunks)), bar)
+        return _on_processes(fn, setup, chunks, min(workers, len(chunks)), bar, timeout)
     finally:
         bar.close()
 
@@ -510,48 +578,216 @@ def _bar(show, n):
     return tqdm(total=n, desc="sweep", unit="point")
 
 
-def _on_processes(fn, setup, chunks, workers, bar):
-    import multiprocessing
+# --------------------------------------------------------------------------- local processes
 
-    fn_bytes = _dumps(fn)
-    setup_bytes = None if setup is None else _dumps(setup)
+
+class _Worker:
+    """One local worker process, the points it has not reported yet, and the slot it shares
+    with the sweep: the index of the point running now (-1 between points) and its start
+    (``time.monotonic``, one clock for all processes of the machine)."""
+
+    def __init__(self, ctx, fn_bytes, setup_bytes):
+        self.conn, child = ctx.Pipe()
+        self.running = ctx.RawArray("d", [-1.0, 0.0])
+        self.process = ctx.Process(target=_worker_main,
+                                   args=(child, self.running, fn_bytes, setup_bytes),
+                                   daemon=True, name="uneven-sweep-worker")
+        self.process.start()
+        child.close()  # so that this end sees EOF when the worker dies
+        self.ready = False
+        self.todo: deque = deque()
+
+    def give(self, chunk) -> bool:
+        """Send ``chunk`` to run; ``False`` if the worker has gone (it is not taken)."""
+        try:
+            self.conn.send(chunk)
+        except OSError:
+            return False
+        self.todo.extend(chunk)
+        return True
+
+    def receive(self, outcomes, bar) -> bool:
+        """Take in the messages waiting; ``False`` once the worker has gone (end of pipe)."""
+        while True:
+            try:
+                if not self.conn.poll():
+                    return True
+                kind, value = self.conn.recv()
+            except (EOFError, OSError):
+                return False
+            if kind == "ready":
+                self.ready = True
+            elif kind == "setup":
+                raise RuntimeError(f"setup failed in a worker process: {value}")
+            else:
+                for index, outcome in value:  # in chunk order
+                    self.todo.popleft()
+                    outcomes[index] = outcome
+                bar.update(len(value))
+
+    def current(self):
+        """``(index, start)`` of the point running now, or ``None`` between points."""
+        index = self.running[0]
+        start = self.running[1]
+        if index < 0 or self.running[0] != index:  # it moved on while we read: ask again
+            return None
+        return int(index), start
+
+    def stop(self, wait: float):
+        """End the process: ask it (when idle), wait up to ``wait`` s, then kill it."""
+        if self.process.is_alive() and not self.todo:
+            try:
+                self.conn.send(None)
+            except OSError:
+                pass
+        self.process.join(wait if not self.todo else 0)
+        if self.process.is_alive():
+            self.process.kill()
+            self.process.join()
+        self.conn.close()
+
+
+def _on_processes(fn, setup, chunks, workers, bar, timeout):
+    """Run the chunks on ``workers`` local processes; a worker that dies or overruns ``timeout``
+    fails the point it was running, and its other unreported points go to a fresh worker."""
+    import multiprocessing
+    from multiprocessing.connection import wait
+
     # spawn, not fork: forking a process that runs threads (a Jupyter kernel, numba's pool)
     # can deadlock the child.
     ctx = multiprocessing.get_context("spawn")
-    results = [None] * len(chunks)
-    with ProcessPoolExecutor(workers, mp_context=ctx, initializer=_init_worker,
-                             initargs=(fn_bytes, setup_bytes)) as pool:
-        futures = {pool.submit(_local_chunk, chunk): j for j, chunk in enumerate(chunks)}
-        for fut in as_completed(futures):
-            j = futures[fut]
-            results[j] = _chunk_result(fut, chunks[j])
-            bar.update(len(chunks[j]))
-    return [x for part in results for x in part]
+    code = (_dumps(fn), None if setup is None else _dumps(setup))
+    pending = deque(chunks)
+    outcomes: dict = {}
+    n = sum(len(c) for c in chunks)
+    live: list[_Worker] = []
+    blameless, done_then = 0, -1  # deaths between points, with no point done since
+    try:
+        while len(outcomes) < n:
+            for w in live:
+                if w.ready and not w.todo and pending:
+                    chunk = pending.popleft()
+                    if not w.give(chunk):
+                        pending.appendleft(chunk)  # it died idle: its sentinel tells below
+            idle = sum(1 for w in live if not w.todo)
+            while len(live) < workers and len(pending) > idle:
+                live.append(_Worker(ctx, *code))
+                idle += 1
+            ended = set(wait([w.conn for w in live] + [w.process.sentinel for w in live],
+                             _time_left(live, timeout)))
+            for w in list(live):
+                # read every pipe before any verdict: a point that returned just now is kept
+                if not w.receive(outcomes, bar) or w.process.sentinel in ended:
+                    w.process.join(5.0)  # its pipe is closed: it is exiting, if not gone yet
+                    if not w.ready:
+                        raise RuntimeError(f"setup failed: a worker process died before its "
+                                           f"first point ({_exit_text(w.process)})")
+                    culprit = w.current()
+                    if culprit is None:  # it died between points: they all run again
+                        blameless = blameless + 1 if done_then == len(outcomes) else 1
+                        done_then = len(outcomes)
+                        if blameless > 3:
+                            raise RuntimeError(f"worker processes keep dying between points "
+                                               f"({_exit_text(w.process)})")
+                    reason = (f"worker lost: the worker process died while running this point "
+                              f"({_exit_text(w.process)})")
+                elif timeout is not None and (culprit := w.current()) is not None and (
+                        time.monotonic() - culprit[1] >= timeout):
+                    reason = (f"TimeoutError: still running after timeout={timeout:g} s; its "
+                              f"worker process was stopped")
+                else:
+                    continue
+                live.remove(w)
+                _retire(w, None if culprit is None else culprit[0], reason, outcomes, pending,
+                        bar)
+    finally:
+        for w in live:
+            w.stop(5.0)
+    return [outcomes[i] for chunk in chunks for i, _ in chunk]
 
 
-def _chunk_result(fut, chunk):
-    """The chunk's outcomes; if its worker died, every point of it fails with the reason."""
+def _retire(worker, culprit, reason, outcomes, pending, bar):
+    """Stop ``worker``: point ``culprit`` fails with ``reason``; the worker's other unreported
+    points (done but not sent yet, or not started) go back to the front of ``pending``."""
+    rest = [point for point in worker.todo if point[0] != culprit]
+    if len(rest) < len(worker.todo):
+        outcomes[culprit] = (None, reason)
+        bar.update(1)
+    if rest:
+        pending.appendleft(rest)
+    worker.todo.clear()
+    worker.stop(0.0)
+
+
+def _time_left(live, timeout):
+    """Seconds until the first running point reaches ``timeout`` (None: wait for a message)."""
+    if timeout is None:
+        return None
+    now = time.monotonic()
+    starts = [now if (c := w.current()) is None else c[1] for w in live if w.todo]
+    return None if not starts else max(0.0, min(starts) + timeout - now)
+
+
+def _exit_text(process) -> str:
+    code = process.exitcode
+    if code is None:
+        return "it did not exit"
+    if code < 0:
+        try:
+            name = signal.Signals(-code).name
+        except ValueError:
+            name = "unknown signal"
+        return f"killed by signal {-code}, {name}"
+    return f"exit code {code}"
+
+
+# --------------------------------------------------------------------------- Dask
+
+
+def _on_dask(client, fn, setup, chunks, bar):
+    """Run the chunks on the Dask ``client``; a chunk whose workers kept dying is split into
+    single points, so that only the point that kills them fails."""
+    from distributed import as_completed as dask_completed
+
+    futures, chunk_of, outcomes = [], {}, {}
+
+    def submit(chunk):
+        fut = client.submit(_dask_chunk, fn, setup, chunk, pure=False)
+        futures.append(fut)
+        chunk_of[fut.key] = chunk
+        return fut
+
+    running = dask_completed([submit(chunk) for chunk in chunks])
+    try:
+        for fut in running:
+            chunk = chunk_of.pop(fut.key)
+            parts = _dask_outcomes(fut, chunk)
+            if parts is None:
+                for point in chunk:
+                    running.add(submit([point]))
+                continue
+            for (i, _), outcome in zip(chunk, parts, strict=True):
+                outcomes[i] = outcome
+            bar.update(len(chunk))
+    finally:
+        for fut in futures:
+            fut.release()
+    return [outcomes[i] for chunk in chunks for i, _ in chunk]
+
+
+def _dask_outcomes(fut, chunk):
+    """The chunk's outcomes; ``None`` if Dask gave up on a chunk of several points because its
+    workers died (run them one by one); a point it gave up on fails with the reason."""
+    from distributed.scheduler import KilledWorker  # where every supported version defines it
+
     try:
         return fut.result()
     except _SetupFailed as err:
         raise RuntimeError(str(err)) from None
-    except Exception as err:  # the worker process died (a crash, the memory limit) or was lost
+    except KilledWorker as err:
+        if len(chunk) > 1:
+            return None
+        return [(None, f"worker lost: the Dask workers running this point died ({err})"[:500])]
+    except Exception as err:  # the task was lost some other way (cancelled, a comm error)
         text = f"worker lost: {type(err).__name__}: {err}"[:500]
         return [(None, text)] * len(chunk)
-
-
-def _on_dask(client, fn, setup, chunks, bar):
-    from distributed import as_completed as dask_completed
-
-    futures = [client.submit(_dask_chunk, fn, setup, chunk, pure=False) for chunk in chunks]
-    index = {f.key: j for j, f in enumerate(futures)}
-    results = [None] * len(chunks)
-    try:
-        for fut in dask_completed(futures):
-            j = index[fut.key]
-            results[j] = _chunk_result(fut, chunks[j])
-            bar.update(len(chunks[j]))
-    finally:
-        for f in futures:
-            f.release()
-    return [x for part in results for x in part]

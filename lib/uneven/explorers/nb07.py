@@ -38,6 +38,12 @@ figure recipes draw values the notebook computed with :mod:`uneven.policies`,
 >>> fig = evidence_figure(rows)
 >>> len(evidence_markdown(rows).splitlines()) == len(rows) + 2
 True
+>>> from uneven.trace.kineto import read_kineto, sample_kineto_traces
+>>> kt = read_kineto(sample_kineto_traces(n_layers=1))
+>>> slow, late = kt.scale(1.5, category="communication", rank=0), kt.delay_comm(1e-4, rank=0)
+>>> kineto_report(kt.replay(), slow, late).splitlines()[1].startswith("unmodified replay")
+True
+>>> fig = kineto_replay_figure(kt.replay(), slow)
 """
 
 from __future__ import annotations
@@ -94,6 +100,7 @@ __all__ = [
     "regimes_figure",
     "evidence_figure",
     "evidence_markdown",
+    "kineto_replay_figure",
     "KIND_COLORS",
     # the notebook's runs, one per section
     "DEFAULT_POLICIES",
@@ -112,6 +119,7 @@ __all__ = [
     "fabrics_report",
     "overlap_gains",
     "evidence_counts",
+    "kineto_report",
 ]
 
 #: The control ``benchmarks/bench_widgets.py`` moves, and the values it moves it through.
@@ -1225,6 +1233,132 @@ def evidence_counts(rows) -> SimpleNamespace:
     return SimpleNamespace(kinds=kinds, labels=labels,
                            report=f"{len(rows)} headline numbers; measured on: {kinds}; read in: "
                                   f"{labels}")
+
+
+# --------------------------------------------------------------------------- appendix D
+
+# what a critical path's time is, grouped for the figure
+_PATH_GROUPS = (("compute", "compute"), ("communication", "purple"), ("memory", "grey"),
+                ("injected delay", "red"), ("CPU, launches, waits", "sky"))
+
+
+def _replays(**named) -> list:
+    from ..trace.kineto import KinetoReplay
+
+    out = [check_instance(k, v, KinetoReplay, "from a KinetoTrace what-if")
+           for k, v in named.items()]
+    if any(r.trace is not out[0].trace for r in out):
+        raise ValueError(f"{', '.join(named)} must be replays of one KinetoTrace")
+    return out
+
+
+def _path_groups(replay) -> dict:
+    """A critical path's time (s) per group of :data:`_PATH_GROUPS`."""
+    from ..trace.kineto import KINETO_GROUPS as GROUPS
+
+    out = dict.fromkeys((g for g, _ in _PATH_GROUPS), 0.0)
+    for key, t in replay.critical_time.items():
+        group = next((g for g in ("compute", "communication", "memory") if key in GROUPS[g]),
+                     "injected delay" if key == "communication delay" else
+                     "CPU, launches, waits")
+        out[group] += t
+    return out
+
+
+def _on_rank(replay) -> tuple:
+    """(rank holding most of the critical path's ops, how many, of how many)."""
+    ranks = replay.trace.rank[replay.critical_path]
+    values, counts = np.unique(ranks, return_counts=True)
+    k = int(np.argmax(counts)) if counts.size else 0
+    return (int(values[k]) if counts.size else -1), int(counts.max(initial=0)), ranks.size
+
+
+def kineto_report(base, slow, late) -> str:
+    """Appendix D: the trace, its unmodified replay (``base``), a replay with slower
+    communication (``slow``) and one with late communication (``late``), all of one
+    :class:`uneven.trace.kineto.KinetoTrace` (model)."""
+    base, slow, late = _replays(base=base, slow=slow, late=late)
+    t = base.trace
+    r0, n0, m0 = _on_rank(base)
+    r1, n1, m1 = _on_rank(slow)
+    delay = late.change
+    return "\n".join([
+        f"{len(t.ranks)} ranks, {t.n_gpu_ops:,} GPU ops, {t.n_ops - t.n_gpu_ops:,} CPU calls, "
+        f"{t.n_collectives} collectives matched across ranks; waits "
+        f"{', '.join(sorted(set(t.wait_modes)))}",
+        f"unmodified replay: step {base.step_time * 1e3:.2f} ms, every op within "
+        f"{t.replay_error * 1e9:.0f} ns of its recorded start; critical path {n0} of {m0} ops "
+        f"on rank {r0}",
+        f"{slow.what}: step {slow.step_time * 1e3:.2f} ms ({slow.ratio - 1:+.1%}); critical path "
+        f"{n1} of {m1} ops on rank {r1} (model)",
+        f"{late.what}: step {late.step_time * 1e3:.2f} ms ({delay * 1e3:+.2f} ms, "
+        f"{late.ratio - 1:+.1%}) (model)"])
+
+
+@plots.recipe
+def kineto_replay_figure(base, slow):
+    """Appendix D (model): the GPU streams of every rank before (``base``) and after a what-if
+    (``slow``), critical-path ops solid and the rest faded, and where each critical path's
+    time goes (ms). Both replays of one KinetoTrace of at most 64 streams and 20,000 ops."""
+    from matplotlib.patches import Patch
+
+    base, slow = _replays(base=base, slow=slow)
+    t = base.trace
+    g_ops = np.flatnonzero(t.is_gpu)
+    table = base.trace_table()
+    rows = sorted({int(x) for x in table.thread[g_ops]})
+    if len(rows) > 64 or t.n_ops > 20_000:
+        raise ValueError(f"base must come from a trace of at most 64 GPU streams and 20,000 "
+                         f"ops to draw; got {len(rows)} streams, {t.n_ops} ops")
+    row_of = {th: k for k, th in enumerate(rows)}
+    names = [f"rank {t.ranks[table.thread_process[th]]} · {table.thread_names[th]}"
+             for th in rows]
+    from ..trace.kineto import KINETO_GROUPS as GROUPS
+    from ..trace.kineto import KINETO_KINDS as KINDS
+
+    is_comm = np.isin(t.kind, [KINDS.index(k) for k in GROUPS["communication"]])
+    fig, (ax_b, ax_s, ax_p) = plots.figure(10.0, 7.2, nrows=3, height_ratios=(1, 1, 0.8))
+    end = max(base.step_time, slow.step_time) * 1e3
+    with plots.style():
+        for ax, r, title in ((ax_b, base, "unmodified replay"), (ax_s, slow, slow.what)):
+            on = np.zeros(t.n_ops, dtype=bool)
+            on[r.critical_path] = True
+            for ops, colour in ((g_ops[~is_comm[g_ops]], plots.color("compute")),
+                                (g_ops[is_comm[g_ops]], plots.color("purple"))):
+                for path, alpha in ((False, 0.3), (True, 1.0)):
+                    sel = ops[on[ops] == path]
+                    y = [row_of[int(x)] for x in table.thread[sel]]
+                    ax.barh(y, (r.finish[sel] - r.start[sel]) * 1e3,
+                            left=r.start[sel] * 1e3, height=0.7, color=colour, alpha=alpha,
+                            edgecolor=plots.color("ink") if path else "none", linewidth=0.4)
+            ax.set_yticks(range(len(rows)), names, fontsize=plots.NOTE)
+            ax.set_ylim(len(rows) - 0.5, -0.5)
+            ax.set_xlim(0, end * 1.02)
+            ax.grid(axis="y", visible=False)
+            ax.set_title(f"{title}: step {r.step_time * 1e3:.2f} ms (model)",
+                         fontsize=plots.LABEL)
+        ax_s.set_xlabel("time from the trace's first event (ms)")
+        plots.legend(ax_b, "right", handles=[
+            Patch(color=plots.color("compute"), label="compute, memory"),
+            Patch(color=plots.color("purple"), label="communication"),
+            Patch(facecolor="white", edgecolor=plots.color("ink"), linewidth=0.4,
+                  label="solid, outlined:\non the critical path")])
+        left = np.zeros(2)
+        for group, colour in _PATH_GROUPS:
+            vals = np.array([_path_groups(r)[group] for r in (base, slow)]) * 1e3
+            if not vals.any():
+                continue
+            ax_p.barh([0, 1], vals, left=left, height=0.6, color=plots.color(colour),
+                      label=group)
+            left += vals
+        ax_p.set_yticks([0, 1], ["unmodified", "what-if"])
+        ax_p.set_ylim(1.6, -0.6)
+        ax_p.set_xlim(0, end * 1.02)
+        ax_p.set_xlabel("critical path's time (ms, model)")
+        ax_p.grid(axis="y", visible=False)
+        ax_p.set_title("where each critical path spends its time", fontsize=plots.LABEL)
+        plots.legend(ax_p, "right")
+    return fig
 
 
 # The names before the explorers shared one stem per notebook (one release).

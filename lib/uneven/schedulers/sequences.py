@@ -284,6 +284,9 @@ def fit_cost_model(tokens, attention, mlp, *, linear_factor: float = 1.0) -> Cos
     ``beta * linear_factor`` (e.g. 1 + the projections' share of the MLP's FLOPs).
     Ranges: ``tokens`` in [1, 2**40], times in [1e-12, 1e6] s, ``linear_factor`` in [0, 1e3],
     at most 10,000 points; a fit whose coefficients leave :class:`CostModel`'s range is refused.
+    The attention fit has two coefficients, so ``tokens`` must hold at least two distinct
+    lengths (closer than one part in 10**9 they count as one): at one length any split of the
+    time between ``alpha`` and ``beta_attn`` fits equally well.
 
     >>> c = fit_cost_model([1e3, 2e3, 4e3], [2e-3, 6e-3, 2e-2], [1e-3, 2e-3, 4e-3])
     >>> round(c.alpha * 1e9, 3), round(c.beta_attn * 1e6, 3), round(c.beta_linear * 1e6, 3)
@@ -297,6 +300,7 @@ def fit_cost_model(tokens, attention, mlp, *, linear_factor: float = 1.0) -> Cos
     if not 2 <= s.size <= 10_000:
         raise ValueError(f"tokens must hold 2 to 10,000 lengths to fit two coefficients; got "
                          f"{s.size}")
+    _check_distinct_lengths(s, tokens)
     design = np.stack([s * s, s], axis=1) / a[:, None]
     try:
         (alpha, beta_a), *_ = np.linalg.lstsq(design, np.ones(s.size), rcond=None)
@@ -312,6 +316,15 @@ def fit_cost_model(tokens, attention, mlp, *, linear_factor: float = 1.0) -> Cos
         raise ValueError(f"mlp={_show(mlp)} with linear_factor={factor:g} fits beta_linear="
                          f"{beta_m:.3g}; it must be at most {_MAX_COEF:g}")
     return trusted(CostModel, alpha=alpha, beta_attn=beta_a, beta_linear=beta_m, gamma=0.0)
+
+
+def _check_distinct_lengths(s, tokens):
+    """Refuse lengths that cannot tell ``alpha`` from ``beta_attn``: with every ``s`` equal the
+    columns ``s**2`` and ``s`` of the fit are proportional (nearly so when nearly equal)."""
+    if s.max() - s.min() <= 1e-9 * s.max():
+        raise ValueError(f"tokens must hold at least 2 distinct lengths to fit alpha and "
+                         f"beta_attn (attention = alpha s**2 + beta_attn s); got {s.size} "
+                         f"lengths, all {s[0]:.10g} ({_show(tokens)})")
 
 
 def default_cost_model(model: ModelShape = LLAMA_7B_GQA, *, projections: bool = True) -> CostModel:
