@@ -30,6 +30,7 @@ from .engines.fluid import FluidResult, batched_error, max_min_rates, simulate_f
 from .engines.linkload import LinkLoads, link_loads, link_loads_kron, link_loads_matrix
 from .engines.timeline import Timeline, edges_to_csr, run_timeline
 from .hardware import b200_cluster, gb200_nvl72, h100_cluster, h200_cluster, mi300x_cluster
+from .i18n import get_language, set_language
 from .schedulers.pipeline import (
     OP_KINDS,
     PipelineResult,
@@ -75,4 +76,6 @@ __all__ = [
     "gaussian_delay_trace",
     # research scale
     "sweep",
+    # the language of messages and figure text (the zh-TW edition)
+    "set_language", "get_language",
 ]

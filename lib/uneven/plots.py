@@ -528,11 +528,16 @@ def blank_figure(width: float = 7.0, height: float = 3.2, layout: str | None = N
 
 
 def figures_dir() -> Path:
-    """Where figures go: ``$UNEVEN_FIGURES`` if set, else the repository's ``figures/``.
+    """Where figures go: ``$UNEVEN_FIGURES`` if set, else the repository's ``figures/``, and in
+    another language than English (:func:`uneven.set_language`) its subfolder ``figures/zh_TW/``,
+    so the zh-TW edition never overwrites the English figures.
 
     The repository is found by walking up from the current directory to a folder that holds both
-    ``figures/`` and ``notebooks/``; failing that, ``./figures`` is used.
+    ``figures/`` and ``notebooks/`` (the zh-TW notebooks in ``notebooks/zh_TW/`` find the same
+    one); failing that, ``./figures`` is used.
     """
+    from .i18n import get_language
+
     env = os.environ.get("UNEVEN_FIGURES")
     if env:
         path = Path(env)
@@ -543,6 +548,9 @@ def figures_dir() -> Path:
             if (parent / "figures").is_dir() and (parent / "notebooks").is_dir():
                 path = parent / "figures"
                 break
+    language = get_language()
+    if language != "en":
+        path = path / language
     path.mkdir(parents=True, exist_ok=True)
     return path
 

@@ -2,7 +2,8 @@
 
 Commands: ``stamp`` (badges and Colab install cell in every notebook; ``--check``),
 ``assignments`` (the classroom set under ``dist/``), ``site`` (the self-study site under
-``_build/``), ``guide`` (the generated part of ``docs/instructors.md``; ``--check``).
+``_build/``), ``guide`` (the generated part of ``docs/instructors.md``; ``--check``), ``i18n``
+(``extract``, ``build``, ``status``: the translated editions, locale/README.md).
 """
 
 import sys

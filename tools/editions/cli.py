@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import importlib
 
-COMMANDS = {"stamp": "stamp", "assignments": "assignments", "site": "website", "guide": "guide"}
+COMMANDS = {"stamp": "stamp", "assignments": "assignments", "site": "website", "guide": "guide",
+            "i18n": "i18n"}
 
 
 def main(argv: list[str]) -> int:

@@ -1,0 +1,126 @@
+"""The language the library speaks: English, or Traditional Chinese (Taiwan) for the zh-TW edition.
+
+``uneven.set_language("zh_TW")`` (or the environment variable ``UNEVEN_LANG=zh_TW``, read when no
+language was set in the session) switches the library's user-facing strings to the catalog
+``lib/uneven/locale/<language>/LC_MESSAGES/uneven.po``; every string without a current translation
+(absent, empty or marked fuzzy) stays English. Catalogs are gettext ``.po`` files, read with polib
+(no compiled ``.mo`` to keep in step with them). The zh-TW notebooks (``notebooks/zh_TW/``, built
+by ``python tools/editions i18n build``) set the language in their first code cell.
+
+>>> from uneven import i18n
+>>> i18n.set_language("en")
+'en'
+>>> i18n.gettext("all-to-all time")
+'all-to-all time'
+>>> _ = i18n.set_language(None)  # back to $UNEVEN_LANG
+"""
+
+from __future__ import annotations
+
+import os
+import warnings
+from functools import lru_cache
+from pathlib import Path
+
+from ._validate import check_choice
+
+#: The languages there is an edition of; English is the source and the fallback.
+LANGUAGES = ("en", "zh_TW")
+#: The environment variable read when no language was set with :func:`set_language`.
+ENV = "UNEVEN_LANG"
+#: Where the library's catalogs live: ``<LOCALE_DIR>/<language>/LC_MESSAGES/uneven.po``.
+LOCALE_DIR = Path(__file__).resolve().parent / "locale"
+DOMAIN = "uneven"
+
+_chosen: str | None = None
+
+
+def _normalise(name: str, value) -> str:
+    """``"zh-TW"``, ``"zh_tw"`` and ``"zh_TW.UTF-8"`` are all ``"zh_TW"``."""
+    if isinstance(value, str):
+        value = value.split(".", 1)[0].replace("-", "_")
+    return check_choice(name, value, LANGUAGES)
+
+
+def set_language(language: str | None) -> str | None:
+    """Set the language of the library's messages, figure text and widget labels.
+
+    ``language`` is one of :data:`LANGUAGES` (``"en"``, ``"zh_TW"``; ``"zh-TW"`` is accepted), or
+    ``None`` to go back to the environment variable ``UNEVEN_LANG`` (English when it is unset).
+    Returns the language now in force.
+
+    >>> set_language("zh-TW")
+    'zh_TW'
+    >>> set_language(None) == get_language()
+    True
+    """
+    global _chosen
+    _chosen = None if language is None else _normalise("language", language)
+    return get_language() if language is None else _chosen
+
+
+def get_language() -> str:
+    """The language in force: the one set with :func:`set_language`, else ``$UNEVEN_LANG``, else
+    English. An ``UNEVEN_LANG`` that names no edition warns once and gives English."""
+    if _chosen is not None:
+        return _chosen
+    env = os.environ.get(ENV, "").strip()
+    if not env:
+        return "en"
+    try:
+        return _normalise(ENV, env)
+    except ValueError as err:
+        _warn_env(str(err))
+        return "en"
+
+
+@lru_cache(maxsize=8)
+def _warn_env(message: str) -> None:
+    warnings.warn(f"{message}; using English", RuntimeWarning, stacklevel=4)
+
+
+def catalog_path(language: str) -> Path:
+    """The ``.po`` file of the library's strings in ``language`` (it may not exist yet)."""
+    return LOCALE_DIR / language / "LC_MESSAGES" / f"{DOMAIN}.po"
+
+
+def _catalog(language: str) -> dict[tuple[str | None, str], str]:
+    path = catalog_path(language)
+    try:
+        stamp = path.stat().st_mtime_ns
+    except OSError:
+        return {}
+    return _read_catalog(str(path), stamp)
+
+
+@lru_cache(maxsize=8)
+def _read_catalog(path: str, stamp: int) -> dict[tuple[str | None, str], str]:
+    """(msgctxt, msgid) -> msgstr for every current translation of one ``.po`` (the file's
+    modification time is part of the key, so an edited catalog is read again)."""
+    import polib
+
+    out = {}
+    for entry in polib.pofile(path):
+        if entry.msgstr and not entry.fuzzy and not entry.obsolete:
+            out[(entry.msgctxt, entry.msgid)] = entry.msgstr
+    return out
+
+
+def gettext(message: str, context: str | None = None) -> str:
+    """``message`` in the language in force, or ``message`` itself when the catalog has no
+    current translation of it. ``context`` is the entry's ``msgctxt`` (the same English can need
+    two renderings: a figure title and a widget label).
+
+    Placeholders are the caller's business: translate the template, then format it, so the
+    numbers stay the library's (``gettext("{n} GPUs").format(n=8)``).
+    """
+    language = get_language()
+    if language == "en":
+        return message
+    return _catalog(language).get((context, message), message)
+
+
+#: The conventional short name, for the call sites: ``from uneven.i18n import _``.
+_ = gettext
+
+__all__ = ["LANGUAGES", "ENV", "set_language", "get_language", "gettext", "catalog_path"]
