@@ -426,7 +426,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--lang", default="zh_TW", choices=LANGUAGES)
     parser.add_argument("--strict", action="store_true",
                         help="build: fail on any block without a current translation")
-    args = parser.parse_args(argv)
+    args = parser.parse_intermixed_args(argv)
     paths = _selected(args.notebooks)
     if args.command == "extract":
         for p in paths:

@@ -11,7 +11,8 @@ Invariants of one entry (:func:`invariant_problems`): the same multiset of
   ``1024`` are one number; a number the English writes as a word, "eight planes", is written as
   a word, 八個平面, in Chinese too);
 * a number's unit (``50 GB/s``, ``2 MB``, ``52.4%``): the unit stays as written, except ``×``
-  after a number, which Chinese may write ``倍`` (``1.36×`` or ``1.36 倍``) as the chapter does;
+  (or "times") after a number, which Chinese may write ``倍`` (``1.36×`` or ``1.36 倍``) as the
+  chapter does;
 * the structure: heading level, table rows and columns, list items.
 
 Terms (:func:`term_problems`): ``locale/<lang>/terms.tsv`` maps an English term to the one
@@ -37,11 +38,11 @@ FORMULA = re.compile(r"\$\$.+?\$\$|(?<![\\$])\$[^$\n]+?\$", re.S)
 CODE = re.compile(r"`[^`\n]+`")
 LINK_TARGET = re.compile(r"\]\(([^)\s]+)\)")
 TAG = re.compile(r"</?[A-Za-z][^>]*>")
-URL = re.compile(r"\b(?:https?://)?(?:[\w-]+\.)+(?:com|org|io|net|dev)(?:/[\w./-]*)?")
+URL = re.compile(r"\b(?:https?://)?(?:[\w-]+\.)+(?:com|org|io|net|dev)(?:/[\w./-]*[\w/])?")
 ARXIV = re.compile(r"arXiv:\d{4}\.\d{4,5}")
 NUMBER = re.compile(r"(?<![\w.])\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?")
-UNITS = ("GB/s", "Gb/s", "MB/s", "TB/s", "GiB", "MiB", "KiB", "GB", "MB", "KB", "TB", "kB",
-         "µs", "us", "ms", "ns", "s", "%", "×", "GHz", "MHz", "W", "B", "M", "K", "k")
+UNITS = ("times", "GB/s", "Gb/s", "MB/s", "TB/s", "GiB", "MiB", "KiB", "GB", "MB", "KB", "TB",
+         "kB", "µs", "us", "ms", "ns", "s", "%", "×", "GHz", "MHz", "W", "B", "M", "K", "k")
 UNIT_AFTER = re.compile(r"(\d(?:[\d,.]*\d)?)\s?(" + "|".join(re.escape(u) for u in UNITS) +
                         r"|倍)(?![A-Za-z/])")
 
@@ -107,7 +108,7 @@ def tokens(text: str) -> Tokens:
         rest = rest.replace(label, " ")
     units = Counter()
     for number, unit in UNIT_AFTER.findall(rest):
-        units[(number.replace(",", ""), "×" if unit == "倍" else unit)] += 1
+        units[(number.replace(",", ""), "×" if unit in ("倍", "times") else unit)] += 1
     numbers = Counter(n.replace(",", "") for n in NUMBER.findall(rest))
     return Tokens(Counter(formulas), Counter(code), Counter(targets + urls + arxiv),
                   Counter(tags), +labels, numbers, units, _shape(text))
@@ -191,8 +192,9 @@ def _prose(text: str) -> str:
 
 
 def exemptions(tcomment: str | None) -> set[str]:
+    """The words of a translator comment ``i18n-terms-ok: link, switch (why)``."""
     out = set()
-    for m in re.finditer(r"i18n-terms-ok:\s*(.+)", tcomment or ""):
+    for m in re.finditer(r"i18n-terms-ok:\s*([^(\n]+)", tcomment or ""):
         out |= {w.strip().lower() for w in m.group(1).split(",") if w.strip()}
     return out
 
@@ -200,14 +202,21 @@ def exemptions(tcomment: str | None) -> set[str]:
 def term_problems(english: str, translation: str, terms: list[Term],
                   exempt: set[str] = frozenset()) -> list[str]:
     """Terms of ``english`` whose rendering ``translation`` lacks, and forbidden variants or
-    Simplified-only characters in ``translation``."""
+    Simplified-only characters in ``translation``.
+
+    A term the translation keeps in English as often as the English has it (a paper's title,
+    "Attack of the Bubbles"; a widget label the library still shows in English) needs no
+    rendering; any other occurrence needs it.
+    """
     problems = []
-    prose = _prose(english)
+    prose, kept = _prose(english), _prose(translation)
     for term in terms:  # longest first: "expert placement" consumes its "placement"
-        if not term.pattern.search(prose):
+        found = len(term.pattern.findall(prose))
+        if not found:
             continue
-        prose = term.pattern.sub(" ", prose)
-        if term.english.lower() in exempt:
+        verbatim = len(term.pattern.findall(kept))
+        prose, kept = term.pattern.sub(" ", prose), term.pattern.sub(" ", kept)
+        if any(term.pattern.fullmatch(word) for word in exempt) or verbatim >= found:
             continue
         if term.rendering.lower() not in translation.lower():
             problems.append(f"term {term.english!r} must be rendered {term.rendering!r}")
