@@ -393,3 +393,26 @@ def test_deepep_buffer_writes_are_distinct_ranks_and_bind_at_ep16():
 
         t = ep_dispatch_traffic([[0]], [0], [9], 8, 1.0, n_gpus=16)
         ep_phase(h800_cluster(2), t, local_writes=[1.0])
+
+
+def test_slot_ids_with_replicas_count_like_expert_ids_on_their_gpus():
+    """The byte matrices need only each choice's GPU: slots of a replicated layout give the same
+    bytes as expert ids on a one-replica layout that puts each expert where its slot is."""
+    from uneven.ep.model import route_ep_group
+
+    r = route_ep_group(4, 16, n_experts=32, k=4, replicas=2, seed=3, nodes_per_leaf=2)
+    ids, gpu = r.targets
+    flat = gpu[ids]  # the GPU of every choice
+    # one pseudo-expert per (token, choice) on that GPU
+    fake_ids = np.arange(flat.size).reshape(flat.shape)
+    for mode in ("relay", "direct"):
+        a = ep_dispatch_traffic(ids, r.src_gpu, gpu, 8, 1.0, mode=mode, n_gpus=32)
+        b = ep_dispatch_traffic(fake_ids, r.src_gpu, flat.ravel(), 8, 1.0, mode=mode, n_gpus=32)
+        assert np.array_equal(a.network, b.network) and np.array_equal(a.nvlink, b.nvlink)
+    logical = deepep_logical_bytes(ids, r.src_gpu, gpu, 8, 2.0, n_gpus=32)
+    relay = ep_dispatch_traffic(ids, r.src_gpu, gpu, 8, 2.0, n_gpus=32)
+    assert logical.network_total == relay.network_bytes == 2.0 * relay.remote_nodes_per_token.sum()
+    from uneven.ep.traffic import local_buffer_writes
+
+    writes = local_buffer_writes(ids, r.src_gpu, gpu, 8, 1.0, n_gpus=32)
+    assert writes.sum() <= ids.size
