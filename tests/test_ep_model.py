@@ -13,7 +13,7 @@ from uneven.ep.fabrics import BOUND_NAMES
 from uneven.ep.model import (
     EpRouting,
     decode_tpot_bound,
-    deepep_sweep,
+    deepep_benchmark,
     ep_phase,
     ep_round,
     ep_step,
@@ -67,7 +67,7 @@ def test_uniform_routing_logical_over_true_is_n_over_n_minus_1():
 
 
 def test_ep16_is_nvlink_bound_and_larger_groups_nic_bound():
-    rows = deepep_sweep((16, 64), tokens_per_gpu=512)
+    rows = deepep_benchmark((16, 64), tokens_per_gpu=512)
     assert rows[0]["dispatch_bound"] == "NVLink"
     assert rows[1]["dispatch_bound"] == "NIC"
     # The NIC can never move more than its line rate of true bytes.
@@ -321,7 +321,7 @@ def test_a_leaf_uplink_that_binds_is_named_not_called_nic():
     # efficiency moves the bottleneck, and the names follow
     slow = ep_round(topo, route_ep_group(4, 64, seed=1), efficiency={"nvl_in": 0.001})
     assert (slow.dispatch.bound, slow.dispatch.bound_kind) == ("NVLink", "nvl_in")
-    rows = deepep_sweep([16], tokens_per_gpu=16)
+    rows = deepep_benchmark([16], tokens_per_gpu=16)
     assert rows[0]["dispatch_bound"] == "NVLink" and rows[0]["dispatch_bound_kind"][:3] == "nvl"
 
 

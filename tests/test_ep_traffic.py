@@ -377,10 +377,10 @@ def test_deepep_buffer_writes_are_distinct_ranks_and_bind_at_ep16():
     """DeepEP's NVL-buffer writes per token = distinct destination ranks (6.52 at EP16 in its
     test routing), of which 7/8 cross NVLink; counting the forwarder's self-writes makes EP16
     'forwarding'-bound and leaves EP32/64 NIC-bound."""
-    from uneven.ep.model import deepep_sweep
+    from uneven.ep.model import deepep_benchmark
 
-    plain = deepep_sweep((16, 32), tokens_per_gpu=1024)
-    fwd = deepep_sweep((16, 32), tokens_per_gpu=1024, count_local_writes=True)
+    plain = deepep_benchmark((16, 32), tokens_per_gpu=1024)
+    fwd = deepep_benchmark((16, 32), tokens_per_gpu=1024, count_local_writes=True)
     assert plain[0]["nvlink_copies_per_token"] == pytest.approx(5.71, abs=0.05)
     assert plain[0]["nvl_writes_per_token"] == pytest.approx(6.52, abs=0.05)
     assert fwd[0]["dispatch_bound"] == "forwarding"

@@ -50,6 +50,7 @@ cluster type is :class:`EpTraffic`, GPU × GPU bytes on two link kinds.
 (1.0, 2.0)
 """
 
+from .._moved import renamed_names
 from ._checks import PATHS, UNITS
 from .decode import (
     H20_DECODE,
@@ -77,7 +78,7 @@ from .model import (
     EpRouting,
     EpStep,
     decode_tpot_bound,
-    deepep_sweep,
+    deepep_benchmark,
     ep_phase,
     ep_round,
     ep_step,
@@ -202,7 +203,7 @@ __all__ = [
     "combine_bytes_per_token",
     # model
     "EpPhase", "EpRouting", "EpRound", "EpStep", "ep_phase", "route_ep_group", "ep_round",
-    "deepep_sweep", "fanout_per_token", "decode_tpot_bound", "nvlink_fanout_limit",
+    "deepep_benchmark", "fanout_per_token", "decode_tpot_bound", "nvlink_fanout_limit",
     "min_node_cap", "ep_step",
     # transport
     "Transport", "SM_RESIDENT", "SM_FREE", "DecodeTraffic", "decode_traffic", "send_order",
@@ -223,3 +224,5 @@ __all__ = [
     "ExpertCost", "EXPERT_COSTS", "expert_time", "crossover_tokens", "roofline_hiding_ratio",
     "MAX_TOKENS",
 ]
+
+__getattr__ = renamed_names(__name__, {"deepep_sweep": "deepep_benchmark"})  # one release

@@ -45,6 +45,7 @@ from .._fields import (
     real,
 )
 from .._jit import njit
+from .._moved import renamed_names
 from .._validate import (
     _show,
     as_float_array,
@@ -83,7 +84,7 @@ __all__ = [
     "ep_phase",
     "route_ep_group",
     "ep_round",
-    "deepep_sweep",
+    "deepep_benchmark",
     "fanout_per_token",
     "decode_tpot_bound",
     "nvlink_fanout_limit",
@@ -469,7 +470,7 @@ def ep_round(
     )
 
 
-def deepep_sweep(
+def deepep_benchmark(
     ep_sizes=(16, 32, 64, 128),
     *,
     tokens_per_gpu: int = 4096,
@@ -493,7 +494,7 @@ def deepep_sweep(
     preset); ``count_local_writes`` as in :func:`ep_round`. ``ep_sizes``: a list of at most 64
     sizes; the routing of each must fit the budgets of :func:`route_ep_group`.
 
-    >>> rows = deepep_sweep([16], tokens_per_gpu=16)
+    >>> rows = deepep_benchmark([16], tokens_per_gpu=16)
     >>> rows[0]["ep"], rows[0]["dispatch_bound"]
     (16, 'NVLink')
     """
@@ -1088,3 +1089,7 @@ def _generated_step_kernel(key, gpu_lo, gpu_hi, group_lo, tokens_per_gpu, ep, gp
                stats, False,
                (buf, top, sec, hi_s, lo_s, gscore, kept, tops, cand, cval, order, rank,
                 rank16, gpu_stamp, node_stamp, gpu_cnt, node_cnt, slots))
+
+
+# DeepEP's benchmark was called deepep_sweep, easy to confuse with uneven.grid_sweep (one release)
+__getattr__ = renamed_names(__name__, {"deepep_sweep": "deepep_benchmark"})
