@@ -1,5 +1,5 @@
 """A worked research-scale example: 10,080 pipeline configurations and an EP sweep with
-:func:`uneven.sweep`, on local processes and on a 2-worker Dask ``LocalCluster``.
+:func:`uneven.grid_sweep`, on local processes and on a 2-worker Dask ``LocalCluster``.
 
 Pipeline grid (schedule × delay × link × p × m = 5 × 56 × 3 × 3 × 4 = 10,080 points): one slow
 link (the first, the middle or the last of the pipe) delayed by 0–55 ms, for GPipe, 1F1B,
@@ -79,14 +79,14 @@ def warm():
 
 def run_sweeps(client=None, csv_dir=None):
     """Both sweeps; returns [(name, table, wall seconds)]."""
-    from uneven import sweep
+    from uneven import grid_sweep
 
     out = []
     for name, fn, grid in (("pipeline", pipeline_point, PIPELINE_GRID),
                            ("ep", ep_point, EP_GRID)):
         path = None if csv_dir is None else Path(csv_dir) / f"sweep_{name}.csv"
         t0 = time.perf_counter()
-        table = sweep(fn, grid, client=client, setup=warm, progress=False, path=path)
+        table = grid_sweep(fn, grid, client=client, setup=warm, progress=False, path=path)
         out.append((name, table, time.perf_counter() - t0))
     return out
 

@@ -377,10 +377,10 @@ def test_deepep_buffer_writes_are_distinct_ranks_and_bind_at_ep16():
     """DeepEP's NVL-buffer writes per token = distinct destination ranks (6.52 at EP16 in its
     test routing), of which 7/8 cross NVLink; counting the forwarder's self-writes makes EP16
     'forwarding'-bound and leaves EP32/64 NIC-bound."""
-    from uneven.ep.model import deepep_sweep
+    from uneven.ep.model import deepep_benchmark
 
-    plain = deepep_sweep((16, 32), tokens_per_gpu=1024)
-    fwd = deepep_sweep((16, 32), tokens_per_gpu=1024, count_local_writes=True)
+    plain = deepep_benchmark((16, 32), tokens_per_gpu=1024)
+    fwd = deepep_benchmark((16, 32), tokens_per_gpu=1024, count_local_writes=True)
     assert plain[0]["nvlink_copies_per_token"] == pytest.approx(5.71, abs=0.05)
     assert plain[0]["nvl_writes_per_token"] == pytest.approx(6.52, abs=0.05)
     assert fwd[0]["dispatch_bound"] == "forwarding"
@@ -393,3 +393,26 @@ def test_deepep_buffer_writes_are_distinct_ranks_and_bind_at_ep16():
 
         t = ep_dispatch_traffic([[0]], [0], [9], 8, 1.0, n_gpus=16)
         ep_phase(h800_cluster(2), t, local_writes=[1.0])
+
+
+def test_slot_ids_with_replicas_count_like_expert_ids_on_their_gpus():
+    """The byte matrices need only each choice's GPU: slots of a replicated layout give the same
+    bytes as expert ids on a one-replica layout that puts each expert where its slot is."""
+    from uneven.ep.model import route_ep_group
+
+    r = route_ep_group(4, 16, n_experts=32, k=4, replicas=2, seed=3, nodes_per_leaf=2)
+    ids, gpu = r.targets
+    flat = gpu[ids]  # the GPU of every choice
+    # one pseudo-expert per (token, choice) on that GPU
+    fake_ids = np.arange(flat.size).reshape(flat.shape)
+    for mode in ("relay", "direct"):
+        a = ep_dispatch_traffic(ids, r.src_gpu, gpu, 8, 1.0, mode=mode, n_gpus=32)
+        b = ep_dispatch_traffic(fake_ids, r.src_gpu, flat.ravel(), 8, 1.0, mode=mode, n_gpus=32)
+        assert np.array_equal(a.network, b.network) and np.array_equal(a.nvlink, b.nvlink)
+    logical = deepep_logical_bytes(ids, r.src_gpu, gpu, 8, 2.0, n_gpus=32)
+    relay = ep_dispatch_traffic(ids, r.src_gpu, gpu, 8, 2.0, n_gpus=32)
+    assert logical.network_total == relay.network_bytes == 2.0 * relay.remote_nodes_per_token.sum()
+    from uneven.ep.traffic import local_buffer_writes
+
+    writes = local_buffer_writes(ids, r.src_gpu, gpu, 8, 1.0, n_gpus=32)
+    assert writes.sum() <= ids.size

@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from uneven.ep._kernels import _counter_key, _popularity_odds
 from uneven.ep.model import EpStep, ep_step
+from uneven.ep.placement import _reference_slot, replica_table, replicated_slots
 from uneven.ep.routing import (
     _reference_counter_scores,
     _reference_node_limited,
@@ -20,7 +21,8 @@ from uneven.ep.routing import (
     generated_route,
     node_limited_route,
 )
-from uneven.ep.traffic import ep_dispatch_traffic
+from uneven.ep.traffic import _reference_ep, ep_dispatch_traffic
+from uneven.topology import h800_cluster
 
 
 @settings(max_examples=40, deadline=None)
@@ -153,3 +155,89 @@ def test_generated_route_refuses_bad_input():
         generated_route(4, 256, 2, 8, 1, first_token=2**61)
     with pytest.raises(ValueError, match="n_tokens"):
         counter_gate_scores(10**9, 256)
+
+
+# ---------------------------------------------------------------------------------------------
+# the step with replicated experts
+
+
+def _route_map_count(n_gpus, tpg, ep, n_experts, k, n_groups, max_groups, replicas, rule, npl,
+                     seed, skew, mode, bpc):
+    """Route each GPU's tokens with generated_route, map each choice to the slot its GPU uses
+    (replica_table of the group, its leaves counted from the group's first node), count."""
+    p = replicated_slots(n_experts, ep, replicas, gpus_per_node=8, gpus_per_nic=1)
+    src = np.repeat(np.arange(ep), tpg)
+    nets, nvls, loads = [], [], []
+    for q in range(n_gpus // ep):
+        ids = np.concatenate([
+            generated_route(tpg, n_experts, k, n_groups, max_groups, skew=skew, seed=seed,
+                            first_token=gpu * tpg).expert_ids
+            for gpu in range(q * ep, (q + 1) * ep)])
+        table = replica_table(p, rule=rule, nodes_per_leaf=npl, first_node=q * ep // 8)
+        slots = table[src[:, None], ids]
+        t = ep_dispatch_traffic(slots, src, p.slot_gpu, 8, bpc, mode=mode, n_gpus=ep)
+        nets.append(t.network)
+        nvls.append(t.nvlink)
+        loads.append(np.bincount(slots.ravel(), minlength=p.n_slots))
+    return np.array(nets), np.array(nvls), np.array(loads), p
+
+
+@pytest.mark.parametrize("n_gpus, tpg, ep, n_experts, k, max_nodes, n_groups, replicas, rule, "
+                         "npl, mode, threads", [
+    (64, 6, 32, 16, 4, 2, None, 2, "nearest", 3, "relay", 1),    # leaves cut groups two ways
+    (64, 5, 32, 16, 4, 2, None, 2, "round_robin", 3, "direct", 3),
+    (96, 4, 32, 16, 4, 1, None, 2, "nearest", 5, "direct", 2),
+    (64, 4, 32, 64, 6, 2, 4, [3] * 32 + [1] * 32, "nearest", 32, "relay", 2),
+    (128, 3, 128, 256, 8, 4, 8, 2, "nearest", 8, "relay", 1),    # 256 x 2 in 8 groups (fast)
+    (32, 7, 32, 8, 2, 1, 1, 4, "nearest", 32, "relay", 1),       # a full copy on every node
+])
+def test_ep_step_with_replicas_equals_routing_mapping_then_counting(
+        n_gpus, tpg, ep, n_experts, k, max_nodes, n_groups, replicas, rule, npl, mode, threads):
+    st_ = ep_step(n_gpus, tpg, ep=ep, n_experts=n_experts, k=k, max_nodes=max_nodes,
+                  n_groups=n_groups, replicas=replicas, replica_rule=rule, seed=4, skew=0.5,
+                  mode=mode, threads=threads,
+                  topology=lambda n: h800_cluster(n, nodes_per_leaf=npl))
+    groups = n_groups or (ep // 8) // int(np.min(replicas))
+    net, nvl, slot_load, p = _route_map_count(n_gpus, tpg, ep, n_experts, k, groups,
+                                              min(max_nodes, groups), replicas, rule, npl, 4,
+                                              0.5, mode, st_.bytes_per_copy)
+    assert np.array_equal(st_.network, net) and np.array_equal(st_.nvlink, nvl)
+    assert np.array_equal(st_.slot_load, slot_load)
+    assert np.array_equal(st_.placement.phy2log, p.phy2log)
+    assert st_.slot_load.sum() == n_gpus * tpg * k == st_.expert_load.sum()
+    if n_experts == 8:  # every node holds every expert: the nearest rule crosses no NIC
+        assert st_.network.sum() == 0.0 and st_.remote_nodes_per_token == 0.0
+
+
+def test_ep_step_with_replicas_equals_the_pure_python_chain():
+    """Counter scores, node-limited routing, replica choice and the copy rule, each by its
+    pure-Python reference, on one small group with replicas."""
+    n_gpus, tpg, n_experts, k, n_groups, max_groups = 16, 3, 8, 3, 2, 1
+    p = replicated_slots(n_experts, n_gpus, [2, 1, 1, 2, 3, 1, 4, 2], gpus_per_node=8,
+                         gpus_per_nic=1)
+    st_ = ep_step(n_gpus, tpg, ep=16, n_experts=n_experts, k=k, max_nodes=max_groups,
+                  n_groups=n_groups, placement=p, seed=2, hidden=128, dispatch_dtype="bf16")
+    scores = _reference_counter_scores(_counter_key(2), 0, n_gpus * tpg, n_experts)
+    ids, _ = _reference_node_limited(scores.astype(np.float64), np.zeros(n_experts), k,
+                                     n_groups, max_groups, 1.0)
+    src = np.repeat(np.arange(n_gpus), tpg)
+    slots = np.array([[_reference_slot(p, int(s), int(e), "nearest") for e in row]
+                      for s, row in zip(src, ids, strict=True)])
+    net, nvl, *_ = _reference_ep(slots, src, p.slot_gpu, 8, True, n_gpus)
+    assert np.array_equal(st_.network[0], net * 256.0)
+    assert np.array_equal(st_.nvlink[0], nvl * 256.0)
+    assert np.array_equal(st_.slot_load[0], np.bincount(slots.ravel(), minlength=p.n_slots))
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    ({"n_gpus": 512, "ep": 512}, r"every GPU needs.*replicas=2"),
+    ({"replicas": 0}, "replicas"),
+    ({"replicas": [2] * 10}, "replicas"),
+    ({"replica_rule": "nearer"}, "replica_rule"),
+    ({"n_groups": 7}, "n_groups"),
+    ({"placement": [0, 1]}, "placement"),
+])
+def test_ep_step_refuses_bad_replica_input(kwargs, match):
+    args = {"n_gpus": 64, "tokens_per_gpu": 2, **kwargs}
+    with pytest.raises(ValueError, match=match):
+        ep_step(**args)

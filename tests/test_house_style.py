@@ -8,6 +8,7 @@ recipe call of every notebook through the same check (``UNEVEN_CHECK_STYLE=1``).
 """
 
 import ast
+import importlib
 import inspect
 import re
 from pathlib import Path
@@ -19,7 +20,7 @@ from uneven import explorers, plots
 from uneven.papers import PAPERS
 
 EXPLORER_FILES = sorted((Path(explorers.__file__).parent).glob("nb*.py"))
-MODULES = [getattr(explorers, p.stem) for p in EXPLORER_FILES]
+MODULES = [importlib.import_module(f"uneven.explorers.{p.stem}") for p in EXPLORER_FILES]
 
 
 def _recipes(mod):

@@ -273,7 +273,7 @@ def test_each_section_pins_its_numbers_in_one_collapsed_check_cell(path):
 SECOND_EDITIONS = {"01_attack_of_the_bubbles.ipynb": True, "02_bytescale.ipynb": True,
                    "03_deepseek_v3.ipynb": False, "04_megascale_moe.ipynb": True,
                    "05_balancing_and_beyond.ipynb": True, "06_ubep.ipynb": True,
-                   "07_what_they_agree_on.ipynb": True}
+                   "07_what_they_agree_on.ipynb": True, "08_research_quickstart.ipynb": False}
 
 
 _APPENDIX = re.compile(r"^#+\s*(appendix|going further|optional|附錄)", re.I | re.M)
@@ -295,3 +295,30 @@ def test_core_path_is_at_most_3000_words_with_an_appendix_after_it(name):
         words += len(re.findall(r"[A-Za-z0-9']+", prose))
     assert appendix or not SECOND_EDITIONS[name], f"{name} has no '## Appendix' section"
     assert words <= 3000, f"{name}: the core path has {words:,} words of prose"
+
+
+def _readme_library_block() -> str:
+    text = (ROOT / "README.md").read_text()
+    start = text.index("## The library")
+    return text[start:text.index("```", text.index("```", start) + 3)]
+
+
+def test_the_readme_lists_every_public_module():
+    """Every public module and package (not a forwarding shim at an old path) is named in the
+    README's library map: ``name.py`` for a module, ``name/`` for a package."""
+    block = _readme_library_block()
+    missing = []
+    for path in sorted(LIB.rglob("*.py")):
+        rel = path.relative_to(LIB)
+        if any(part.startswith("_") for part in rel.parts) or "__pycache__" in rel.parts:
+            continue
+        if "__getattr__ = forward(" in path.read_text():  # an old path kept for one release
+            continue
+        if rel.parts[0] in ("exercises", "explorers"):  # one module per notebook, named as such
+            continue
+        if not re.search(rf"(?<![\w/]){re.escape(path.name)}\b", block):
+            missing.append(str(rel))
+    for pkg in sorted(p for p in LIB.iterdir() if (p / "__init__.py").exists()):
+        if not pkg.name.startswith("_") and f"{pkg.name}/" not in block:
+            missing.append(f"{pkg.name}/")
+    assert not missing, f"the README's library map leaves out {missing}"

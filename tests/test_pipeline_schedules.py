@@ -25,7 +25,7 @@ from uneven.engines.timeline import run_timeline
 from uneven.schedulers import pipeline as P
 from uneven.schedulers.pipeline import (
     OP_KINDS,
-    delay_sweep,
+    delay_scan,
     pipeline_schedule,
     simulate_pipeline,
     simulate_trace,
@@ -642,7 +642,7 @@ def test_a_slow_link_replays_and_the_dispatchers_modes_are_refused(kind):
     healthy = simulate_pipeline(s, t, t, t)
     slow = simulate_pipeline(s, t, t, t, delays=d)
     assert slow.iteration_time > healthy.iteration_time
-    sw = delay_sweep(s, t, t, t, link=0, delays=[0.0, 0.01, 0.02])
+    sw = delay_scan(s, t, t, t, link=0, delays=[0.0, 0.01, 0.02])
     assert sw.iteration_times[-1] == pytest.approx(slow.iteration_time)
     assert np.all(np.diff(sw.iteration_times) >= 0)
     tr = simulate_trace(s, t, t, t, delay_trace=np.array([np.zeros(len(d)), d]))

@@ -10,9 +10,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from uneven.ep.placement import (
+    REPLICA_RULES,
     Placement,
+    _chosen_slots,
     _reference_packing,
     _reference_replicate,
+    _reference_slot,
     balanced_packing,
     contiguous_slots,
     eplb_placement,
@@ -23,7 +26,9 @@ from uneven.ep.placement import (
     nvlink_swaps,
     placement_from_phy2log,
     rebalance_experts,
+    replica_table,
     replicate_experts,
+    replicated_slots,
     route_to_slots,
     slot_loads,
 )
@@ -400,3 +405,121 @@ def test_busiest_gpu_floor_of_notebook_05_and_its_errors():
                          ([1.0, 2.0], 0, "n_gpus"), ([1.0, 2.0], 3, "n_gpus")):
         with pytest.raises(ValueError, match=name):
             busiest_gpu_floor(bad, n)
+
+
+# ---------------------------------------------------------------------------------------------
+# replica layouts and the rule that picks a replica
+
+
+def test_equal_replicas_are_copies_of_the_contiguous_layout_side_by_side():
+    p = replicated_slots(256, 512, 2, gpus_per_node=8, gpus_per_nic=1)
+    plain = contiguous_slots(256, 256, gpus_per_node=8, gpus_per_nic=1)
+    assert p.n_slots == 512 and p.slots_per_gpu == 1 and p.logcnt.tolist() == [2] * 256
+    assert np.array_equal(p.phy2log, np.tile(plain.phy2log, 2))
+    assert np.array_equal(p.log2phy, np.stack([np.arange(256), 256 + np.arange(256)], axis=1))
+    one = replicated_slots(8, 4, 1, gpus_per_node=2, gpus_per_nic=1)
+    assert np.array_equal(one.phy2log, contiguous_slots(8, 4, gpus_per_node=2,
+                                                        gpus_per_nic=1).phy2log)
+    # counts per expert: copy 0 of everyone, then the second copies, in expert order
+    q = replicated_slots(4, 3, [2, 1, 1, 2], gpus_per_node=3, gpus_per_nic=1)
+    assert q.phy2log.tolist() == [0, 1, 2, 3, 0, 3] and q.log2phy[3].tolist() == [3, 5]
+
+
+@pytest.mark.parametrize("args, match", [
+    ((256, 512, 1), r"replicas=1 with n_experts=256 gives 256 expert slots.*every GPU needs.*"
+                    r"replicas=2 \(512 slots, 1 per GPU\)"),
+    ((256, 384, 1), r"replicas=3 \(768 slots"),
+    ((4, 2, [1, 1, 1, 2]), r"counts .* sum to 5.*multiple of 2, e.g. 4 \(1 fewer\) or 6"),
+    ((4, 2, [1, 0, 1, 2]), "replicas"),
+    ((4, 2, 10**9), "replicas"),
+])
+def test_replica_layouts_that_cannot_fill_the_gpus_say_why_and_what_works(args, match):
+    with pytest.raises(ValueError, match=match):
+        replicated_slots(*args, gpus_per_node=2, gpus_per_nic=1)
+
+
+def test_route_to_slots_keeps_its_round_robin_default_and_offers_nearest():
+    p = replicated_slots(4, 4, 2, gpus_per_node=2, gpus_per_nic=1)  # a copy per node
+    ids = np.array([[0, 3]] * 4)
+    src = np.arange(4)
+    assert route_to_slots(p, ids, src).tolist() == [[0, 3], [4, 7], [0, 3], [4, 7]]
+    assert route_to_slots(p, ids, src, rule="nearest").tolist() == [[0, 3], [0, 3], [4, 7],
+                                                                     [4, 7]]
+    table = replica_table(p)
+    assert np.array_equal(table[src[:, None], ids], route_to_slots(p, ids, src, rule="nearest"))
+    with pytest.raises(ValueError, match="rule"):
+        route_to_slots(p, ids, src, rule="closest")
+    with pytest.raises(ValueError, match="nodes_per_leaf"):
+        replica_table(p, nodes_per_leaf=0)
+    with pytest.raises(ValueError, match="first_node"):
+        replica_table(p, nodes_per_leaf=1, first_node=-1)
+
+
+def test_nearest_prefers_own_gpu_then_node_then_leaf_and_breaks_remote_ties_by_node():
+    # 8 GPUs, 2 per node (4 nodes), 2 leaf groups of 2 nodes; expert 0 on GPUs 1, 4 and 6
+    p = placement_from_phy2log([1, 0, 2, 3, 0, 4, 0, 5], 6, 8, gpus_per_node=2, gpus_per_nic=1)
+    t = replica_table(p, nodes_per_leaf=2)[:, 0]
+    gpu = t // p.slots_per_gpu
+    assert gpu[1] == 1 and gpu[4] == 4 and gpu[6] == 6          # its own GPU
+    assert gpu[0] == 1 and gpu[5] == 4 and gpu[7] == 6          # its own node
+    assert gpu[2] == 1 and gpu[3] == 1                          # its own leaf group (nodes 0, 1)
+    flat = replica_table(p)[:, 0] // p.slots_per_gpu            # one leaf group: node 1 ties
+    # GPUs 2, 3 (node 1): a tie of three remote copies, broken by node: 1 mod 3 -> the second
+    assert flat[2] == flat[3] == 4 and flat[0] == 1
+    # the placement's node 0 as the cluster's node 1: leaves {node 0}, {1, 2}, {3} -> GPU 4
+    assert route_to_slots(p, [[0]], [2], rule="nearest", nodes_per_leaf=2,
+                          first_node=1)[0, 0] == 4
+
+
+def test_a_remote_tie_follows_nodes_not_rails():
+    """The relay sends a token's network copy on its own rail: with a tie broken by source
+    node, every rail's NICs on both copies receive the same share."""
+    p = replicated_slots(16, 32, 2, gpus_per_node=8, gpus_per_nic=1)  # 4 nodes, copies on 2 each
+    t = replica_table(p) // p.slots_per_gpu
+    copy_of = (t >= 16).astype(int)  # which copy each (GPU, expert) uses
+    remote = (t // 8) != (np.arange(32) // 8)[:, None]
+    for rail in range(8):
+        rows = np.arange(rail, 32, 8)
+        used = copy_of[rows][remote[rows]]
+        assert 0.3 < used.mean() < 0.7  # both copies serve every rail
+
+
+def _random_placement(rng):
+    gpn = int(rng.choice([1, 2, 4]))
+    n_gpus = gpn * int(rng.integers(1, 6))
+    spg = int(rng.integers(1, 4))
+    n_exp = int(rng.integers(1, n_gpus * spg + 1))
+    p2l = np.concatenate([np.arange(n_exp), rng.integers(0, n_exp, n_gpus * spg - n_exp)])
+    return placement_from_phy2log(rng.permutation(p2l), n_exp, n_gpus, gpus_per_node=gpn,
+                                  gpus_per_nic=1, phyrank=None)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(0, 10**6), st.sampled_from(REPLICA_RULES), st.sampled_from([None, 1, 2, 3]))
+def test_replica_choice_equals_the_reference_and_is_never_farther_than_needed(seed, rule, npl):
+    rng = np.random.default_rng(seed)
+    p = _random_placement(rng)
+    leaf = None if npl is None else np.arange(p.n_nodes) // npl
+    table = replica_table(p, rule=rule, nodes_per_leaf=npl)
+    ids = rng.integers(0, p.n_experts, (7, 3))
+    src = rng.integers(0, p.n_gpus, 7)
+    picked = route_to_slots(p, ids, src, rule=rule, nodes_per_leaf=npl)
+    assert np.array_equal(picked, table[src[:, None], ids])
+    assert np.array_equal(p.phy2log[table], np.broadcast_to(np.arange(p.n_experts), table.shape))
+    for g in range(p.n_gpus):
+        for e in range(p.n_experts):
+            assert table[g, e] == _reference_slot(p, g, e, rule, leaf)
+    if rule == "nearest":  # a replica on the token's own GPU or node is always taken
+        own = p.slot_gpu[table]
+        for g in range(p.n_gpus):
+            for e in range(p.n_experts):
+                gpus = p.slot_gpu[p.log2phy[e, :p.logcnt[e]]]
+                if g in gpus:
+                    assert own[g, e] == g
+                elif (gpus // p.gpus_per_node == g // p.gpus_per_node).any():
+                    assert own[g, e] // p.gpus_per_node == g // p.gpus_per_node
+    else:
+        assert np.array_equal(table, p.log2phy[np.arange(p.n_experts)[None, :],
+                                               np.arange(p.n_gpus)[:, None] % p.logcnt])
+    # the vectorised helper on arbitrary broadcast shapes
+    assert np.array_equal(_chosen_slots(p, src[:, None], ids, rule, leaf), picked)

@@ -22,7 +22,7 @@ from uneven.collectives import all_to_all
 from uneven.engines.fluid import simulate_fluid
 from uneven.engines.linkload import link_loads
 from uneven.engines.timeline import run_timeline
-from uneven.ep.model import decode_tpot_bound, deepep_sweep, ep_phase, ep_round, route_ep_group
+from uneven.ep.model import decode_tpot_bound, deepep_benchmark, ep_phase, ep_round, route_ep_group
 from uneven.ep.routing import expected_distinct_groups, synthetic_gate_scores
 from uneven.ep.traffic import ep_dispatch_traffic
 from uneven.schedulers import pipeline as P
@@ -191,7 +191,7 @@ def test_row14_complex_bytes_are_refused():
 @pytest.mark.parametrize("call, name", [
     (lambda: superpod(2, npu_bw=1e9, hop_latency=None), "hop_latency"),
     (lambda: cluster(2, nvlink_bw=1e9, nic_bw=1e9, sources="abc"), "sources"),
-    (lambda: deepep_sweep(ep_sizes=16), "ep_sizes"),
+    (lambda: deepep_benchmark(ep_sizes=16), "ep_sizes"),
     (lambda: link_loads(h800_cluster(2), [0], [9], [1.0]).grid("npu_out"), "kind"),
     (lambda: link_loads(h800_cluster(2), [0], [9], [1.0]).grid("node_up"), "kind"),
 ])

@@ -14,8 +14,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from uneven import sweep as sweep_fn
-from uneven.sweep import MAX_POINTS, SweepWarning, sweep
+from uneven import grid_sweep as sweep_fn
+from uneven.sweep import MAX_POINTS, SweepWarning, grid_sweep
 
 pd = pytest.importorskip("pandas")
 
@@ -46,11 +46,11 @@ def warm():
 
 @pytest.fixture(scope="module")
 def in_process():
-    return sweep(pipeline_point, GRID, processes=1, progress=False)
+    return grid_sweep(pipeline_point, GRID, processes=1, progress=False)
 
 
 def test_the_doc_example_is_re_exported():
-    assert sweep_fn is sweep
+    assert sweep_fn is grid_sweep
 
 
 def test_table_layout_and_values(in_process):
@@ -67,7 +67,7 @@ def test_table_layout_and_values(in_process):
 
 
 def test_local_processes_give_the_same_table(in_process):
-    t = sweep(pipeline_point, GRID, processes=2, chunk_size=5, setup=warm, progress=False)
+    t = grid_sweep(pipeline_point, GRID, processes=2, chunk_size=5, setup=warm, progress=False)
     pd.testing.assert_frame_equal(t, in_process)
 
 
@@ -82,18 +82,18 @@ def dask_client():
 
 def test_dask_local_cluster_gives_the_same_table(in_process, dask_client):
     client = dask_client
-    t = sweep(pipeline_point, GRID, client=client, chunk_size=7, setup=warm, progress=False)
+    t = grid_sweep(pipeline_point, GRID, client=client, chunk_size=7, setup=warm, progress=False)
     pd.testing.assert_frame_equal(t, in_process)
     # a failure on a worker is reported the same way
     with pytest.warns(SweepWarning, match=r"1 of 6 points failed.*'x': 2, 'y': 'b'"):
-        f = sweep(sometimes_fails, {"x": [1, 2, 3], "y": ["a", "b"]}, client=client,
+        f = grid_sweep(sometimes_fails, {"x": [1, 2, 3], "y": ["a", "b"]}, client=client,
                   chunk_size=2, progress=False)
     assert f["error"].tolist()[3] == "ZeroDivisionError: point (2, b) is bad"
 
 
 def test_a_failing_point_keeps_its_parameters_and_the_other_results():
     with pytest.warns(SweepWarning, match=r"1 of 6 points failed.*'x': 2, 'y': 'b'"):
-        t = sweep(sometimes_fails, {"x": [1, 2, 3], "y": ["a", "b"]}, processes=2,
+        t = grid_sweep(sometimes_fails, {"x": [1, 2, 3], "y": ["a", "b"]}, processes=2,
                   chunk_size=2, progress=False)
     assert t["x"].tolist() == [1, 1, 2, 2, 3, 3] and t["y"].tolist() == ["a", "b"] * 3
     assert math.isnan(t["result"][3]) and t["error"][3].startswith("ZeroDivisionError")
@@ -102,14 +102,14 @@ def test_a_failing_point_keeps_its_parameters_and_the_other_results():
 
 
 def test_numpy_table_without_pandas_matches_the_dataframe(in_process):
-    arr = sweep(pipeline_point, GRID, processes=1, table="numpy", progress=False)
+    arr = grid_sweep(pipeline_point, GRID, processes=1, table="numpy", progress=False)
     assert arr.dtype.names == tuple(in_process.columns)
     for name in arr.dtype.names:
         assert arr[name].tolist() == in_process[name].tolist()
 
 
 def test_list_of_dicts_and_one_number_results():
-    t = sweep(lambda a, b: a + b, [{"a": 1, "b": 2}, {"b": 5, "a": 3}], processes=1,
+    t = grid_sweep(lambda a, b: a + b, [{"a": 1, "b": 2}, {"b": 5, "a": 3}], processes=1,
               progress=False)
     assert list(t.columns) == ["a", "b", "result", "error"]  # lambda takes no seed
     assert t["result"].tolist() == [3, 8]
@@ -119,7 +119,7 @@ def test_results_may_differ_between_points_and_clash_with_parameters():
     def f(x):
         return {"x": x * 2, "odd": 1.0} if x % 2 else {"x": x * 2}
 
-    t = sweep(f, {"x": [1, 2]}, processes=1, progress=False)
+    t = grid_sweep(f, {"x": [1, 2]}, processes=1, progress=False)
     assert list(t.columns) == ["x", "x_result", "odd", "error"]
     assert t["odd"].tolist()[0] == 1.0 and math.isnan(t["odd"].tolist()[1])
 
@@ -129,7 +129,7 @@ def test_non_scalar_results_fail_that_point_only():
         return {"v": np.arange(x)} if x else {"v": 1.0}
 
     with pytest.warns(SweepWarning):
-        t = sweep(f, {"x": [0, 2]}, processes=1, progress=False)
+        t = grid_sweep(f, {"x": [0, 2]}, processes=1, progress=False)
     assert t["v"].tolist()[0] == 1.0 and "scalars" in t["error"][1]
 
 
@@ -137,27 +137,27 @@ def test_seeds_depend_on_the_sweep_seed_and_the_point_only():
     def draw(i, seed):
         return float(np.random.default_rng(seed).random())
 
-    a = sweep(draw, {"i": list(range(6))}, seed=3, processes=1, progress=False)
-    b = sweep(draw, {"i": list(range(6))}, seed=3, processes=2, chunk_size=4, progress=False)
-    c = sweep(draw, {"i": list(range(6))}, seed=4, processes=1, progress=False)
+    a = grid_sweep(draw, {"i": list(range(6))}, seed=3, processes=1, progress=False)
+    b = grid_sweep(draw, {"i": list(range(6))}, seed=3, processes=2, chunk_size=4, progress=False)
+    c = grid_sweep(draw, {"i": list(range(6))}, seed=4, processes=1, progress=False)
     pd.testing.assert_frame_equal(a, b)
     assert not np.array_equal(a["result"], c["result"])
     # a seed set by the grid is used as given
-    d = sweep(draw, {"i": [0], "seed": [11]}, processes=1, progress=False)
+    d = grid_sweep(draw, {"i": [0], "seed": [11]}, processes=1, progress=False)
     assert d["result"][0] == np.random.default_rng(11).random()
 
 
 def test_writes_csv_and_parquet(tmp_path, in_process):
     csv_path = tmp_path / "out.csv"
-    sweep(pipeline_point, GRID, processes=1, progress=False, path=csv_path)
+    grid_sweep(pipeline_point, GRID, processes=1, progress=False, path=csv_path)
     back = pd.read_csv(csv_path, keep_default_na=False)
     assert back["iteration_s"].tolist() == in_process["iteration_s"].tolist()
     pytest.importorskip("pyarrow")
     pq = tmp_path / "out.parquet"
-    sweep(pipeline_point, GRID, processes=1, progress=False, path=pq)
+    grid_sweep(pipeline_point, GRID, processes=1, progress=False, path=pq)
     pd.testing.assert_frame_equal(pd.read_parquet(pq), in_process)
     np_csv = tmp_path / "np.csv"
-    sweep(pipeline_point, GRID, processes=1, progress=False, table="numpy", path=np_csv)
+    grid_sweep(pipeline_point, GRID, processes=1, progress=False, table="numpy", path=np_csv)
     assert pd.read_csv(np_csv, keep_default_na=False).equals(back)
 
 
@@ -179,8 +179,63 @@ def test_writes_csv_and_parquet(tmp_path, in_process):
 ])
 def test_bad_grids_are_refused(grid, match):
     with pytest.raises(ValueError, match=match):
-        sweep(lambda **k: 0.0, grid, processes=1, progress=False)
+        grid_sweep(lambda **k: 0.0, grid, processes=1, progress=False)
     assert MAX_POINTS == 10**7
+
+
+class _Calls:
+    """Counts calls across the refusal tests: a refused grid must call fn zero times."""
+    n = 0
+
+
+def _two_params(p, m, hol=False):
+    _Calls.n += 1
+    return p + m
+
+
+@pytest.mark.parametrize("fn, grid, match", [
+    (_two_params, {"p": [1], "mm": [2]}, r"grid keys \['mm'\] are not parameters of "
+                                         r"_two_params.*'mm': did you mean 'm'\?"),
+    (_two_params, {"p": [1], "m": [2], "HOL": [True]}, r"\['HOL'\].*did you mean 'hol'"),
+    (_two_params, {"p": [1], "m": [2], "zzz": [1]}, r"\['zzz'\] are not parameters"),
+    (_two_params, [{"p": 1, "q": 2}], r"\['q'\] are not parameters"),
+    (_two_params, {"p": [1, 2]}, r"without a default; missing \['m'\]"),
+    (lambda *a: 0, {"x": [1]}, r"\['x'\] are not parameters"),
+])
+def test_a_grid_key_fn_does_not_take_is_refused_before_any_point_runs(fn, grid, match):
+    _Calls.n = 0
+    with pytest.raises(ValueError, match=match):
+        grid_sweep(fn, grid, processes=1, progress=False)
+    assert _Calls.n == 0
+
+
+def test_keys_are_free_for_kwargs_and_a_seed_need_not_be_in_the_grid():
+    t = grid_sweep(lambda **k: len(k), {"anything": [1]}, processes=1, progress=False,
+                   table="numpy")
+    assert t["result"].tolist() == [2]  # anything and its seed
+    t = grid_sweep(lambda x, seed: x, {"x": [3]}, processes=1, progress=False, table="numpy")
+    assert t["result"].tolist() == [3]
+
+
+def test_the_module_documents_itself_and_the_old_names_still_work():
+    import pydoc
+
+    import uneven
+    import uneven.ep as ep
+    import uneven.schedulers.pipeline as pipeline
+
+    assert "one function over a grid" in pydoc.render_doc(uneven.sweep)
+    assert uneven.sweep.grid_sweep is uneven.grid_sweep
+    for old, new in [(lambda: uneven.sweep.sweep, uneven.grid_sweep),
+                     (lambda: pipeline.delay_sweep, pipeline.delay_scan),
+                     (lambda: pipeline.DelaySweep, pipeline.DelayScan),
+                     (lambda: ep.deepep_sweep, ep.deepep_benchmark)]:
+        with pytest.warns(DeprecationWarning, match="is now"):
+            assert old() is new
+    with pytest.warns(DeprecationWarning, match="now uneven.grid_sweep"):
+        t = uneven.sweep(lambda x: 2 * x, {"x": [1, 2]}, processes=1, progress=False,
+                         table="numpy")
+    assert t["result"].tolist() == [2, 4]
 
 
 @pytest.mark.parametrize("kwargs, match", [
@@ -206,14 +261,14 @@ def test_bad_grids_are_refused(grid, match):
 def test_bad_arguments_are_refused(kwargs, match):
     args = {"fn": lambda x: x, "grid": {"x": [1]}, "processes": 1, "progress": False, **kwargs}
     with pytest.raises(ValueError, match=match):
-        sweep(**args)
+        grid_sweep(**args)
 
 
 def test_progress_bar_does_not_change_the_table():
     pytest.importorskip("tqdm")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # tqdm's notebook detection
-        t = sweep(lambda x: x + 1, {"x": list(range(5))}, processes=1, progress=True)
+        t = grid_sweep(lambda x: x + 1, {"x": list(range(5))}, processes=1, progress=True)
     assert t["result"].tolist() == [1, 2, 3, 4, 5]
 
 
@@ -232,13 +287,13 @@ def _dies(x):
 @pytest.mark.parametrize("processes", [1, 2])
 def test_a_failing_setup_is_raised_with_its_reason(processes):
     with pytest.raises(RuntimeError, match="setup failed.*OSError: no cache here"):
-        sweep(lambda x: x, {"x": [1, 2, 3]}, processes=processes, chunk_size=1, setup=_bad_setup,
-              progress=False)
+        grid_sweep(lambda x: x, {"x": [1, 2, 3]}, processes=processes, chunk_size=1,
+                   setup=_bad_setup, progress=False)
 
 
 def test_a_dead_worker_fails_its_points_not_the_sweep():
     with pytest.warns(SweepWarning, match="worker lost"):
-        t = sweep(_dies, {"x": [0, 1]}, processes=2, chunk_size=1, progress=False)
+        t = grid_sweep(_dies, {"x": [0, 1]}, processes=2, chunk_size=1, progress=False)
     assert t["error"][1].startswith("worker lost")
 
 
@@ -250,7 +305,7 @@ def test_a_result_never_overwrites_another_column(tmp_path, table):
     # the issue's reproducer: result 'p' would go to 'p_result', which result 'p_result' holds
     path = tmp_path / "t.csv"
     with pytest.warns(SweepWarning, match=r"result 'p' is in column 'p_result2'.*'p_result'"):
-        t = sweep(lambda p: {"p_result": 1.0, "p": 2.0}, {"p": [1]}, processes=1, table=table,
+        t = grid_sweep(lambda p: {"p_result": 1.0, "p": 2.0}, {"p": [1]}, processes=1, table=table,
                   progress=False, path=path)
     names = t.dtype.names if table == "numpy" else tuple(t.columns)
     assert names == ("p", "p_result", "p_result2", "error")
@@ -260,7 +315,7 @@ def test_a_result_never_overwrites_another_column(tmp_path, table):
     if table == "pandas" and _have_pyarrow():
         pq = tmp_path / "t.parquet"
         with pytest.warns(SweepWarning, match="'p_result2'"):
-            t = sweep(lambda p: {"p_result": 1.0, "p": 2.0}, {"p": [1]}, processes=1,
+            t = grid_sweep(lambda p: {"p_result": 1.0, "p": 2.0}, {"p": [1]}, processes=1,
                       progress=False, path=pq)
         pd.testing.assert_frame_equal(pd.read_parquet(pq), t)
 
@@ -269,7 +324,7 @@ def test_a_result_never_overwrites_another_column(tmp_path, table):
         return {"x": -1.0, "seed": -2.0, "seed_result": -3.0}
 
     with pytest.warns(SweepWarning) as record:
-        t = sweep(f, {"x": [1, 2], "x_result": [5]}, processes=1, table=table, progress=False)
+        t = grid_sweep(f, {"x": [1, 2], "x_result": [5]}, processes=1, table=table, progress=False)
     names = t.dtype.names if table == "numpy" else tuple(t.columns)
     assert names == ("x", "x_result", "seed", "x_result2", "seed_result2", "seed_result", "error")
     assert list(t["x"]) == [1, 2] and list(t["x_result"]) == [5, 5]
@@ -310,13 +365,13 @@ def test_a_point_that_kills_its_worker_fails_alone(chunk_size):
     # (0-2 had run, their results not sent yet, so they run again)
     grid = {"i": list(range(8))}
     with pytest.warns(SweepWarning, match=r"1 of 8 points failed.*'i': 3.*worker lost.*died"):
-        t = sweep(_dies_at_3, grid, processes=2, chunk_size=chunk_size, progress=False)
+        t = grid_sweep(_dies_at_3, grid, processes=2, chunk_size=chunk_size, progress=False)
     assert t["error"][3] == ("worker lost: the worker process died while running this point "
                              "(exit code 3)")
     assert math.isnan(t["result"][3])
     # every other point ran (the rest of the dead worker's chunk on a fresh one), in grid
     # order, with the seeds and results of an in-process run
-    ref = sweep(_draw, grid, processes=1, progress=False)
+    ref = grid_sweep(_draw, grid, processes=1, progress=False)
     keep = t.index != 3
     pd.testing.assert_frame_equal(t[keep], ref[keep])
     assert _no_children()
@@ -330,12 +385,12 @@ def _kills_odd(i):
 
 def test_points_that_kill_every_worker_they_touch_fail_and_do_not_loop():
     with pytest.warns(SweepWarning, match="3 of 6 points failed"):
-        t = sweep(_kills_odd, {"i": list(range(6))}, processes=2, chunk_size=2, progress=False)
+        t = grid_sweep(_kills_odd, {"i": list(range(6))}, processes=2, chunk_size=2, progress=False)
     assert t["result"].tolist()[::2] == [0.0, 2.0, 4.0] and (t["error"][::2] == "").all()
     assert t["error"][1].endswith("(killed by signal 9, SIGKILL)")
     assert t["error"][3].endswith("(exit code 1)") and t["error"][5].endswith("(exit code 1)")
     with pytest.warns(SweepWarning, match="4 of 4 points failed"):
-        t = sweep(lambda i: os._exit(2), {"i": list(range(4))}, processes=2, progress=False)
+        t = grid_sweep(lambda i: os._exit(2), {"i": list(range(4))}, processes=2, progress=False)
     assert t["error"].str.startswith("worker lost").all()
     assert _no_children()
 
@@ -346,7 +401,7 @@ def _setup_dies():
 
 def test_a_setup_that_kills_its_worker_is_raised_not_retried():
     with pytest.raises(RuntimeError, match=r"setup failed.*died before its first point.*code 4"):
-        sweep(lambda x: x, {"x": [1, 2, 3]}, processes=2, chunk_size=1, setup=_setup_dies,
+        grid_sweep(lambda x: x, {"x": [1, 2, 3]}, processes=2, chunk_size=1, setup=_setup_dies,
               progress=False)
     assert _no_children()
 
@@ -362,7 +417,7 @@ def _sleeps_at_1(x, pid_dir):
 def test_a_point_over_the_timeout_fails_and_its_worker_is_stopped(tmp_path, processes):
     grid = {"x": [0, 1, 2, 3], "pid_dir": [str(tmp_path)]}
     with pytest.warns(SweepWarning, match=r"1 of 4 points failed.*'x': 1.*TimeoutError"):
-        t = sweep(_sleeps_at_1, grid, processes=processes, chunk_size=3, timeout=0.5,
+        t = grid_sweep(_sleeps_at_1, grid, processes=processes, chunk_size=3, timeout=0.5,
                   progress=False)
     assert t["error"][1] == ("TimeoutError: still running after timeout=0.5 s; its worker "
                              "process was stopped")
@@ -378,7 +433,7 @@ def test_a_point_over_the_timeout_fails_and_its_worker_is_stopped(tmp_path, proc
 def test_a_timeout_does_not_change_the_table_of_quick_points(in_process, timeout):
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # an hour is a sensible limit: no unit-slip warning
-        t = sweep(pipeline_point, GRID, processes=1, timeout=timeout, progress=False)
+        t = grid_sweep(pipeline_point, GRID, processes=1, timeout=timeout, progress=False)
     pd.testing.assert_frame_equal(t, in_process)
     assert _no_children()
 
@@ -399,14 +454,14 @@ def test_dask_a_point_that_kills_its_workers_fails_alone():
                                      dashboard_address=":0") as cluster, \
             distributed.Client(cluster) as client, \
             pytest.warns(SweepWarning, match=r"1 of 6 points failed.*'i': 3.*worker lost"):
-        t = sweep(_dies_at_3, grid, client=client, chunk_size=2, progress=False)
+        t = grid_sweep(_dies_at_3, grid, client=client, chunk_size=2, progress=False)
     assert t["error"][3].startswith("worker lost: the Dask workers running this point died")
     # its chunk-mate (point 2) was run again alone and kept
-    ref = sweep(_draw, grid, processes=1, progress=False)
+    ref = grid_sweep(_draw, grid, processes=1, progress=False)
     keep = t.index != 3
     pd.testing.assert_frame_equal(t[keep], ref[keep])
 
 
 def test_dask_refuses_a_timeout_it_could_not_enforce(dask_client):
     with pytest.raises(ValueError, match=r"timeout applies to local processes.*timeout=1"):
-        sweep(_draw, {"i": [0]}, client=dask_client, timeout=1.0, progress=False)
+        grid_sweep(_draw, {"i": [0]}, client=dask_client, timeout=1.0, progress=False)

@@ -195,3 +195,44 @@ def test_grid_shapes():
     assert r.grid("nic_up").shape == (3, 8)
     assert r.grid("nvl_out").shape == (3, 8)
     assert set(r.by_kind()) == set(LINK_KINDS[:6])
+
+
+# ---------------------------------------------------------------------------------------------
+# what binds: the bottleneck's kind and the busiest link of every kind
+
+
+def _drains_by_hand(loads, efficiency=None):
+    """Per kind, the largest bytes / capacity (x efficiency) over its links, spelled out."""
+    t = loads.topo
+    out = {}
+    for link in range(t.n_links):
+        kind = LINK_KINDS[int(t.link_kind[link])]
+        eff = efficiency.get(kind, 1.0) if isinstance(efficiency, dict) else (efficiency or 1.0)
+        out[kind] = max(out.get(kind, 0.0), loads.bytes[link] / (t.capacity[link] * eff))
+    return out
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.one_of(topologies, st.builds(
+    lambda n, g: superpod(n, npus_per_node=g, npu_bw=gbyte_per_s(392),
+                          node_uplink_bw=gbyte_per_s(392) * g / 4), st.integers(1, 4),
+    st.sampled_from([1, 2, 4]))), st.data())
+def test_bottleneck_kind_and_drain_by_kind_match_the_links(t, data):
+    n = t.n_gpus
+    m = data.draw(st.integers(0, 12))
+    src = np.array(data.draw(st.lists(st.integers(0, n - 1), min_size=m, max_size=m)), int)
+    dst = np.array(data.draw(st.lists(st.integers(0, n - 1), min_size=m, max_size=m)), int)
+    nbytes = np.array(data.draw(st.lists(st.floats(0, 1e6), min_size=m, max_size=m)))
+    eff = data.draw(st.sampled_from([None, 0.5, {"nvl_out": 0.1}, {"nic_down": 0.2}]))
+    if t.kind == "superpod" and isinstance(eff, dict):
+        eff = {"node_up": 0.3}
+    loads = link_loads(t, src, dst, nbytes)
+    drains = loads.drain_by_kind(eff)
+    want = _drains_by_hand(loads, eff)
+    assert list(drains) == [k for k in LINK_KINDS if k in want]
+    assert drains == pytest.approx(want, rel=1e-12, abs=0)
+    link, name, seconds = loads.bottleneck(eff)
+    assert loads.bottleneck_kind(eff) == name.split("[")[0] == LINK_KINDS[t.link_kind[link]]
+    assert max(drains.values()) == seconds
+    # the bottleneck is the first kind (in link order) whose busiest link is the busiest of all
+    assert loads.bottleneck_kind(eff) == next(k for k, v in drains.items() if v == seconds)

@@ -288,6 +288,18 @@ def test_round_trip_is_exact_for_whatever_the_builders_accept(t):
     assert len(changed_links) <= 6  # a changed link is one entry, never the whole topology
 
 
+def test_a_degraded_link_of_a_two_link_kind_is_one_entry():
+    """Found by the test above (CI): with two NIC uplinks, one degraded, the most common uplink
+    value is a tie; taking the degraded one as nic_bw made every healthy NIC, leaf and spine link
+    an entry (7). The writer takes the value that leaves the fewest entries."""
+    t = cluster(2, gpus_per_node=3, nics_per_node=1, nvlink_bw=1e6, nic_bw=1000001.0,
+                nodes_per_leaf=1, fabric="multi_plane", cross_rail="pxn")
+    cap = t.capacity.copy()
+    cap[t.links_of_kind("nic_up")[0]] = 1e6
+    d = _json_round_trip(dataclasses.replace(t, capacity=cap))
+    assert d["nic_bw"] == 1000001.0 and d["link_capacity"] == {"nic_up[node 0, nic 0]": 1e6}
+
+
 @settings(max_examples=30, deadline=None)
 @given(clusters(), st.data())
 def test_each_link_name_addresses_its_own_link(t, data):

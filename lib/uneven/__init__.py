@@ -12,7 +12,7 @@ allocating.
 166.1
 """
 
-from . import limits, units
+from . import limits, sweep, units
 from .collectives import (
     BUSBW_FACTOR,
     CollectiveResult,
@@ -42,7 +42,7 @@ from .schedulers.pipeline import (
     simulate_trace,
     slackness,
 )
-from .sweep import sweep
+from .sweep import grid_sweep
 from .topology import Topology, cloudmatrix384, cluster, h20_cluster, h800_cluster, superpod
 from .topology_io import topology_from_dict, topology_to_dict
 from .workloads import (
@@ -74,8 +74,8 @@ __all__ = [
     # workloads
     "expert_popularity", "expert_loads", "sequence_lengths", "episodic_delay_trace",
     "gaussian_delay_trace",
-    # research scale
-    "sweep",
+    # research scale (uneven.sweep is the module)
+    "grid_sweep", "sweep",
     # the language of messages and figure text (the zh-TW edition)
     "set_language", "get_language",
 ]

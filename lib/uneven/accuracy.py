@@ -171,9 +171,9 @@ def _step(name):
 
 @functools.lru_cache(maxsize=1)
 def _deepep():
-    from .ep import deepep_sweep
+    from .ep import deepep_benchmark
 
-    rows = deepep_sweep((32, 64), tokens_per_gpu=4096, count_local_writes=True)
+    rows = deepep_benchmark((32, 64), tokens_per_gpu=4096, count_local_writes=True)
     return {r["ep"]: r["dispatch_logical_GBps"] * GB for r in rows}
 
 

@@ -52,6 +52,7 @@ PLAUSIBLE = (
     ("bandwidth", r".*nic.*", (1e6, 2e11)),    # a NIC: 8 Mb/s .. 1.6 Tb/s
     ("bandwidth", r".*", (1e6, 1e14)),          # any link: 1 MB/s .. 100 TB/s
     ("time", r"t_[a-z]{1,3}", (None, 5.0)),     # one op of one micro-batch (t_f, t_b, t_w)
+    ("time", r".*timeout.*", (None, 1e7)),      # a time limit: an hour is sensible
     ("time", r".*", (None, 100.0)),
     ("size", r".*", (None, 1e15)),              # 1 PB
 )

@@ -1,15 +1,21 @@
 """Parameter sweeps: one function over a grid, on local processes or a Dask cluster.
 
-:func:`sweep` calls ``fn(**point)`` for every point of a grid and returns a tidy table, one row per
-point: the parameters, then the results, then an ``error`` column. It does not schedule anything
-itself: points are cut into chunks, and the chunks run on a :class:`concurrent.futures`
+:func:`grid_sweep` calls ``fn(**point)`` for every point of a grid and returns a tidy table, one
+row per point: the parameters, then the results, then an ``error`` column. It does not schedule
+anything itself: points are cut into chunks, and the chunks run on a :class:`concurrent.futures`
 process pool (the default: local processes, one per core) or on a Dask distributed ``Client``
 when one is given (a ``LocalCluster`` on a laptop, a real cluster elsewhere). The table is the same
 whichever runs it: rows come back in grid order, and each point's seed depends only on the sweep's
 ``seed`` and the point's index.
 
+It is the general sweep: any function, any parameters. Two narrower scans have their own names:
+:func:`uneven.schedulers.pipeline.delay_scan` (one pipeline schedule, one link's delay) and
+:func:`uneven.ep.model.deepep_benchmark` (DeepEP's bandwidth test over EP sizes).
+
 * **Grid**: a dict of lists (their product, the last key varying fastest, as
   :func:`itertools.product`) or a list of dicts with the same keys (points as given).
+  Every key must be a parameter of ``fn`` (unless ``fn`` takes ``**kwargs``) and every parameter
+  of ``fn`` without a default must be in the grid: a misspelt key is refused before any point runs.
 * **Results**: ``fn`` returns a dict of named scalar results (numbers, bools, strings, None) or
   one number (column ``result``). Points may return different keys; a missing one is NaN.
 * **Seeds**: if ``fn`` takes a ``seed`` argument (or ``**kwargs``) and the grid does not set one,
@@ -31,7 +37,7 @@ without them local processes and numpy tables still work.
 
 >>> def bubble(p, m):
 ...     return {"bubble": (p - 1) / (m + p - 1)}
->>> t = sweep(bubble, {"p": [2, 4], "m": [4, 8]}, processes=1, table="numpy", progress=False)
+>>> t = grid_sweep(bubble, {"p": [2, 4], "m": [4, 8]}, processes=1, table="numpy", progress=False)
 >>> t["p"].tolist(), t["m"].tolist(), t["bubble"].round(3).tolist()
 ([2, 2, 4, 4], [4, 8, 4, 8], [0.2, 0.111, 0.429, 0.273])
 """
@@ -39,13 +45,16 @@ without them local processes and numpy tables still work.
 from __future__ import annotations
 
 import csv
+import difflib
 import inspect
 import itertools
 import math
 import os
 import pickle
 import signal
+import sys
 import time
+import types
 import warnings
 from collections import deque
 from collections.abc import Mapping
@@ -54,10 +63,11 @@ from pathlib import Path
 
 import numpy as np
 
+from ._moved import renamed_names
 from ._validate import _show, check_bool, check_callable, check_choice, check_int, check_real
 from .quantities import is_quantity
 
-__all__ = ["sweep", "SweepWarning", "MAX_POINTS"]
+__all__ = ["grid_sweep", "SweepWarning", "MAX_POINTS"]
 
 #: The largest grid :func:`sweep` accepts (points); the table of a bigger one would not fit
 #: comfortably in memory, and such a sweep should be split by the caller.
@@ -148,6 +158,35 @@ def _scalar(name, value):
         return value
     raise ValueError(f"{name} must be a number, a bool, a string or None (one table cell); "
                      f"got {_show(value)}")
+
+
+def _check_keys(fn, names: list[str]) -> None:
+    """Refuse a grid whose keys ``fn`` cannot take, or that leaves out one it needs, before any
+    point runs (a misspelt key would otherwise fail every point, one ``error`` per row)."""
+    try:
+        params = inspect.signature(fn).parameters
+    except (TypeError, ValueError):  # no signature to read (some builtins): let the points tell
+        return
+    named = [n for n, p in params.items() if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
+    if not any(p.kind is p.VAR_KEYWORD for p in params.values()):
+        unknown = [k for k in names if k not in named]
+        if unknown:
+            lower = {n.casefold(): n for n in named}  # parameter names are case-sensitive
+            close = {k: difflib.get_close_matches(k.casefold(), list(lower), n=1)
+                     for k in unknown}
+            hints = "; ".join(f"{k!r}: did you mean {lower[c[0]]!r}?"
+                              for k, c in close.items() if c)
+            raise ValueError(f"grid keys {unknown} are not parameters of {_fn_name(fn)} (it takes "
+                             f"{named})" + (f"; {hints}" if hints else ""))
+    missing = [n for n in named if params[n].default is params[n].empty and n not in names
+               and n != "seed"]  # a seed is given to every point
+    if missing:
+        raise ValueError(f"grid must give every parameter of {_fn_name(fn)} without a default; "
+                         f"missing {missing} (the grid has {names})")
+
+
+def _fn_name(fn) -> str:
+    return getattr(fn, "__qualname__", None) or type(fn).__name__
 
 
 def _takes_seed(fn) -> bool:
@@ -386,9 +425,9 @@ def _have(module: str) -> bool:
 # --------------------------------------------------------------------------- public API
 
 
-def sweep(fn, grid, *, client=None, seed: int = 0, chunk_size: int | None = None,
-          processes: int | None = None, setup=None, progress: bool | None = None,
-          table: str = "auto", path=None, timeout: float | None = None):
+def grid_sweep(fn, grid, *, client=None, seed: int = 0, chunk_size: int | None = None,
+               processes: int | None = None, setup=None, progress: bool | None = None,
+               table: str = "auto", path=None, timeout: float | None = None):
     """Evaluate ``fn(**point)`` at every point of ``grid``; return one row per point.
 
     ``fn``: a callable taking the grid's keys as keyword arguments (and ``seed`` if it wants one,
@@ -429,12 +468,13 @@ def sweep(fn, grid, *, client=None, seed: int = 0, chunk_size: int | None = None
 
     >>> def noisy(sigma, seed):
     ...     return float(np.random.default_rng(seed).normal(0.0, sigma))
-    >>> t = sweep(noisy, {"sigma": [0.0, 1.0]}, processes=1, table="numpy", progress=False)
+    >>> t = grid_sweep(noisy, {"sigma": [0.0, 1.0]}, processes=1, table="numpy", progress=False)
     >>> t.dtype.names, t["result"][0], bool(t["seed"][0] != t["seed"][1])
     (('sigma', 'seed', 'result', 'error'), np.float64(0.0), True)
     """
     check_callable("fn", fn, "called as fn(**point)")
     names, points = _points(grid)
+    _check_keys(fn, names)
     seed = check_int("seed", seed, lo=0, hi=2**63 - 1)
     seeded = "seed" not in names and _takes_seed(fn)
     indexed = []
@@ -791,3 +831,19 @@ def _dask_outcomes(fut, chunk):
     except Exception as err:  # the task was lost some other way (cancelled, a comm error)
         text = f"worker lost: {type(err).__name__}: {err}"[:500]
         return [(None, text)] * len(chunk)
+
+
+# --------------------------------------------------------------------------- the old name
+
+class _CallableModule(types.ModuleType):
+    """``uneven.sweep`` was the function and is now this module (so ``help(uneven.sweep)`` shows
+    the documentation above); calling it still works for one release, with a warning."""
+
+    def __call__(self, *args, **kwargs):
+        warnings.warn("uneven.sweep(...) is now uneven.grid_sweep(...) (uneven.sweep is the module;"
+                      " calling it goes in the next release)", DeprecationWarning, stacklevel=2)
+        return grid_sweep(*args, **kwargs)
+
+
+sys.modules[__name__].__class__ = _CallableModule
+__getattr__ = renamed_names(__name__, {"sweep": "grid_sweep"})

@@ -93,6 +93,7 @@ def topology_to_dict(topology: Topology) -> dict:
              "node_uplink_bw": _common(t, t.capacity, "node_up"),
              "hop_latency": [float(x) for x in t.hop_latency]}
     d["sources"] = dict(t.sources)
+    _fewest_overrides(t, d)
     try:
         built = _BUILDERS[t.kind](**{k: v for k, v in d.items() if k != "kind"})
     except ValueError as err:  # a topology made by hand, with numbers no builder takes
@@ -168,6 +169,38 @@ def topology_from_dict(data: Mapping) -> Topology:
 
 
 # --------------------------------------------------------------------------- helpers
+
+
+#: Builder arguments read off the links: (argument, "capacity" or "latency", link kind).
+_READ_OFF = {"cluster": (("nvlink_bw", "capacity", "nvl_out"), ("nic_bw", "capacity", "nic_up"),
+                         ("nvlink_latency", "latency", "nvl_out"),
+                         ("nic_latency", "latency", "nic_up"),
+                         ("spine_latency", "latency", "leaf_up")),
+             "superpod": (("npu_bw", "capacity", "npu_out"),
+                          ("node_uplink_bw", "capacity", "node_up"))}
+
+
+def _fewest_overrides(t, d) -> None:
+    """Where a link kind has a few distinct values (a tie, or a kind of two links with one
+    degraded), take for each builder argument the value that leaves the fewest changed links:
+    one argument sets several kinds (``nic_bw`` the NICs, leaves and spines), so the most common
+    value of one kind can be the wrong one."""
+    def overrides(args) -> int:
+        try:
+            built = _BUILDERS[t.kind](**{k: v for k, v in args.items() if k != "kind"})
+        except ValueError:
+            return t.n_links + 1
+        return int(np.count_nonzero(built.capacity != t.capacity)
+                   + np.count_nonzero(built.latency != t.latency))
+
+    for key, field, kind in _READ_OFF[t.kind]:
+        values, counts = np.unique(getattr(t, field)[t.links_of_kind(kind)], return_counts=True)
+        if not 2 <= values.size <= 8:  # one value, or too many to try: the most common stays
+            continue
+        order = np.lexsort((values, -counts))  # most common first, then the smallest
+        scored = [(overrides({**d, key: float(values[i])}), rank, float(values[i]))
+                  for rank, i in enumerate(order)]
+        d[key] = min(scored)[2]
 
 
 def _common(t, array, kind) -> float:

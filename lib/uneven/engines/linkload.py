@@ -89,6 +89,33 @@ class LinkLoads(Checked):
         link = int(np.argmax(per_link))
         return link, self.topo.link_name(link), float(per_link[link])
 
+    def bottleneck_kind(self, efficiency: dict | float | None = None) -> str:
+        """The :data:`uneven.topology.LINK_KINDS` name of :meth:`bottleneck`'s link, e.g.
+        ``'nic_up'`` or ``'leaf_up'`` (a leaf's uplink bundle to the spine). Ties go to the
+        lowest link id, as in :meth:`bottleneck`.
+
+        >>> from uneven.topology import h800_cluster
+        >>> link_loads(h800_cluster(2), [0], [8], [1e6]).bottleneck_kind()
+        'nic_up'
+        """
+        link = self.bottleneck(efficiency)[0]
+        return LINK_KINDS[int(self.topo.link_kind[link])]
+
+    def drain_by_kind(self, efficiency: dict | float | None = None) -> dict:
+        """The busiest link's drain time of each link kind the topology has (s): ``{kind:
+        max over its links of bytes / (capacity x efficiency)}``, kinds in
+        :data:`uneven.topology.LINK_KINDS` order. Its largest value is :meth:`bottleneck`'s.
+
+        >>> from uneven.topology import h800_cluster
+        >>> d = link_loads(h800_cluster(2), [0], [8], [1e6]).drain_by_kind()
+        >>> list(d), d["nic_up"] * 1e6           # 1 MB over a 50 GB/s NIC: 20 us
+        (['nvl_out', 'nvl_in', 'nic_up', 'nic_down', 'leaf_up', 'leaf_down'], 20.0)
+        """
+        per_link = self.seconds_per_link(efficiency)
+        kinds = self.topo.link_kind
+        return {LINK_KINDS[k]: float(per_link[kinds == k].max())
+                for k in np.unique(kinds).tolist()}
+
     def by_kind(self) -> dict:
         """Total bytes per link kind, e.g. ``{'nic_up': ..., 'nvl_out': ...}`` (kinds present)."""
         out = {}

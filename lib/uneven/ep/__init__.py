@@ -3,10 +3,11 @@
 * :mod:`~uneven.ep.routing` — which experts a token chooses: plain and node-limited top-k, the
   bias that balances them, seeded and counter-generated gate scores;
 * :mod:`~uneven.ep.placement` — which GPU holds which expert: contiguous, EPLB, NIC-aware,
-  replicas, swaps over NVLink;
+  replicas (and which replica serves a token: nearest or round robin), swaps over NVLink;
 * :mod:`~uneven.ep.traffic` — dispatch and combine as GPU × GPU byte matrices;
-* :mod:`~uneven.ep.model` — those phases timed on a topology, DeepEP-style bandwidths, the
-  DeepSeek-V3 step at cluster scale, the decode bound;
+* :mod:`~uneven.ep.model` — those phases timed on a topology (with the binding link named),
+  DeepEP-style bandwidths, the DeepSeek-V3 step at cluster scale (replicated experts too), the
+  decode bound;
 * :mod:`~uneven.ep.transport` — decode-time copies per expert slot and per NIC, and what a
   transport costs besides bytes;
 * :mod:`~uneven.ep.decode` — a decode MoE layer on the timeline engine: skew with drift,
@@ -49,6 +50,7 @@ cluster type is :class:`EpTraffic`, GPU × GPU bytes on two link kinds.
 (1.0, 2.0)
 """
 
+from .._moved import renamed_names
 from ._checks import PATHS, UNITS
 from .decode import (
     H20_DECODE,
@@ -76,7 +78,7 @@ from .model import (
     EpRouting,
     EpStep,
     decode_tpot_bound,
-    deepep_sweep,
+    deepep_benchmark,
     ep_phase,
     ep_round,
     ep_step,
@@ -89,6 +91,7 @@ from .placement import (
     MAX_EXPERTS,
     MAX_LAYERS,
     MAX_SLOTS,
+    REPLICA_RULES,
     Placement,
     SwapResult,
     balanced_packing,
@@ -102,7 +105,9 @@ from .placement import (
     nvlink_swaps,
     placement_from_phy2log,
     rebalance_experts,
+    replica_table,
     replicate_experts,
+    replicated_slots,
     route_to_slots,
     slot_loads,
 )
@@ -190,14 +195,15 @@ __all__ = [
     "Placement", "SwapResult", "balanced_packing", "replicate_experts", "rebalance_experts",
     "eplb_placement", "contiguous_slots", "nic_aware_placement", "placement_from_phy2log",
     "route_to_slots", "slot_loads", "gpu_loads", "nic_loads", "host_loads", "nvlink_swaps",
-    "MAX_LAYERS", "MAX_EXPERTS", "MAX_SLOTS", "busiest_gpu_floor",
+    "MAX_LAYERS", "MAX_EXPERTS", "MAX_SLOTS", "busiest_gpu_floor", "replicated_slots",
+    "replica_table", "REPLICA_RULES",
     # traffic
     "EpTraffic", "DeepEpBytes", "ep_dispatch_traffic", "ep_combine_traffic",
     "deepep_logical_bytes", "local_buffer_writes", "dispatch_bytes_per_token",
     "combine_bytes_per_token",
     # model
     "EpPhase", "EpRouting", "EpRound", "EpStep", "ep_phase", "route_ep_group", "ep_round",
-    "deepep_sweep", "fanout_per_token", "decode_tpot_bound", "nvlink_fanout_limit",
+    "deepep_benchmark", "fanout_per_token", "decode_tpot_bound", "nvlink_fanout_limit",
     "min_node_cap", "ep_step",
     # transport
     "Transport", "SM_RESIDENT", "SM_FREE", "DecodeTraffic", "decode_traffic", "send_order",
@@ -218,3 +224,5 @@ __all__ = [
     "ExpertCost", "EXPERT_COSTS", "expert_time", "crossover_tokens", "roofline_hiding_ratio",
     "MAX_TOKENS",
 ]
+
+__getattr__ = renamed_names(__name__, {"deepep_sweep": "deepep_benchmark"})  # one release

@@ -11,11 +11,11 @@ from numbers import Real
 
 import numpy as np
 
-from .._validate import _show, as_float_array, check_choice, check_int, check_real
+from .._validate import _show, as_float_array, as_int_array, check_choice, check_int, check_real
 from ..limits import PY_STEP, check_bytes, check_steps
 
 __all__ = ["PATHS", "UNITS", "check_path", "check_unit", "bytes_per_token", "check_loads",
-           "MAX_LOAD",
+           "MAX_LOAD", "MAX_SLOTS", "replica_counts", "check_slot_fill",
            "swap_steps", "check_swap_budget"]
 
 #: How a copy reaches a target on another node (see :mod:`uneven.ep`).
@@ -72,6 +72,75 @@ def check_loads(name: str, value, **kw) -> np.ndarray:
     """Loads (unitless, >= 0, at most :data:`MAX_LOAD` each) as float64; ``kw`` as
     :func:`uneven._validate.as_float_array` (``shape``, ``ndim``)."""
     return as_float_array(name, value, lo=0.0, hi=MAX_LOAD, **kw)
+
+
+#: Most expert slots (replicas included) one layout may hold, as in :mod:`uneven.ep.placement`.
+MAX_SLOTS = 1 << 20
+
+
+def replica_counts(replicas, n_experts: int, name: str = "replicas") -> np.ndarray:
+    """Replicas per expert as int64 ``[n_experts]`` (each >= 1, at most :data:`MAX_SLOTS` in
+    all): one int for every expert, or one count per expert."""
+    if isinstance(replicas, (int, np.integer, float, np.floating)) and not isinstance(
+            replicas, (bool, np.bool_)):
+        r = check_int(name, replicas, lo=1, hi=MAX_SLOTS)
+        counts = np.full(n_experts, r, dtype=np.int64)
+    else:
+        counts = as_int_array(name, replicas, shape=(n_experts,), lo=1, hi=MAX_SLOTS)
+    if float(counts.sum()) > MAX_SLOTS:
+        raise ValueError(f"{name} must give at most {MAX_SLOTS:,} expert slots in all; got "
+                         f"{float(counts.sum()):,.0f}")
+    return counts
+
+
+def _divisors(n: int) -> list:
+    small = [d for d in range(1, math.isqrt(n) + 1) if n % d == 0]
+    return sorted(set(small + [n // d for d in small]))
+
+
+def check_slot_fill(name: str, n_experts: int, counts, n_gpus: int, gpus_per_node: int,
+                    size_word: str, cluster_gpus=None) -> int:
+    """Slots per GPU when ``counts`` (replicas per expert) fill ``n_gpus`` GPUs evenly; otherwise
+    a ValueError naming ``name`` that says why (every GPU needs the same whole number of expert
+    slots, at least one) and what would work: a replica count that fills them, fewer GPUs (the
+    group size ``size_word``: ``"n_gpus"``, ``"n_nodes"`` or ``"ep"``; with ``cluster_gpus`` a
+    group size must also divide it) or more experts."""
+    n_slots = int(np.sum(counts))
+    if n_slots >= n_gpus and n_slots % n_gpus == 0:
+        return n_slots // n_gpus
+    r = int(counts[0])
+    uniform = bool(np.all(counts == r))
+    if not uniform:
+        have = f"replicas (counts for {n_experts} experts that sum to {n_slots})"
+    elif name == "replicas":
+        have = f"replicas={r} with n_experts={n_experts}"
+    else:
+        have = f"{name}={n_experts} with replicas={r}"
+    ways = []
+    if uniform:
+        fill = n_gpus // math.gcd(n_experts, n_gpus)  # the fewest replicas that fill every GPU
+        ways.append(f"replicas={fill} ({n_experts * fill} slots, {n_experts * fill // n_gpus} "
+                    "per GPU)")
+    else:
+        up = -(-n_slots // n_gpus) * n_gpus
+        down = n_slots // n_gpus * n_gpus
+        sums = [f"{down} ({n_slots - down} fewer)"] if down >= max(n_gpus, n_experts) else []
+        ways.append(f"replica counts that sum to a multiple of {n_gpus}, e.g. "
+                    f"{' or '.join([*sums, f'{up} ({up - n_slots} more)'])}")
+    fits = [d for d in _divisors(n_slots) if d < n_gpus and d % gpus_per_node == 0
+            and (cluster_gpus is None or cluster_gpus % d == 0)]
+    if fits:
+        d = fits[-1]
+        value = d // gpus_per_node if size_word == "n_nodes" else d
+        per = n_slots // d
+        ways.append(f"{size_word}={value} ({d} GPUs, {per} slot{'s' if per > 1 else ''} each)")
+    ways.append(f"n_experts a multiple of {n_gpus}")
+    what = f"ep ({n_gpus})" if size_word == "ep" else f"the GPU count {n_gpus}"
+    raise ValueError(
+        f"{have} gives {n_slots} expert slots, which cannot fill {n_gpus} GPUs evenly: every "
+        f"GPU needs the same whole number of expert slots, at least one, so the slots must be a "
+        f"positive multiple of {what}. What would work: {'; '.join(ways[:-1])}; or {ways[-1]}."
+    )
 
 
 def swap_steps(p) -> float:

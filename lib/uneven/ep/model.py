@@ -4,7 +4,22 @@ This module joins three pieces: routing (:mod:`uneven.ep.routing`), the byte mat
 dispatch and combine (:mod:`uneven.ep.traffic`), and the link-load engine. One EP phase is timed
 with the bottleneck model, the IB copies and the NVLink forwards of the relay scheme
 counted in the same phase: DeepEP pipelines them in chunks, so the slower of the two resources
-sets the pace.
+sets the pace. Every timed result names what binds as the link loads find it: ``bound_kind``
+(the busiest link's kind, a :data:`uneven.topology.LINK_KINDS` name such as ``'nic_up'`` or
+``'leaf_up'``), ``bound`` (its resource, :data:`uneven.ep.BOUND_NAMES`: 'NVLink', 'NIC', 'spine'
+for a leaf's uplinks, 'UB port', 'UB node uplink'; or 'forwarding') and ``drain_by_kind`` (the
+busiest link's drain time of every kind, s).
+
+**Replicated experts.** :func:`route_ep_group` and :func:`ep_step` take ``replicas`` (one count
+for every expert, or one per expert; laid out by :func:`uneven.ep.placement.replicated_slots`)
+or a ``placement`` (:class:`uneven.ep.placement.Placement`: EPLB's ``phy2log`` / ``log2phy`` /
+``logcnt``, e.g. from :func:`uneven.ep.placement.eplb_placement`). Each chosen expert of a token
+is served by one replica, picked by ``replica_rule`` (:data:`uneven.ep.placement.REPLICA_RULES`):
+``"nearest"`` by default (own GPU, then own node, then own leaf switch group, then anywhere; ties
+go round robin by source GPU on the own node, by source node beyond it, so that one rail's tokens
+do not all go to one copy), so 256 experts x 2 replicas run on 512 GPUs, and a token whose expert
+has a replica on its own node sends nothing over the NIC for it. The copy rule then counts copies
+to the chosen slots' GPUs exactly as without replicas.
 
 Units: bytes, seconds, bytes/s.
 """
@@ -18,14 +33,26 @@ from types import SimpleNamespace
 import numpy as np
 from numba import carray
 
-from .._fields import Checked, array, check_fields, choice, instance, integer, real
+from .._fields import (
+    Checked,
+    any_value,
+    array,
+    check_fields,
+    choice,
+    instance,
+    integer,
+    optional,
+    real,
+)
 from .._jit import njit
+from .._moved import renamed_names
 from .._validate import (
     _show,
     as_float_array,
     as_int_array,
     check_bool,
     check_callable,
+    check_choice,
     check_instance,
     check_int,
     check_real,
@@ -33,7 +60,7 @@ from .._validate import (
 from ..engines.linkload import LinkLoads, link_loads, link_loads_matrix
 from ..limits import check_bytes, check_steps
 from ..topology import LINK_KINDS, Topology, h800_cluster
-from ._checks import bytes_per_token, check_path
+from ._checks import bytes_per_token, check_path, check_slot_fill, replica_counts
 from ._kernels import (
     _add_copies,
     _bias_transposed,
@@ -45,7 +72,9 @@ from ._kernels import (
     _stack_ptr,
     _transposed,
 )
-from .routing import contiguous_placement, node_limited_route, synthetic_gate_scores
+from .fabrics import BOUND_NAMES
+from .placement import REPLICA_RULES, Placement, replica_table, replicated_slots
+from .routing import node_limited_route, synthetic_gate_scores
 from .traffic import EpTraffic, ep_dispatch_traffic, local_buffer_writes
 
 __all__ = [
@@ -55,7 +84,7 @@ __all__ = [
     "ep_phase",
     "route_ep_group",
     "ep_round",
-    "deepep_sweep",
+    "deepep_benchmark",
     "fanout_per_token",
     "decode_tpot_bound",
     "nvlink_fanout_limit",
@@ -66,27 +95,74 @@ __all__ = [
 
 _NIC_KINDS = [LINK_KINDS.index(k) for k in ("nic_up", "nic_down", "leaf_up", "leaf_down")]
 _NVL_KINDS = [LINK_KINDS.index(k) for k in ("nvl_out", "nvl_in")]
+# What a phase's ``bound`` can say: a link resource, or the forwarders' buffer writes.
+_PHASE_BOUNDS = (*dict.fromkeys(BOUND_NAMES.values()), "forwarding")
 
 
 @dataclass(frozen=True)
 class EpPhase(Checked):
     """One dispatch or combine phase: total ``time`` (s), the busiest network-side (NIC, leaf)
     and NVLink-side drain times (s), the busiest forwarder's write time (s; 0 unless local
-    buffer writes are counted), which binds (``bound``: 'NIC', 'NVLink' or 'forwarding'), and
-    the per-link ``loads``."""
+    buffer writes are counted), what binds, the per-link ``loads`` and the ``efficiency`` they
+    were timed with (None, a number or a dict per link kind, as :meth:`LinkLoads.time`).
+
+    ``bound``: the resource of the busiest link (:data:`uneven.ep.BOUND_NAMES`: 'NVLink', 'NIC',
+    'spine', 'UB port', 'UB node uplink'), or 'forwarding' when the forwarders' writes take
+    longer than every link. :attr:`bound_kind` and :attr:`drain_by_kind` come from ``loads``
+    and ``efficiency``, so they always say what the link loads say.
+    """
 
     time: float = real(lo=0.0, unit="s")
     nic_time: float = real(lo=0.0, unit="s")
     nvlink_time: float = real(lo=0.0, unit="s")
-    bound: str = choice(("NIC", "NVLink", "forwarding"))
+    bound: str = choice(_PHASE_BOUNDS)
     loads: LinkLoads = instance(LinkLoads, repr=False)
     forward_time: float = real(lo=0.0, unit="s", default=0.0)
+    efficiency: object = any_value(default=None, repr=False)
+
+    def __post_init__(self):
+        check_fields(self)
+        self.loads.topo.scaled_capacity(self.efficiency)  # a bad efficiency fails here, named
+
+    @property
+    def bound_kind(self) -> str:
+        """The kind of the busiest link (:meth:`LinkLoads.bottleneck_kind`: 'nic_up', 'leaf_up',
+        'nvl_in', 'npu_out', ...); it names the busiest link even when ``bound`` is
+        'forwarding'."""
+        return self.loads.bottleneck_kind(self.efficiency)
+
+    @property
+    def drain_by_kind(self) -> dict:
+        """The busiest link's drain time of each link kind of the topology (s, efficiency
+        applied; :meth:`LinkLoads.drain_by_kind`): its largest value is the busiest link's."""
+        return self.loads.drain_by_kind(self.efficiency)
+
+
+def _maps_agree(r) -> bool:
+    """Whether an :class:`EpRouting`'s placement fits its GPUs and experts (``expert_gpu`` the
+    GPU of each expert's first replica) and its ``slot_ids`` (required with replicas) hold the
+    expert of the same choice."""
+    p = r.placement
+    if (p.n_gpus, p.gpus_per_node) != (r.n_nodes * r.gpus_per_node, r.gpus_per_node) or not (
+            np.array_equal(r.expert_gpu, p.slot_gpu[p.log2phy[:, 0]])):
+        return False
+    if r.slot_ids is None:
+        return bool(p.logcnt.max() == 1)
+    return bool(np.array_equal(p.phy2log[r.slot_ids], r.expert_ids))
 
 
 @dataclass(frozen=True)
 class EpRouting(Checked):
-    """Tokens routed in one EP group: chosen experts ``[T, k]``, each token's GPU ``[T]``, and
-    the expert → GPU placement ``[n_experts]``."""
+    """Tokens routed in one EP group: chosen (logical) experts ``expert_ids [T, k]``, each
+    token's GPU ``src_gpu [T]``, and ``expert_gpu [n_experts]``: the GPU of each expert's first
+    replica (its only one without replicas).
+
+    ``placement`` (:class:`uneven.ep.placement.Placement` on the group's GPUs, or None): the
+    slots, replicas included; ``slot_ids [T, k]`` (or None when no expert has a second replica):
+    the slot that serves each choice, chosen by the routing's replica rule. :attr:`targets` is
+    what the copy rule reads. Checked when made: ids in range, the maps consistent (each slot
+    holds its choice's expert, ``expert_gpu`` the first replicas' GPUs).
+    """
 
     expert_ids: np.ndarray = array("int", ndim=2, lo=0, repr=False)
     src_gpu: np.ndarray = array("int", shape=lambda r: (r.expert_ids.shape[0],), lo=0,
@@ -95,6 +171,11 @@ class EpRouting(Checked):
                                    hi=lambda r: r.n_nodes * r.gpus_per_node - 1, repr=False)
     n_nodes: int = integer(lo=1)
     gpus_per_node: int = integer(lo=1)
+    placement: Placement = optional(instance(Placement), default=None, repr=False)
+    slot_ids: np.ndarray = optional(array(
+        "int", shape=lambda r: r.expert_ids.shape, lo=0,
+        hi=lambda r: (0 if r.placement is None else r.placement.n_slots) - 1), default=None,
+        repr=False)
     check_first = ("n_nodes", "gpus_per_node")
 
     def __post_init__(self):
@@ -102,6 +183,17 @@ class EpRouting(Checked):
         if self.expert_ids.size and self.expert_ids.max() >= self.expert_gpu.size:
             raise ValueError(f"expert_ids must be expert ids < {self.expert_gpu.size}; got up to "
                              f"{self.expert_ids.max()}")
+        if self.placement is not None and not _maps_agree(self):
+            raise ValueError("placement must fit the routing's GPUs, experts and slot_ids")
+
+    @property
+    def targets(self) -> tuple:
+        """``(ids, gpu)``: what each choice is sent to and the GPU of each id — the slots and
+        ``placement.slot_gpu`` with replicas, else ``expert_ids`` and ``expert_gpu``: the
+        ``expert_ids`` and ``expert_gpu`` of :func:`uneven.ep.traffic.ep_dispatch_traffic`."""
+        if self.slot_ids is None:
+            return self.expert_ids, self.expert_gpu
+        return self.slot_ids, self.placement.slot_gpu
 
 
 @dataclass(frozen=True)
@@ -112,8 +204,9 @@ class EpRound(Checked):
     (every destination node counted, the sender's own included) and the bytes that really leave
     through the NIC, averaged over GPUs. ``logical_bw`` / ``true_bw`` (bytes/s) divide them by the
     dispatch time; ``combine_logical_bw`` / ``combine_true_bw`` do the same for combine with its
-    payload. Averages over GPUs divided by the phase time, which under skew is lower than what the
-    busiest rank would report for itself.
+    payload (0 when a phase takes no time: every copy already on its GPU). Averages over GPUs
+    divided by the phase time, which under skew is lower than what the busiest rank would
+    report for itself.
     """
 
     dispatch: EpPhase = instance(EpPhase)
@@ -166,10 +259,12 @@ def ep_phase(topo: Topology, traffic: EpTraffic, efficiency=None,
             raise ValueError("local_writes are too large for the NVLink ports: the forwarding "
                              "time is beyond the range of a float")
         time = max(time, fwd + loads.max_latency)
-    bound = "NIC" if nic >= nvl else "NVLink"
-    if fwd > max(nic, nvl):
-        bound = "forwarding"
-    return EpPhase(time, nic, nvl, bound, loads, fwd)
+    # what binds, exactly as the link loads find it (ties: the lowest link id)
+    link = int(np.argmax(per_link))
+    bound = ("forwarding" if fwd > float(per_link[link])
+             else BOUND_NAMES[LINK_KINDS[int(topo.link_kind[link])]])
+    eff = dict(efficiency) if isinstance(efficiency, dict) else efficiency
+    return EpPhase(time, nic, nvl, bound, loads, fwd, eff)
 
 
 def _kind_efficiency(efficiency, kind: str) -> float:
@@ -178,6 +273,50 @@ def _kind_efficiency(efficiency, kind: str) -> float:
     if isinstance(efficiency, dict):
         return float(efficiency.get(kind, 1.0))
     return float(efficiency)
+
+
+def _layout(n_experts, n_gpus, g, replicas, placement, n_groups, max_nodes, k, replica_rule,
+            size_word, cluster_gpus=None) -> SimpleNamespace:
+    """The expert layout of one EP group of ``n_gpus`` GPUs (``g`` per node), checked: its
+    :class:`Placement` (from ``placement``, else ``replicas`` laid out by
+    :func:`replicated_slots`), the node-limited routing groups and groups kept per token, ``k``
+    and the replica rule. Errors name the caller's parameters; an impossible layout says why and
+    what would work (``size_word`` names the group size, ``cluster_gpus`` what it must divide)."""
+    replica_rule = check_choice("replica_rule", replica_rule, REPLICA_RULES)
+    nodes = n_gpus // g
+    if placement is not None:
+        p = check_instance("placement", placement, Placement,
+                           "from uneven.ep.placement, e.g. eplb_placement(...)")
+        if not (isinstance(replicas, (int, np.integer)) and not isinstance(replicas, bool)
+                and replicas == 1):
+            raise ValueError(f"replicas must be 1 (the default) when a placement is given, which "
+                             f"holds its own replicas; got {_show(replicas)}")
+        if (p.n_gpus, p.gpus_per_node) != (n_gpus, g):
+            raise ValueError(f"placement must hold the {n_gpus} GPUs of one EP group, {g} per "
+                             f"node; got {p.n_gpus} GPUs, {p.gpus_per_node} per node")
+        if p.n_experts != n_experts:
+            raise ValueError(f"n_experts must be the placement's expert count {p.n_experts}; "
+                             f"got {n_experts}")
+    else:
+        counts = replica_counts(replicas, n_experts)
+        name = "n_experts" if counts.max() == 1 else "replicas"
+        check_slot_fill(name, n_experts, counts, n_gpus, g, size_word, cluster_gpus)
+        p = replicated_slots(n_experts, n_gpus, counts, gpus_per_node=g, gpus_per_nic=1)
+    if n_groups is None:  # one routing group per node of one copy of the experts
+        r = int(p.logcnt.min())
+        n_groups = nodes // r if nodes % r == 0 else 0
+        if n_groups == 0 or n_experts % n_groups:
+            raise ValueError(
+                f"n_groups must be given (a divisor of n_experts={n_experts}): the default, one "
+                f"routing group per node of one copy of the experts ({nodes} nodes / {r} "
+                f"replicas), is not a whole divisor")
+    n_groups = check_int("n_groups", n_groups, lo=1, hi=n_experts)
+    if n_experts % n_groups:
+        raise ValueError(f"n_groups must divide n_experts ({n_experts}); got {n_groups}")
+    max_groups = min(check_int("max_nodes", max_nodes, lo=1), n_groups)
+    k = check_int("k", k, lo=1, hi=max_groups * (n_experts // n_groups))
+    return SimpleNamespace(placement=p, n_groups=n_groups, max_groups=max_groups, k=k,
+                           rule=replica_rule, replicated=bool(p.logcnt.max() > 1))
 
 
 def route_ep_group(
@@ -190,6 +329,11 @@ def route_ep_group(
     gpus_per_node: int = 8,
     skew: float = 0.0,
     seed: int = 0,
+    replicas=1,
+    placement=None,
+    n_groups=None,
+    replica_rule: str = "nearest",
+    nodes_per_leaf=None,
 ) -> EpRouting:
     """Route ``tokens_per_gpu`` tokens on every GPU of an EP group of ``n_nodes`` nodes.
 
@@ -197,34 +341,54 @@ def route_ep_group(
     training and DeepEP's tests), routing is node-limited with groups = nodes and at most
     ``max_nodes`` nodes per token (capped at ``n_nodes``), on seeded synthetic gate scores
     (:func:`uneven.ep.routing.synthetic_gate_scores`; ``skew`` makes some experts
-    popular). Scores are generated per GPU so memory stays small for large groups. Size: the
-    routed ids (``8 k`` bytes per token) and one GPU's scores within the memory budget of
-    :mod:`uneven.limits`; ``tokens x n_experts`` routing steps within its work budget
-    (2e9 by default: e.g. 64 GPUs x 4096 tokens x 256 experts x 2).
+    popular). Scores are generated per GPU so memory stays small for large groups.
+
+    Replicas: ``replicas`` (an int for every expert, or one count per expert) lays out
+    ``sum(replicas)`` slots with :func:`uneven.ep.placement.replicated_slots` (``r`` equal
+    replicas: ``r`` copies of the contiguous layout side by side); ``placement`` takes any
+    :class:`uneven.ep.placement.Placement` instead (EPLB's maps). The slots must fill the GPUs
+    evenly, at least one per GPU. ``n_groups`` (routing groups of consecutive experts; default:
+    one per node of one copy, ``n_nodes / min(replicas)``) and ``max_nodes`` (groups kept per
+    token) set the node-limited routing; each choice then goes to the replica that
+    ``replica_rule`` picks (``"nearest"``: own GPU, own node, own leaf group of
+    ``nodes_per_leaf`` nodes if given, then any; ties round-robin by source GPU on the own
+    node, by source node beyond it;
+    ``"round_robin"``: replica ``src mod logcnt``). With ``replicas=1`` the result is what it
+    was without these arguments, bit for bit.
+
+    Size: the routed ids (``8 k`` bytes per token, twice with replicas), one GPU's scores and
+    the replica table (``n_gpus x n_experts``) within the memory budget of :mod:`uneven.limits`;
+    ``tokens x n_experts`` routing steps within its work budget (2e9 by default: e.g. 64 GPUs x
+    4096 tokens x 256 experts x 2).
 
     >>> r = route_ep_group(2, 4, seed=0)
     >>> r.expert_ids.shape, r.expert_gpu.size
     ((64, 8), 256)
+    >>> two = route_ep_group(64, 1, replicas=2)   # 256 experts x 2 on 512 GPUs
+    >>> two.placement.n_slots, two.slot_ids.shape
+    (512, (512, 8))
     """
     n_nodes = check_int("n_nodes", n_nodes, lo=1)
     tokens_per_gpu = check_int("tokens_per_gpu", tokens_per_gpu, lo=1)
     g = check_int("gpus_per_node", gpus_per_node, lo=1)
     n_gpus = n_nodes * g
-    n_experts = check_int("n_experts", n_experts, lo=n_gpus)
+    n_experts = check_int("n_experts", n_experts, lo=1)
     check_bytes("n_experts", n_experts, 8.0 * 6 * n_experts, "the expert placement")
-    if n_experts % n_gpus:
-        raise ValueError(
-            f"n_experts must be a multiple of the GPU count {n_gpus}; got {n_experts}"
-        )
-    max_nodes = min(check_int("max_nodes", max_nodes, lo=1), n_nodes)
-    k = check_int("k", k, lo=1, hi=max_nodes * (n_experts // n_nodes))
+    lay = _layout(n_experts, n_gpus, g, replicas, placement, n_groups, max_nodes, k,
+                  replica_rule, "n_nodes")
+    k, p = lay.k, lay.placement
     seed = check_int("seed", seed, lo=0)
     skew = check_real("skew", skew, lo=0.0)
     tokens = n_gpus * tokens_per_gpu
-    check_bytes("tokens_per_gpu", tokens_per_gpu, 8.0 * tokens * (k + 1)
+    check_bytes("tokens_per_gpu", tokens_per_gpu, 8.0 * tokens * (2 * k + 1)
                 + 40.0 * tokens_per_gpu * n_experts, f"routing {tokens:,} tokens")
     check_steps("tokens_per_gpu", tokens_per_gpu, 2.0 * tokens * n_experts,
                 f"routing {tokens:,} tokens over {n_experts} experts")
+    table = None
+    if lay.replicated:
+        table = replica_table(p, rule=lay.rule, nodes_per_leaf=nodes_per_leaf)
+    elif nodes_per_leaf is not None:
+        check_int("nodes_per_leaf", nodes_per_leaf, lo=1)
     # One independent score stream per GPU; all GPUs share the experts' popularity (``seed``).
     gpu_seeds = np.random.SeedSequence(seed).generate_state(n_gpus, dtype=np.uint32)
     ids = np.empty((n_gpus * tokens_per_gpu, k), dtype=np.int64)
@@ -232,9 +396,12 @@ def route_ep_group(
         scores = synthetic_gate_scores(tokens_per_gpu, n_experts, skew, int(gpu_seeds[gpu]),
                                        popularity_seed=seed)
         rows = slice(gpu * tokens_per_gpu, (gpu + 1) * tokens_per_gpu)
-        ids[rows] = node_limited_route(scores, k, n_groups=n_nodes, max_groups=max_nodes)[0]
+        ids[rows] = node_limited_route(scores, k, n_groups=lay.n_groups,
+                                       max_groups=lay.max_groups)[0]
     src = np.repeat(np.arange(n_gpus, dtype=np.int64), tokens_per_gpu)
-    return EpRouting(ids, src, contiguous_placement(n_experts, n_gpus), n_nodes, g)
+    slots = None if table is None else table[src[:, None], ids]
+    first = p.slot_gpu[p.log2phy[:, 0]]
+    return EpRouting(ids, src, first, n_nodes, g, p, slots)
 
 
 def ep_round(
@@ -275,7 +442,8 @@ def ep_round(
     mode = check_path(mode)
     bd = bytes_per_token(hidden, dispatch_dtype, "dispatch_dtype")
     bc = bytes_per_token(hidden, combine_dtype, "combine_dtype")
-    args = (routing.expert_ids, routing.src_gpu, routing.expert_gpu, routing.gpus_per_node)
+    ids, gpu_of = routing.targets  # the chosen slots with replicas, else the experts
+    args = (ids, routing.src_gpu, gpu_of, routing.gpus_per_node)
     disp_t = ep_dispatch_traffic(*args, bd, mode=mode, n_gpus=topo.n_gpus)
     scale = bc / bd
     comb_t = EpTraffic(
@@ -293,13 +461,16 @@ def ep_round(
     n = topo.n_gpus
     log_gpu = float(disp_t.nodes_per_token.sum()) * bd / n
     net_gpu = float(disp_t.remote_nodes_per_token.sum()) * bd / n
+    def rate(nbytes, seconds):  # nothing to move (every copy on its own GPU): no rate
+        return nbytes / seconds if seconds > 0.0 else 0.0
+
     return EpRound(
-        disp, comb, disp_t, log_gpu, net_gpu, log_gpu / disp.time, net_gpu / disp.time,
-        log_gpu * scale / comb.time, net_gpu * scale / comb.time,
+        disp, comb, disp_t, log_gpu, net_gpu, rate(log_gpu, disp.time), rate(net_gpu, disp.time),
+        rate(log_gpu * scale, comb.time), rate(net_gpu * scale, comb.time),
     )
 
 
-def deepep_sweep(
+def deepep_benchmark(
     ep_sizes=(16, 32, 64, 128),
     *,
     tokens_per_gpu: int = 4096,
@@ -315,14 +486,15 @@ def deepep_sweep(
     """DeepEP's internode benchmark as a model: one row per EP size (a multiple of 8).
 
     Each row: ``ep``, ``dispatch_logical_GBps``, ``dispatch_true_GBps``,
-    ``combine_logical_GBps``, ``combine_true_GBps``, ``dispatch_bound``, ``combine_bound`` and
-    the times (s), and ``nvl_writes_per_token`` (NVLink buffer writes per token as DeepEP's test
-    counts them, the forwarder's writes to itself included) beside ``nvlink_copies_per_token``
-    (the copies that cross NVLink). ``topology(n_nodes)`` builds the cluster (default: the H800
+    ``combine_logical_GBps``, ``combine_true_GBps``, ``dispatch_bound``, ``combine_bound`` (and
+    the busiest link's kind, ``dispatch_bound_kind``, ``combine_bound_kind``), the times (s),
+    and ``nvl_writes_per_token`` (NVLink buffer writes per token as DeepEP's test counts them,
+    the forwarder's writes to itself included) beside ``nvlink_copies_per_token`` (the copies
+    that cross NVLink). ``topology(n_nodes)`` builds the cluster (default: the H800
     preset); ``count_local_writes`` as in :func:`ep_round`. ``ep_sizes``: a list of at most 64
     sizes; the routing of each must fit the budgets of :func:`route_ep_group`.
 
-    >>> rows = deepep_sweep([16], tokens_per_gpu=16)
+    >>> rows = deepep_benchmark([16], tokens_per_gpu=16)
     >>> rows[0]["ep"], rows[0]["dispatch_bound"]
     (16, 'NVLink')
     """
@@ -362,6 +534,8 @@ def deepep_sweep(
             "combine_true_GBps": r.combine_true_bw / 1e9,
             "dispatch_bound": r.dispatch.bound,
             "combine_bound": r.combine.bound,
+            "dispatch_bound_kind": r.dispatch.bound_kind,
+            "combine_bound_kind": r.combine.bound_kind,
             "dispatch_s": r.dispatch.time,
             "combine_s": r.combine.time,
             "nvlink_copies_per_token": r.dispatch_traffic.nvlink_bytes / bd / T,
@@ -508,6 +682,10 @@ class EpStep(Checked):
     ``nodes_per_token``, ``remote_nodes_per_token``, ``gpus_per_token``: averages over tokens.
     ``loads``: the dispatch's :class:`LinkLoads` on the whole cluster; ``time`` (s): its phase
     time (bottleneck model, as :func:`ep_phase` without forwarding); ``bytes_per_copy`` (bytes).
+    ``placement``: the expert slots of every EP group (GPU ids local to the group, replicas
+    included); ``slot_load``: int64 ``[n_groups, n_slots]``, tokens served by each slot
+    (``expert_load`` sums them per expert). :attr:`bound`, :attr:`bound_kind` and
+    :attr:`drain_by_kind` name what binds, as for :class:`EpPhase`.
     Arrays are read-only; everything is checked when made.
     """
 
@@ -527,6 +705,10 @@ class EpStep(Checked):
     loads: LinkLoads = instance(LinkLoads, repr=False)
     time: float = real(lo=0.0, unit="s")
     bytes_per_copy: float = real(lo=0.0, unit="bytes")
+    placement: Placement = optional(instance(Placement), default=None, repr=False)
+    slot_load: np.ndarray = optional(array("int", shape=lambda s: (
+        s.n_gpus // s.ep, 0 if s.placement is None else s.placement.n_slots), lo=0),
+        default=None, repr=False)
 
     def __post_init__(self):
         if check_int("n_gpus", self.n_gpus, lo=1) % check_int("ep", self.ep, lo=1):
@@ -535,6 +717,21 @@ class EpStep(Checked):
         if 0.0 < self.bytes_per_copy < 2.0**-10:  # copies = bytes / bytes_per_copy stays finite
             raise ValueError("bytes_per_copy must be 0 or at least 2**-10 bytes; got "
                              f"{self.bytes_per_copy!r}")
+
+    @property
+    def bound_kind(self) -> str:
+        """The kind of the busiest link (:meth:`LinkLoads.bottleneck_kind`, e.g. 'nic_up')."""
+        return self.loads.bottleneck_kind()
+
+    @property
+    def bound(self) -> str:
+        """The busiest link's resource (:data:`uneven.ep.BOUND_NAMES`: 'NIC', 'spine', ...)."""
+        return BOUND_NAMES[self.bound_kind]
+
+    @property
+    def drain_by_kind(self) -> dict:
+        """The busiest link's drain time of each link kind (s; :meth:`LinkLoads.drain_by_kind`)."""
+        return self.loads.drain_by_kind()
 
     @property
     def network_copies_per_token(self) -> float:
@@ -569,6 +766,10 @@ def ep_step(
     mode: str = "relay",
     topology=h800_cluster,
     threads: int = 1,
+    replicas=1,
+    placement=None,
+    n_groups=None,
+    replica_rule: str = "nearest",
 ) -> EpStep:
     """One DeepSeek-V3-style MoE dispatch over ``n_gpus`` GPUs: generate, route, count, time.
 
@@ -587,18 +788,34 @@ def ep_step(
     :func:`uneven.ep.routing.generated_route` (``first_token = gpu * tokens_per_gpu``)
     and counting them with :func:`uneven.ep.traffic.ep_dispatch_traffic` (tests).
 
+    Replicas, as in :func:`route_ep_group`: ``replicas`` (an int, or a count per expert) or a
+    ``placement`` of one EP group (GPU ids local to the group), the same in every group; the
+    slots must fill the group's GPUs evenly. ``n_groups``: routing groups (default one per node
+    of one copy, ``ep / gpus_per_node / min(replicas)``), ``max_nodes`` of them kept per token.
+    Each choice goes to the slot that ``replica_rule`` picks (``"nearest"`` counts the
+    topology's leaf groups, ``nodes_per_leaf`` of the cluster's nodes each): the same as mapping
+    the routed ids through :func:`uneven.ep.placement.replica_table` of the group (with
+    ``first_node`` = the group's first node) before counting. ``replicas=1`` gives today's
+    result bit for bit.
+
     Size: ``n_gpus x tokens_per_gpu x n_experts`` steps within the work budget of
     :mod:`uneven.limits` (the DeepSeek-V3 step, 2.1e9, needs ``UNEVEN_MAX_STEPS`` raised); the
-    per-group matrices (``16 ep^2 + 8 n_experts`` bytes per group per thread) within its memory
+    per-group matrices (``16 ep^2 + 8 (n_slots + n_experts)`` bytes per group per thread) and the
+    replica tables within its memory
     budget.
 
     >>> st = ep_step(32, 64, ep=16)
     >>> st.network.shape, round(st.nodes_per_token, 2), st.time > 0
     ((2, 16, 16), 1.99, True)
+    >>> two = ep_step(512, 2, ep=512, replicas=2)     # 256 experts x 2 replicas on 512 GPUs
+    >>> two.slot_load.shape, two.bound_kind, two.drain_by_kind["leaf_up"]  # each leaf group
+    ((1, 512), 'nic_down', 0.0)
     """
     a = _step_args(n_gpus, tokens_per_gpu, ep, gpus_per_node, n_experts, k, max_nodes, skew,
-                   seed, bias, hidden, dispatch_dtype, mode, topology, threads)
-    network, nvlink, load, stats = _count_step(a)
+                   seed, bias, hidden, dispatch_dtype, mode, topology, threads, replicas,
+                   placement, n_groups, replica_rule)
+    network, nvlink, slot_load, stats = _count_step(a)
+    load = _expert_loads(slot_load, a.placement)
     network *= a.bd
     nvlink *= a.bd
     # flows: every nonzero entry of the group matrices, on the whole cluster
@@ -607,13 +824,49 @@ def ep_step(
     loads = link_loads(a.topo, grp * a.ep + i, grp * a.ep + j, both[grp, i, j])
     tokens = a.n_gpus * a.tokens_per_gpu
     return EpStep(a.n_gpus, a.ep, a.tokens_per_gpu, a.k, network, nvlink, load, stats[0] / tokens,
-                  stats[1] / tokens, stats[2] / tokens, loads, loads.time(), a.bd)
+                  stats[1] / tokens, stats[2] / tokens, loads, loads.time(), a.bd, a.placement,
+                  slot_load)
+
+
+def _expert_loads(slot_load, p: Placement) -> np.ndarray:
+    """Tokens per expert of each group: the sum over the expert's slots."""
+    if p.logcnt.max() == 1 and np.array_equal(p.phy2log, np.arange(p.n_slots)):
+        return slot_load
+    out = np.zeros((slot_load.shape[0], p.n_experts), dtype=np.int64)
+    np.add.at(out.T, p.phy2log, slot_load.T)
+    return out
+
+
+def _slot_tables(a, topo):
+    """The slot each source GPU uses for each expert: ``table [rows, n_experts]`` (slot ids local
+    to the group) and ``row_of [n_gpus]`` (each GPU's row). Without replicas one row (each
+    expert's only slot); with them one row per GPU of the group and per distinct way the group's
+    nodes fall into leaf switch groups (usually one)."""
+    p = a.placement
+    if not a.replicated:
+        return (np.ascontiguousarray(p.log2phy[:, 0][None, :]),
+                np.zeros(a.n_gpus, dtype=np.int64))
+    npl = topo.nodes_per_leaf if a.rule == "nearest" else None
+    first = np.arange(a.groups, dtype=np.int64) * a.nodes_ep
+    if npl is None:
+        reps, pattern = first[:1], np.zeros(a.groups, dtype=np.int64)
+    else:
+        leaf = (first[:, None] + np.arange(a.nodes_ep)) // npl
+        _, idx, pattern = np.unique(leaf - leaf[:, :1], axis=0, return_index=True,
+                                    return_inverse=True)
+        reps = first[idx]
+    table = np.concatenate([replica_table(p, rule=a.rule, nodes_per_leaf=npl,
+                                          first_node=int(f)) for f in reps])
+    gpu = np.arange(a.n_gpus, dtype=np.int64)
+    return table, pattern.reshape(-1)[gpu // a.ep] * a.ep + gpu % a.ep
 
 
 def _step_args(n_gpus, tokens_per_gpu, ep, gpus_per_node, n_experts, k, max_nodes, skew, seed,
-               bias, hidden, dispatch_dtype, mode, topology, threads) -> SimpleNamespace:
+               bias, hidden, dispatch_dtype, mode, topology, threads, replicas=1,
+               placement=None, n_groups=None, replica_rule="nearest") -> SimpleNamespace:
     """:func:`ep_step`'s arguments checked (and its budgets), with the kernel's inputs: the
-    counter key and odds, the bias in the kernel's order, the topology built."""
+    counter key and odds, the bias in the kernel's order, the topology built, the expert
+    layout and the replica tables."""
     n_gpus = check_int("n_gpus", n_gpus, lo=1)
     tokens_per_gpu = check_int("tokens_per_gpu", tokens_per_gpu, lo=1)
     g = check_int("gpus_per_node", gpus_per_node, lo=1)
@@ -622,26 +875,26 @@ def _step_args(n_gpus, tokens_per_gpu, ep, gpus_per_node, n_experts, k, max_node
         raise ValueError(f"ep must be a multiple of gpus_per_node ({g}); got {ep}")
     if n_gpus % ep:
         raise ValueError(f"n_gpus must be a multiple of ep ({ep}); got {n_gpus}")
-    n_experts = check_int("n_experts", n_experts, lo=ep)
-    if n_experts % ep:
-        raise ValueError(f"n_experts must be a multiple of ep ({ep}); got {n_experts}")
+    n_experts = check_int("n_experts", n_experts, lo=1)
+    check_bytes("n_experts", n_experts, 8.0 * 8 * n_experts, "the expert placement")
     nodes_ep = ep // g
-    max_nodes = min(check_int("max_nodes", max_nodes, lo=1), nodes_ep)
-    k = check_int("k", k, lo=1, hi=max_nodes * (n_experts // nodes_ep))
+    lay = _layout(n_experts, ep, g, replicas, placement, n_groups, max_nodes, k, replica_rule,
+                  "ep", n_gpus)
+    k, p = lay.k, lay.placement
     mode = check_path(mode)
     threads = check_int("threads", threads, lo=1, hi=64)
     check_callable("topology", topology, "n_nodes -> Topology")
     bd = bytes_per_token(hidden, dispatch_dtype, "dispatch_dtype")
     groups = n_gpus // ep
     tokens = n_gpus * tokens_per_gpu
-    check_bytes("n_gpus", n_gpus, 8.0 * groups * (2 * ep * ep + n_experts) * (threads + 2)
-                + 48.0 * groups * ep * ep + 64.0 * n_experts,
+    check_bytes("n_gpus", n_gpus, 8.0 * groups * (2 * ep * ep + p.n_slots + n_experts)
+                * (threads + 2) + 48.0 * groups * ep * ep + 64.0 * n_experts,
                 f"per-group byte matrices of {groups:,} EP groups")
     check_steps("tokens_per_gpu", tokens_per_gpu, float(tokens) * n_experts,
                 f"generating and routing {tokens:,} tokens over {n_experts} experts")
     n_experts, key, _, w32, skew_on = _counter_args(n_experts, skew, seed, 0, None, tokens)
-    biast = _bias_transposed(bias, n_experts, nodes_ep)
-    w32t = _transposed(w32, nodes_ep, np.float32)
+    biast = _bias_transposed(bias, n_experts, lay.n_groups)
+    w32t = _transposed(w32, lay.n_groups, np.float32)
     try:
         topo = topology(n_gpus // g)
     except Exception as err:  # the caller's callable: say which argument failed
@@ -650,33 +903,38 @@ def _step_args(n_gpus, tokens_per_gpu, ep, gpus_per_node, n_experts, k, max_node
     if topo.n_gpus != n_gpus or topo.gpus_per_node != g:
         raise ValueError(f"topology({n_gpus // g}) must have {n_gpus} GPUs in nodes of {g}; got "
                          f"{topo.n_gpus} in nodes of {topo.gpus_per_node}")
-    return SimpleNamespace(n_gpus=n_gpus, tokens_per_gpu=tokens_per_gpu, g=g, ep=ep,
-                           n_experts=n_experts, nodes_ep=nodes_ep, max_nodes=max_nodes, k=k,
-                           relay=mode == "relay", threads=threads, bd=bd, groups=groups, key=key,
-                           skew_on=skew_on, has_bias=bias is not None, biast=biast, w32t=w32t,
-                           topo=topo)
+    a = SimpleNamespace(n_gpus=n_gpus, tokens_per_gpu=tokens_per_gpu, g=g, ep=ep,
+                        n_experts=n_experts, nodes_ep=nodes_ep, n_groups=lay.n_groups,
+                        max_groups=lay.max_groups, k=k, relay=mode == "relay", threads=threads,
+                        bd=bd, groups=groups, key=key, skew_on=skew_on,
+                        has_bias=bias is not None, biast=biast, w32t=w32t, topo=topo,
+                        placement=p, replicated=lay.replicated, rule=lay.rule)
+    a.table, a.row_of = _slot_tables(a, topo)
+    return a
 
 
 def _count_step(a):
     """Run the generate-route-count kernel over every GPU, on ``a.threads`` threads (each on its
     own GPUs and matrices, summed after); returns copy counts ``network``, ``nvlink``
-    ``[groups, ep, ep]``, the expert loads and the (nodes, remote nodes, GPUs) sums."""
+    ``[groups, ep, ep]``, the slot loads ``[groups, n_slots]`` and the (nodes, remote nodes,
+    GPUs) sums."""
     ep, g = a.ep, a.g
+    n_slots = a.placement.n_slots
     network = np.zeros((a.groups, ep, ep))
     nvlink = np.zeros((a.groups, ep, ep))
-    load = np.zeros((a.groups, a.n_experts), dtype=np.int64)
+    load = np.zeros((a.groups, n_slots), dtype=np.int64)
     stats = np.zeros(3, dtype=np.int64)
     cuts = np.linspace(0, a.n_gpus, min(a.threads, a.n_gpus) + 1).round().astype(np.int64)
-    expert_gpu = contiguous_placement(a.n_experts, ep)
+    slot_gpu = np.ascontiguousarray(a.placement.slot_gpu)
     gpu_ids = np.arange(ep, dtype=np.int64)
 
     def part(lo, hi, net, nvl, ld, st):
         _generated_step_kernel(
             a.key, np.int64(lo), np.int64(hi), np.int64(lo // ep), np.int64(a.tokens_per_gpu),
-            np.int64(ep), np.int64(g), np.int64(a.n_experts), np.int64(a.nodes_ep),
-            np.int64(a.max_nodes), np.int64(a.k), a.w32t, a.skew_on, a.has_bias, a.biast,
-            a.relay, expert_gpu, gpu_ids // g, np.arange(0, ep, g, dtype=np.int64),
-            gpu_ids % g, net, nvl, ld, st)
+            np.int64(ep), np.int64(g), np.int64(a.n_experts), np.int64(a.n_groups),
+            np.int64(a.max_groups), np.int64(a.k), a.w32t, a.skew_on, a.has_bias, a.biast,
+            a.relay, a.table, a.row_of, slot_gpu, gpu_ids // g,
+            np.arange(0, ep, g, dtype=np.int64), gpu_ids % g, net, nvl, ld, st)
 
     if cuts.size == 2:
         part(0, a.n_gpus, network, nvlink, load, stats)
@@ -688,7 +946,7 @@ def _count_step(a):
         g_lo, g_hi = lo // ep, (hi - 1) // ep + 1
         n_g = g_hi - g_lo
         jobs.append((lo, hi, g_lo, np.zeros((n_g, ep, ep)), np.zeros((n_g, ep, ep)),
-                     np.zeros((n_g, a.n_experts), dtype=np.int64), np.zeros(3, np.int64)))
+                     np.zeros((n_g, n_slots), dtype=np.int64), np.zeros(3, np.int64)))
     with ThreadPoolExecutor(len(jobs)) as pool:
         list(pool.map(lambda j: part(j[0], j[1], j[3], j[4], j[5], j[6]), jobs))
     for _, _, g_lo, net, nvl, ld, st in jobs:
@@ -702,16 +960,17 @@ def _count_step(a):
 
 @njit(inline="always")
 def _step_gpus(key, gpu_lo, gpu_hi, group_lo, tokens_per_gpu, ep, gpus_per_node, n_experts,
-               n_groups, max_groups, k, w32t, skew_on, has_bias, biast, relay, expert_gpu,
-               gpu_node, node_first_gpu, gpu_local, network, nvlink, load, stats, fast,
-               scratch):
+               n_groups, max_groups, k, w32t, skew_on, has_bias, biast, relay, slot_table,
+               row_of, slot_gpu, gpu_node, node_first_gpu, gpu_local, network, nvlink, load,
+               stats, fast, scratch):
     """The body of :func:`_generated_step_kernel` on the scratch arrays it is given (a tuple:
     fewer than 30 arguments, or CPython passes them as ``*args``, which numba cannot inline).
-    Each token is generated, routed and its copies counted (:func:`uneven.ep._kernels.
-    _mark_token`) in cache; each source GPU's counts go on the links once, after its tokens
+    Each token is generated, routed, its experts mapped to the slots its GPU uses (its row of
+    ``slot_table``) and its copies counted (:func:`uneven.ep._kernels._mark_token`) in cache;
+    each source GPU's counts go on the links once, after its tokens
     (:func:`uneven.ep._kernels._add_copies`)."""
     (buf, top, sec, hi_s, lo_s, gscore, kept, tops, cand, cval, order, rank, rank16,
-     gpu_stamp, node_stamp, gpu_cnt, node_cnt) = scratch
+     gpu_stamp, node_stamp, gpu_cnt, node_cnt, slots) = scratch
     gsize = n_experts // n_groups
     n_pairs = (n_experts + 1) // 2
     n_nodes_sum = 0
@@ -721,6 +980,7 @@ def _step_gpus(key, gpu_lo, gpu_hi, group_lo, tokens_per_gpu, ep, gpus_per_node,
     for gpu in range(gpu_lo, gpu_hi):
         grp = gpu // ep - group_lo
         s = gpu % ep
+        row = slot_table[row_of[gpu]]
         gpu_cnt[:] = 0
         node_cnt[:] = 0
         t0 = gpu * tokens_per_gpu
@@ -733,8 +993,10 @@ def _step_gpus(key, gpu_lo, gpu_hi, group_lo, tokens_per_gpu, ep, gpus_per_node,
             else:
                 _route_generated(buf, top, sec, gsize, n_groups, max_groups, k, gscore, kept,
                                  tops, cand, cval, order, False)
+            for j in range(k):  # the replica (slot) this GPU's tokens use for each expert
+                slots[j] = row[order[j]]
             stamp += 1
-            n_n, n_r, n_g = _mark_token(stamp, s, order, k, expert_gpu, False, gpu_node,
+            n_n, n_r, n_g = _mark_token(stamp, s, slots, k, slot_gpu, False, gpu_node,
                                         gpu_stamp, node_stamp, gpu_cnt, node_cnt, load[grp])
             n_nodes_sum += n_n
             remote_sum += n_r
@@ -748,8 +1010,9 @@ def _step_gpus(key, gpu_lo, gpu_hi, group_lo, tokens_per_gpu, ep, gpus_per_node,
 
 @njit(nogil=True)
 def _step_kernel_8x32(key, gpu_lo, gpu_hi, group_lo, tokens_per_gpu, ep, gpus_per_node,
-                      max_groups, k, w32t, skew_on, has_bias, biast, relay, expert_gpu,
-                      gpu_node, node_first_gpu, gpu_local, network, nvlink, load, stats):
+                      max_groups, k, w32t, skew_on, has_bias, biast, relay, slot_table, row_of,
+                      slot_gpu, gpu_node, node_first_gpu, gpu_local, network, nvlink, load,
+                      stats):
     """:func:`_generated_step_kernel` for 256 experts in 8 groups, its scratch on the stack."""
     dt = biast.dtype
     buf = carray(_stack_ptr(256, dt), 256)
@@ -765,36 +1028,39 @@ def _step_kernel_8x32(key, gpu_lo, gpu_hi, group_lo, tokens_per_gpu, ep, gpus_pe
     order = carray(_stack_ptr(256, np.int64), 256)
     rank = carray(_stack_ptr(8, np.int64), 8)
     rank16 = carray(_stack_ptr(16, np.int32), 16)
+    slots = carray(_stack_ptr(256, np.int64), 256)
     gpu_stamp = np.zeros(ep, dtype=np.int64)
     node_stamp = np.zeros(ep // gpus_per_node, dtype=np.int64)
     gpu_cnt = np.empty(ep, dtype=np.int64)
     node_cnt = np.empty(ep // gpus_per_node, dtype=np.int64)
     _step_gpus(key, gpu_lo, gpu_hi, group_lo, tokens_per_gpu, ep, gpus_per_node, 256, 8,
-               max_groups, k, w32t, skew_on, has_bias, biast, relay, expert_gpu, gpu_node,
-               node_first_gpu, gpu_local, network, nvlink, load, stats, True,
+               max_groups, k, w32t, skew_on, has_bias, biast, relay, slot_table, row_of,
+               slot_gpu, gpu_node, node_first_gpu, gpu_local, network, nvlink, load, stats, True,
                (buf, top, sec, hi_s, lo_s, gscore, kept, tops, cand, cval, order, rank,
-                rank16, gpu_stamp, node_stamp, gpu_cnt, node_cnt))
+                rank16, gpu_stamp, node_stamp, gpu_cnt, node_cnt, slots))
 
 
 @njit(nogil=True)
 def _generated_step_kernel(key, gpu_lo, gpu_hi, group_lo, tokens_per_gpu, ep, gpus_per_node,
                            n_experts, n_groups, max_groups, k, w32t, skew_on, has_bias, biast,
-                           relay, expert_gpu, gpu_node, node_first_gpu, gpu_local, network,
-                           nvlink, load, stats):
+                           relay, slot_table, row_of, slot_gpu, gpu_node, node_first_gpu,
+                           gpu_local, network, nvlink, load, stats):
     """Dispatch copy counts of the tokens of GPUs ``[gpu_lo, gpu_hi)``, each token's gate
-    scores generated (counter-based, as ``counter_gate_scores``) and node-limited-routed in cache,
-    its copies counted at once: no score matrix, no id matrix. ``network``/``nvlink``
-    ``[groups, ep, ep]`` and ``load`` ``[groups, n_experts]`` are indexed by EP group minus
-    ``group_lo``, GPUs by their index inside the group; experts sit contiguously on the group's
-    GPUs and the routing groups are the group's nodes. ``stats`` += (nodes, remote nodes, GPUs)
-    summed over tokens. The GPU of an expert, and node and local index of a GPU, come from
-    lookup tables (``expert_gpu``, ``gpu_node``, ``node_first_gpu``, ``gpu_local``): an integer
-    division per copy would cost more than the routing. 256 experts in 8 groups (DeepSeek-V3)
-    run :func:`_step_kernel_8x32`."""
+    scores generated (counter-based, as ``counter_gate_scores``) and node-limited-routed in cache
+    (``n_groups`` groups of consecutive experts, ``max_groups`` kept), its copies counted at
+    once: no score matrix, no id matrix. ``network``/``nvlink`` ``[groups, ep, ep]`` and
+    ``load`` ``[groups, n_slots]`` (tokens per slot) are indexed by EP group minus
+    ``group_lo``, GPUs by their index inside the group. A token of GPU ``g`` sends its copy for
+    expert ``e`` to slot ``slot_table[row_of[g], e]`` on GPU ``slot_gpu[slot]`` (without
+    replicas one row: each expert's only slot). ``stats`` += (nodes, remote nodes, GPUs) summed
+    over tokens. The node and local index of a GPU come from lookup tables (``gpu_node``,
+    ``node_first_gpu``, ``gpu_local``): an integer division per copy would cost more than the
+    routing. 256 experts in 8 groups (DeepSeek-V3) run :func:`_step_kernel_8x32`."""
     if n_experts == 256 and n_groups == 8:
         _step_kernel_8x32(key, gpu_lo, gpu_hi, group_lo, tokens_per_gpu, ep, gpus_per_node,
-                          max_groups, k, w32t, skew_on, has_bias, biast, relay, expert_gpu,
-                          gpu_node, node_first_gpu, gpu_local, network, nvlink, load, stats)
+                          max_groups, k, w32t, skew_on, has_bias, biast, relay, slot_table,
+                          row_of, slot_gpu, gpu_node, node_first_gpu, gpu_local, network,
+                          nvlink, load, stats)
         return
     n_tops = 2 * max(max_groups, (k + 1) // 2)
     dt = biast.dtype
@@ -812,13 +1078,18 @@ def _generated_step_kernel(key, gpu_lo, gpu_hi, group_lo, tokens_per_gpu, ep, gp
     order = np.empty(n_experts, dtype=np.int64)
     rank = np.empty(n_groups, dtype=np.int64)
     rank16 = np.empty(16, dtype=np.int32)
+    slots = np.empty(k, dtype=np.int64)
     gpu_stamp = np.zeros(ep, dtype=np.int64)
     node_stamp = np.zeros(n_nodes, dtype=np.int64)
     gpu_cnt = np.empty(ep, dtype=np.int64)
     node_cnt = np.empty(n_nodes, dtype=np.int64)
     _step_gpus(key, gpu_lo, gpu_hi, group_lo, tokens_per_gpu, ep, gpus_per_node, n_experts,
-               n_groups, max_groups, k, w32t, skew_on, has_bias, biast, relay, expert_gpu,
-               gpu_node, node_first_gpu, gpu_local, network, nvlink, load, stats, False,
+               n_groups, max_groups, k, w32t, skew_on, has_bias, biast, relay, slot_table,
+               row_of, slot_gpu, gpu_node, node_first_gpu, gpu_local, network, nvlink, load,
+               stats, False,
                (buf, top, sec, hi_s, lo_s, gscore, kept, tops, cand, cval, order, rank,
-                rank16, gpu_stamp, node_stamp, gpu_cnt, node_cnt))
+                rank16, gpu_stamp, node_stamp, gpu_cnt, node_cnt, slots))
 
+
+# DeepEP's benchmark was called deepep_sweep, easy to confuse with uneven.grid_sweep (one release)
+__getattr__ = renamed_names(__name__, {"deepep_sweep": "deepep_benchmark"})

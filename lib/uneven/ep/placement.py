@@ -25,10 +25,26 @@ Placements:
   GPU trades places with one on the coldest NIC's coldest GPU when that lowers the hotter NIC's
   load by more than a threshold. Weights move over NVLink, so only swaps inside a host are allowed.
 
-Loads are unitless (tokens per expert, or any proportional weight). A token's copy of expert ``e``
-goes to replica ``src_gpu mod logcnt[e]`` (:func:`route_to_slots`): every source GPU always uses
-the same replica, and the numbers of sources that the replicas of one expert serve differ by at
-most one — a choice of this library (EPLB leaves it to the serving framework).
+Loads are unitless (tokens per expert, or any proportional weight). Which replica serves a token
+is a rule of this library (EPLB leaves it to the serving framework), one of :data:`REPLICA_RULES`:
+
+* ``"round_robin"`` — replica ``src_gpu mod logcnt[e]`` of expert ``e``: every source GPU always
+  uses the same replica, and the numbers of sources that the replicas of one expert serve differ
+  by at most one (the default of :func:`route_to_slots`, used by the serving models);
+* ``"nearest"`` — the closest replica: on the token's own GPU, else on its node, else under its
+  leaf switch group (``nodes_per_leaf``), else anywhere. Among the ``m`` equally close replicas
+  (in replica order) a round robin picks one: number ``src_gpu mod m`` when they are on the
+  token's node, number ``src_node mod m`` when they are on other nodes. The second is by node, not
+  GPU, because the relay dispatch sends a token's network copy on its own rail: broken by GPU, a
+  tie would send every even rail's tokens to one copy and every odd rail's to the other, doubling
+  the busiest NIC's load (a 512-GPU dispatch of 256 experts x 2: 166 µs by node, 319 µs by GPU;
+  model). A token whose expert has a replica on its own node never crosses the network for it.
+  It is the default of the training EP model (:func:`uneven.ep.model.route_ep_group`,
+  :func:`uneven.ep.model.ep_step`).
+
+:func:`replicated_slots` lays out a replica count per expert (copy ``j`` of every expert after all
+copies of rank below ``j``, so ``r`` equal replicas are ``r`` side-by-side copies of the contiguous
+layout) and :func:`replica_table` tabulates a rule: the slot each GPU uses for each expert.
 
 Ties: items of equal weight are packed in order of their index (a stable sort), and the first of
 equal maxima wins. The public ``eplb.py`` sorts with torch's unstable sort in float32, so on inputs
@@ -52,6 +68,9 @@ One host of 4 GPUs, two per NIC, 8 experts with two hot ones:
 [3.0, 2.0, 1.0, 2.67]
 >>> route_to_slots(nic, [[0, 1], [0, 5]], [0, 3]).tolist()
 [[6, 7], [6, 0]]
+>>> two = replicated_slots(4, 4, 2, gpus_per_node=2, gpus_per_nic=1)   # 2 copies of 4 experts
+>>> two.phy2log.tolist(), replica_table(two)[:, 0].tolist()   # GPUs 0, 1 use node 0's expert 0
+([0, 1, 2, 3, 0, 1, 2, 3], [0, 0, 4, 4])
 >>> swap = nvlink_swaps(plain, load, blocked=[False] * 7 + [True])
 >>> swap.pairs.tolist(), swap.nic_max_before, swap.nic_max_after
 ([[1, 6]], 17.0, 13.0)
@@ -75,6 +94,7 @@ from .._fields import Checked, array, check_fields, instance, integer, real, tex
 from .._jit import njit
 from .._validate import (
     as_int_array,
+    check_choice,
     check_instance,
     check_int,
     check_real,
@@ -83,7 +103,7 @@ from .._validate import (
     trusted,
 )
 from ..limits import check_bytes, check_steps
-from ._checks import check_loads, check_swap_budget
+from ._checks import MAX_SLOTS, check_loads, check_slot_fill, check_swap_budget, replica_counts
 
 __all__ = [
     "Placement",
@@ -95,7 +115,10 @@ __all__ = [
     "contiguous_slots",
     "nic_aware_placement",
     "placement_from_phy2log",
+    "replicated_slots",
+    "replica_table",
     "route_to_slots",
+    "REPLICA_RULES",
     "slot_loads",
     "gpu_loads",
     "nic_loads",
@@ -111,7 +134,9 @@ __all__ = [
 #: Within them, every call also stays inside the memory and work budgets of :mod:`uneven.limits`
 #: (2 GiB and 2e9 loop steps by default): the greedy replication costs ``rows x (slots -
 #: experts) x experts`` steps, the packing ``rows x items x packs``.
-MAX_LAYERS, MAX_EXPERTS, MAX_SLOTS = 4096, 65536, 1 << 20
+MAX_LAYERS, MAX_EXPERTS = 4096, 65536
+#: How a token picks one replica of a chosen expert (see the module docstring).
+REPLICA_RULES = ("nearest", "round_robin")
 _MAX_CELLS = 50_000_000  # layers x slots
 
 
@@ -593,6 +618,32 @@ def contiguous_slots(n_experts: int, n_gpus: int, *, gpus_per_node: int = 8,
                       n_gpus, gpn, gpnic, "contiguous")
 
 
+def replicated_slots(n_experts: int, n_gpus: int, replicas=1, *, gpus_per_node: int = 8,
+                     gpus_per_nic: int = 2) -> Placement:
+    """``replicas`` copies of each expert (an int for all, or an int ``[n_experts]`` of counts
+    >= 1), laid out rank by rank: slot order is every expert's copy 0 (in expert order), then
+    every copy 1 of the experts that have one, and so on; ``n_slots / n_gpus`` consecutive slots
+    per GPU. Equal counts ``r`` give ``r`` copies of the contiguous layout side by side, each on
+    ``n_gpus / r`` consecutive GPUs; ``replicas=1`` is :func:`contiguous_slots`. The slots must
+    fill the GPUs evenly (a positive multiple of ``n_gpus``); the refusal says what would.
+
+    >>> replicated_slots(4, 2, [1, 2, 1, 2], gpus_per_node=2, gpus_per_nic=1).phy2log.tolist()
+    [0, 1, 2, 3, 1, 3]
+    """
+    n_gpus, gpn, gpnic = _check_hosts(n_gpus, gpus_per_node, gpus_per_nic)
+    n_experts = check_int("n_experts", n_experts, lo=1, hi=MAX_EXPERTS)
+    cnt = replica_counts(replicas, n_experts)
+    check_bytes("replicas", replicas, 8.0 * 8 * int(cnt.sum()), "the slot maps")
+    check_slot_fill("replicas", n_experts, cnt, n_gpus, gpn, "n_gpus")
+    rank = np.arange(int(cnt.sum()), dtype=np.int64) - np.repeat(np.cumsum(cnt) - cnt, cnt)
+    expert = np.repeat(np.arange(n_experts, dtype=np.int64), cnt)
+    order = np.lexsort((expert, rank))  # by replica rank, then expert
+    p2l, prank = expert[order], rank[order]
+    name = "contiguous" if cnt.max() == 1 else "replicated"
+    return _placement(p2l, cnt, _log2phy_of(p2l, cnt, prank, "replicas"), n_gpus, gpn, gpnic,
+                      name)
+
+
 def eplb_placement(load, n_slots: int, n_gpus: int, *, gpus_per_node: int = 8,
                    gpus_per_nic: int = 2, n_groups: int = 1) -> Placement:
     """One layer's EPLB placement (:func:`rebalance_experts` on ``load [n_experts]``).
@@ -678,22 +729,116 @@ def _check_placement(placement):
     return check_instance("placement", placement, Placement, "from placement_from_phy2log(...)")
 
 
-def route_to_slots(placement: Placement, expert_ids, src_gpu) -> np.ndarray:
-    """The slot that serves each (token, choice): replica ``src_gpu mod logcnt[e]`` of expert ``e``.
+def route_to_slots(placement: Placement, expert_ids, src_gpu, *, rule: str = "round_robin",
+                   nodes_per_leaf=None, first_node: int = 0) -> np.ndarray:
+    """The slot that serves each (token, choice) under ``rule`` (:data:`REPLICA_RULES`; default
+    ``"round_robin"``: replica ``src_gpu mod logcnt[e]`` of expert ``e``).
 
-    ``expert_ids`` int ``[T, k]``; ``src_gpu`` int ``[T]`` (the GPU that holds each token).
-    Returns int64 ``[T, k]`` slot ids (GPU = slot // slots_per_gpu).
+    ``expert_ids`` int ``[T, k]``; ``src_gpu`` int ``[T]`` (the GPU that holds each token);
+    ``nodes_per_leaf`` (``"nearest"`` only): nodes under one leaf switch group, so that a replica
+    there is nearer than one beyond the spine (None: all other nodes equally far), counted from
+    the cluster's first node, of which the placement's node 0 is node ``first_node`` (an EP group
+    inside a larger cluster). Returns int64 ``[T, k]`` slot ids (GPU = slot // slots_per_gpu).
 
     >>> p = placement_from_phy2log([0, 1, 2, 0], 3, 2, gpus_per_node=2, gpus_per_nic=1)
     >>> route_to_slots(p, [[0, 1], [0, 2]], [0, 1]).tolist()
     [[0, 1], [3, 2]]
+    >>> route_to_slots(p, [[0, 1], [0, 2]], [0, 1], rule="nearest").tolist()  # own GPU's copy
+    [[0, 1], [3, 2]]
     """
     p = _check_placement(placement)
+    rule = check_choice("rule", rule, REPLICA_RULES)
     ids = as_int_array("expert_ids", expert_ids, ndim=2, lo=0, hi=p.n_experts - 1)
-    check_bytes("expert_ids", expert_ids, 8.0 * 3 * ids.size, "the replica and slot of each copy")
+    width = 1 if rule == "round_robin" else p.log2phy.shape[1]
+    check_bytes("expert_ids", expert_ids, 8.0 * 8 * ids.size * width,
+                "the replica and slot of each copy")
     src = as_int_array("src_gpu", src_gpu, shape=(ids.shape[0],), lo=0, hi=p.n_gpus - 1)
-    replica = src[:, None] % p.logcnt[ids]
-    return p.log2phy[ids, replica]
+    leaf = _node_leaf(p, nodes_per_leaf, first_node)
+    return _chosen_slots(p, src[:, None], ids, rule, leaf)
+
+
+def replica_table(placement: Placement, *, rule: str = "nearest", nodes_per_leaf=None,
+                  first_node: int = 0) -> np.ndarray:
+    """The slot each GPU's tokens use for each expert under ``rule`` (:data:`REPLICA_RULES`,
+    default ``"nearest"``): int64 ``[n_gpus, n_experts]``, row ``g`` for tokens held by GPU ``g``.
+    ``nodes_per_leaf`` and ``first_node`` as in :func:`route_to_slots`. Size: ``8 n_gpus
+    n_experts`` bytes a few times per replica of the most replicated expert, within the memory
+    budget of :mod:`uneven.limits`.
+
+    >>> p = replicated_slots(4, 4, 2, gpus_per_node=2, gpus_per_nic=1)   # a copy per node
+    >>> replica_table(p).tolist()                   # each node uses its own copy
+    [[0, 1, 2, 3], [0, 1, 2, 3], [4, 5, 6, 7], [4, 5, 6, 7]]
+    >>> replica_table(p, rule="round_robin").tolist()  # GPU g uses copy g mod 2, near or far
+    [[0, 1, 2, 3], [4, 5, 6, 7], [0, 1, 2, 3], [4, 5, 6, 7]]
+    """
+    p = _check_placement(placement)
+    rule = check_choice("rule", rule, REPLICA_RULES)
+    check_bytes("placement", p.name, 8.0 * 8 * p.n_gpus * p.n_experts * p.log2phy.shape[1],
+                f"a {p.n_gpus:,} x {p.n_experts:,} table of replicas")
+    leaf = _node_leaf(p, nodes_per_leaf, first_node)
+    src = np.arange(p.n_gpus, dtype=np.int64)[:, None]
+    return _chosen_slots(p, src, np.arange(p.n_experts, dtype=np.int64)[None, :], rule, leaf)
+
+
+def _node_leaf(p, nodes_per_leaf, first_node):
+    """The leaf switch group of each of ``p``'s nodes (None: one group)."""
+    first = check_int("first_node", first_node, lo=0, hi=2**62 - p.n_nodes)
+    if nodes_per_leaf is None:
+        return None
+    npl = check_int("nodes_per_leaf", nodes_per_leaf, lo=1)
+    return (first + np.arange(p.n_nodes, dtype=np.int64)) // npl
+
+
+def _chosen_slots(p: Placement, src, ids, rule: str, node_leaf=None) -> np.ndarray:
+    """The slot that a token on GPU ``src`` uses for expert ``ids`` (validated int arrays that
+    broadcast together) under ``rule``; ``node_leaf`` (int ``[n_nodes]`` or None): the leaf
+    switch group of each node. Vectorised over the replicas of each expert (the callers check
+    the memory: ``8 x broadcast size x max(logcnt)`` bytes a few times)."""
+    src = np.asarray(src, dtype=np.int64)
+    ids = np.asarray(ids, dtype=np.int64)
+    if rule == "round_robin":
+        return p.log2phy[ids, src % p.logcnt[ids]]
+    cand = p.log2phy[ids]  # (..., R): the expert's slots in replica order, -1 padded
+    valid = cand >= 0
+    gpu = np.where(valid, cand, 0) // p.slots_per_gpu
+    s = src[..., None]
+    g = p.gpus_per_node
+    node, s_node = gpu // g, s // g
+    far = 2 if node_leaf is None else np.where(node_leaf[node] == node_leaf[s_node], 2, 3)
+    dist = np.where(gpu == s, 0, np.where(node == s_node, 1, far))
+    dist = np.where(valid, dist, 4)
+    best = dist.min(axis=-1, keepdims=True)
+    tie = dist == best
+    # round robin among the nearest: over source GPUs on the own node, over source nodes beyond
+    # it (by GPU, a tie would follow the rails: see the module docstring)
+    key = np.where(best[..., 0] <= 1, src, src // g)
+    pick = key % tie.sum(axis=-1)
+    hit = tie & (np.cumsum(tie, axis=-1) - 1 == pick[..., None])
+    cand = np.broadcast_to(cand, hit.shape)
+    return np.take_along_axis(cand, hit.argmax(axis=-1)[..., None], axis=-1)[..., 0]
+
+
+def _reference_slot(p: Placement, src: int, expert: int, rule: str, node_leaf=None) -> int:
+    """:func:`chosen_slots` for one token and expert in plain Python (tests only)."""
+    slots = [int(x) for x in p.log2phy[expert][: int(p.logcnt[expert])]]
+    if rule == "round_robin":
+        return slots[src % len(slots)]
+    g = p.gpus_per_node
+
+    def distance(slot):
+        d = slot // p.slots_per_gpu
+        if d == src:
+            return 0
+        if d // g == src // g:
+            return 1
+        if node_leaf is None or node_leaf[d // g] == node_leaf[src // g]:
+            return 2
+        return 3
+
+    best = min(distance(x) for x in slots)
+    nearest = [x for x in slots if distance(x) == best]
+    key = src if best <= 1 else src // g
+    return nearest[key % len(nearest)]
 
 
 def slot_loads(placement: Placement, expert_load) -> np.ndarray:

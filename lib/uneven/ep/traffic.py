@@ -5,6 +5,9 @@ Input: each token's chosen experts ``expert_ids [T, k]``, the GPU holding each t
 (GPU ``g`` sits on node ``g // gpus_per_node`` at local index ``g % gpus_per_node``). Output: two
 ``n_gpus × n_gpus`` float64 matrices of bytes, ``network[src, dst]`` (scale-out sends, e.g. IB)
 and ``nvlink[src, dst]`` (intra-node sends), which a link-load engine can turn into time.
+With replicated experts, pass the slot that serves each choice as ``expert_ids`` and the slot →
+GPU map (``Placement.slot_gpu``) as ``expert_gpu``: the copy rule needs only each choice's GPU
+(:attr:`uneven.ep.model.EpRouting.targets` gives both).
 
 Which copies a token makes is the copy rule of :mod:`uneven.ep` (its vocabulary, once):
 

@@ -13,6 +13,8 @@ is what CI checks.
 * :mod:`uneven.explorers.nb05` — Balancing and Beyond (placement, relay, a decode layer)
 * :mod:`uneven.explorers.nb06` — UBEP (core groups, barriers, hop mix inside a superpod)
 * :mod:`uneven.explorers.nb07` — what the six papers agree on (one unevenness knob per paper)
+* :mod:`uneven.explorers.nb08` — a research quickstart (reports and figures only: the reader's
+  own calls are the explorer there)
 """
 
 from .nb00 import StartState, draw_start, start_explorer, start_state

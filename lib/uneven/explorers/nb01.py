@@ -239,22 +239,22 @@ def gantt_panels(runs: dict, *, link: int = 0, title: str | None = None):
 def knee_figure(curves: dict, knees: dict, orders: dict, *, artifact: dict | None = None,
                 t: float = 0.01):
     """Left: extra iteration time against the delay for several slackness values (``curves``:
-    ``{Δ: DelaySweep}``; ``knees``: ``{Δ: c* (s)}``, dotted), with the PipeMorph artifact's own
+    ``{Δ: DelayScan}``; ``knees``: ``{Δ: c* (s)}``, dotted), with the PipeMorph artifact's own
     values as markers (``artifact``: ``{Δ: extra ms at delays 0, 5, ...}``). Right: one
-    slackness, three orders of the same warm-ups (``orders``: ``{label: DelaySweep}``)."""
+    slackness, three orders of the same warm-ups (``orders``: ``{label: DelayScan}``)."""
     import matplotlib
 
-    from ..schedulers.pipeline import DelaySweep
+    from ..schedulers.pipeline import DelayScan
 
     check_dict("curves", curves, key=is_int, hi=16)
-    instances("curves", curves, DelaySweep)
+    instances("curves", curves, DelayScan)
     check_dict("knees", knees, key=lambda d: d in curves, item=lambda c: is_real(c, lo=0.0),
                hi=16)
     if set(knees) != set(curves):
         raise ValueError(f"knees must give a knee for every curve ({sorted(curves)}); got "
                          f"{_show(sorted(knees))}")
     check_dict("orders", orders, key=lambda k: isinstance(k, str), hi=3)
-    instances("orders", orders, DelaySweep)
+    instances("orders", orders, DelayScan)
     for name, group in (("curves", curves), ("orders", orders)):
         if any(sw.delays.size == 0 for sw in group.values()):
             raise ValueError(f"{name} must hold sweeps of at least one delay")
@@ -313,15 +313,15 @@ def sweep_figure(sweeps: dict):
     """Extra iteration time over the same schedule on a healthy network (top) and stage 0's peak
     memory (bottom) against the delay on each link, for two numbers of micro-batches.
 
-    ``sweeps``: ``{(link, name, m): DelaySweep}`` with ``name`` one of '1F1B', 'ZB-H2',
+    ``sweeps``: ``{(link, name, m): DelayScan}`` with ``name`` one of '1F1B', 'ZB-H2',
     'PipeMorph' and at most two values of ``m`` (the first solid, the second dashed): a cost that
     does not grow with ``m`` (the curves overlap) is absorbed. Guide lines +c and +2c."""
-    from ..schedulers.pipeline import DelaySweep
+    from ..schedulers.pipeline import DelayScan
 
     check_dict("sweeps", sweeps, key=lambda k: isinstance(k, tuple) and len(k) == 3
                and is_int(k[0]) and k[0] >= 0 and k[1] in _APPROACH and is_int(k[2])
                and k[2] >= 1, hi=36)
-    instances("sweeps", sweeps, DelaySweep)
+    instances("sweeps", sweeps, DelayScan)
     if any(sw.delays.size == 0 for sw in sweeps.values()):
         raise ValueError("sweeps must hold sweeps of at least one delay")
     links = sorted({k[0] for k in sweeps})
@@ -552,23 +552,23 @@ def extra_table(t: float, delays_ms=(10, 20, 30), ms=(12, 24, 48)) -> SimpleName
 @arguments(t=_OP_TIME)
 def knee_curves(t: float) -> SimpleNamespace:
     """Section 3: the artifact's Fig. 8 rebuilt: the 2-stage greedy ZB policy planned for
-    slackness Δ = 2 ... 6 (``curves[Δ]``, a DelaySweep over 0 ... 60 ms), each Δ's absorption
+    slackness Δ = 2 ... 6 (``curves[Δ]``, a DelayScan over 0 ... 60 ms), each Δ's absorption
     bound (``knees``, s), and three orders of one plan up to 40 ms (``orders``)."""
-    from ..schedulers.pipeline import absorption_bound, delay_sweep, pipeline_schedule
+    from ..schedulers.pipeline import absorption_bound, delay_scan, pipeline_schedule
 
     t = check_real("t", t, lo=0.0, lo_open=True, unit="s")
     cs = np.arange(0, 61, 1) * _MS
     greedy2 = pipeline_schedule("greedy", 2, 30)
-    curves = {d: delay_sweep(greedy2, t, t, t, delays=cs, plan_delays=[5 * (d - 2) * _MS])
+    curves = {d: delay_scan(greedy2, t, t, t, delays=cs, plan_delays=[5 * (d - 2) * _MS])
               for d in range(2, 7)}
     knees = {d: absorption_bound(d, t, t) for d in curves}
     c40 = cs[:41]  # 0 ... 40 ms
     orders = {
-        "artifact's plan (planned under 5 ms)": delay_sweep(greedy2, t, t, t, delays=c40,
+        "artifact's plan (planned under 5 ms)": delay_scan(greedy2, t, t, t, delays=c40,
                                                             plan_delays=[5 * _MS]),
-        "planned healthy, W's at the tail": delay_sweep(
+        "planned healthy, W's at the tail": delay_scan(
             pipeline_schedule("zb", 2, 30, warmups=[4, 1]), t, t, t, delays=c40),
-        "memory budget 4: a W in every cycle": delay_sweep(
+        "memory budget 4: a W in every cycle": delay_scan(
             pipeline_schedule("zb", 2, 30, warmups=[4, 1], memory=4), t, t, t, delays=c40),
     }
     return SimpleNamespace(curves=curves, knees=knees, orders=orders)
@@ -593,15 +593,15 @@ def replan_report(plan, result, healthy: float) -> str:
 def schedule_sweeps(t: float, links=(0, 2), ms=(30, 60)) -> dict:
     """Section 4: 1F1B, ZB-H2 and PipeMorph on 4 stages against the delay (0 ... 60 ms) on each
     link of ``links``, for each number of micro-batches in ``ms``:
-    ``{(link, name, m): DelaySweep}``."""
-    from ..schedulers.pipeline import delay_sweep, pipeline_schedule
+    ``{(link, name, m): DelayScan}``."""
+    from ..schedulers.pipeline import delay_scan, pipeline_schedule
 
     out = {}
     for m in ms.tolist():
         for link in links.tolist():
             for name, kind, mode in (("1F1B", "1f1b", "replay"), ("ZB-H2", "zb-h2", "replay"),
                                      ("PipeMorph", "zb-h2", "replan")):
-                out[link, name, m] = delay_sweep(pipeline_schedule(kind, 4, m), t, t, t,
+                out[link, name, m] = delay_scan(pipeline_schedule(kind, 4, m), t, t, t,
                                                  link=link, delays=np.arange(0, 61, 2) * _MS,
                                                  mode=mode)
     return out
@@ -628,10 +628,10 @@ def schedule_comparison(t: float, p: int = 4, m: int = 12,
                         delays_ms=tuple(range(0, 41, 2))) -> SimpleNamespace:
     """Appendix C: each of :data:`PYTORCH_SCHEDULES` on ``p`` stages, ``m`` micro-batches, every
     op ``t`` s (an F&B ``3t``), replayed with a delay on link 0↔1: ``healthy[name]``
-    (PipelineResult), ``sweeps[name]`` (DelaySweep over ``delays_ms``) and the printed table
+    (PipelineResult), ``sweeps[name]`` (DelayScan over ``delays_ms``) and the printed table
     (healthy iteration, peak memory, extra time at each tenth delay). ``p`` even and
     ``m >= 2p`` even (DualPipe), ``m`` a multiple of ``p`` (interleaved)."""
-    from ..schedulers.pipeline import delay_sweep, pipeline_schedule, simulate_pipeline
+    from ..schedulers.pipeline import delay_scan, pipeline_schedule, simulate_pipeline
 
     if p % 2 or m % p or m < 2 * p or m % 2:
         raise ValueError(f"p and m must let every schedule run (p even, m an even multiple of p, "
@@ -641,7 +641,7 @@ def schedule_comparison(t: float, p: int = 4, m: int = 12,
     for name, (kind, v) in PYTORCH_SCHEDULES.items():
         sched = pipeline_schedule(kind, p, m, v=v)
         healthy[name] = simulate_pipeline(sched, t, t, t)
-        sweeps[name] = delay_sweep(sched, t, t, t, link=0, delays=cs)
+        sweeps[name] = delay_scan(sched, t, t, t, link=0, delays=cs)
     shown = [i for i in range(cs.size) if delays_ms[i] % 10 == 0][:5]
     head = " ".join(f"{'+' + str(int(delays_ms[i])) + ' ms':>7s}" for i in shown)
     lines = [f"{'schedule (model)':16s} {'healthy':>8s} {'held':>5s} | extra at {head}"]
@@ -657,7 +657,7 @@ def comparison_figure(comparison):
     """Appendix C: left, each schedule's healthy iteration time and the most micro-batches a
     stage holds; right, the extra iteration time against the delay on link 0↔1 (model).
     ``comparison``: from :func:`schedule_comparison`."""
-    from ..schedulers.pipeline import DelaySweep, PipelineResult
+    from ..schedulers.pipeline import DelayScan, PipelineResult
 
     check_instance("comparison", comparison, SimpleNamespace, "from schedule_comparison(...)")
     healthy = getattr(comparison, "healthy", None)
@@ -665,7 +665,7 @@ def comparison_figure(comparison):
     check_dict("comparison.healthy", healthy, key=lambda k: k in _ZOO_STYLE, hi=len(_ZOO_STYLE))
     instances("comparison.healthy", healthy, PipelineResult)
     check_dict("comparison.sweeps", sweeps, key=lambda k: k in healthy, hi=len(_ZOO_STYLE))
-    instances("comparison.sweeps", sweeps, DelaySweep)
+    instances("comparison.sweeps", sweeps, DelayScan)
     fig, (ax, ax2) = plots.figure(11, 4.0, ncols=2, width_ratios=(1.0, 1.3))
     with plots.style():
         names = list(healthy)

@@ -252,7 +252,7 @@ def deepep_figure(rows: list, measured: dict, labels: dict, rows_fwd: list | Non
                                    for ph in ("dispatch", "combine")))
             for r in value
         ):
-            raise ValueError(f"{name} must be a list of deepep_sweep rows; got {_show(value)}")
+            raise ValueError(f"{name} must be a list of deepep_benchmark rows; got {_show(value)}")
 
     rows_ok("rows", rows)
     eps = [r["ep"] for r in rows]
@@ -396,14 +396,14 @@ DEEPEP_LABEL = {16: "repo", 32: "repo", 64: "repo", 128: "3rd"}
 @arguments(rows=items(mapping(), hi=len(DEEPEP)), rows_fwd=items(mapping(), hi=len(DEEPEP)))
 def deepep_table(rows: list, rows_fwd: list) -> SimpleNamespace:
     """Section 3: DeepEP's dispatch bandwidth beside the model's, links only (``rows``) and with
-    the forwarders' local writes (``rows_fwd``, both from :func:`uneven.ep.deepep_sweep`).
+    the forwarders' local writes (``rows_fwd``, both from :func:`uneven.ep.deepep_benchmark`).
     ``ratio[ep] = (measured / links only, measured / with local writes)``; ``report``."""
     for name, rs in (("rows", rows), ("rows_fwd", rows_fwd)):
         for r in rs:
             if (r.get("ep") not in DEEPEP or not is_real(r.get("dispatch_logical_GBps"), lo=1e-9)
                     or not isinstance(r.get("dispatch_bound"), str)):
-                raise ValueError(f"{name} must be rows of uneven.ep.deepep_sweep at the EP sizes "
-                                 f"of DEEPEP ({list(DEEPEP)}); got a row {_show(r)}")
+                raise ValueError(f"{name} must be rows of uneven.ep.deepep_benchmark at the EP "
+                                 f"sizes of DEEPEP ({list(DEEPEP)}); got a row {_show(r)}")
     if [r["ep"] for r in rows] != [f["ep"] for f in rows_fwd]:
         raise ValueError("rows and rows_fwd must hold the same EP sizes in the same order; got "
                          f"{[r['ep'] for r in rows]} and {[f['ep'] for f in rows_fwd]}")

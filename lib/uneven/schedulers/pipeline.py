@@ -96,6 +96,18 @@ How a schedule meets the delays (``mode`` of :func:`simulate_pipeline`):
 * ``"replan"`` (PipeMorph): warm-ups are re-planned for the delays by :func:`replan_warmups`,
   then dispatched live.
 
+A replayed order can only finish later when a delay grows (each finish is a longest path through
+a fixed graph whose edges got longer). A live dispatcher is a greedy list scheduler, and those
+are not monotone (R. L. Graham, "Bounds on multiprocessing timing anomalies", SIAM J. Appl.
+Math. 17(2), 1969: shortening a task can lengthen the schedule). Model example:
+``zb-h1``, p = 8, m = 16, every op 10 ms, extra delay on link 5 only, ``mode="online"``: the
+iteration ends 32 ms late at 4 ms but 20 ms late at 5 ms. At 4 ms stage 5's gradients are back
+whenever it picks, so B (which outranks W) wins every pick and the W's wait until the memory
+budget forces them, piling up at the end; at 5 ms the gradient is still away at some picks and
+the stage fills the wait with a W. The order chosen at 5 ms, replayed under 4 ms
+(``simulate_pipeline(..., order=result_at_5ms)``), ends 18 ms late: a better order existed and
+greedy did not take it. Not a timing error; ``tests/test_pipeline_replay.py`` pins it.
+
 Head-of-line blocking (``hol``): with ``hol=True`` each send is an op on the sending stage's GPU
 stream, right after the op that produced the tensor (an F&B's activation, then its gradient),
 lasting ``transfer + delay`` of its link, so
@@ -119,6 +131,7 @@ import numpy as np
 
 from .._fields import Checked, any_value, array, check_fields, choice, flag, instance, real, strings
 from .._jit import njit
+from .._moved import renamed_names
 from .._validate import (
     _show,
     as_float_array,
@@ -164,8 +177,8 @@ __all__ = [
     "pipeline_schedule",
     "simulate_pipeline",
     "simulate_trace",
-    "DelaySweep",
-    "delay_sweep",
+    "DelayScan",
+    "delay_scan",
     "replan_warmups",
     "slackness",
     "absorption_bound",
@@ -695,6 +708,7 @@ def simulate_pipeline(
     plan_delays=None,
     warmups=None,
     t_fb=None,
+    order=None,
 ) -> PipelineResult:
     """Simulate one training iteration of ``schedule`` (see the module doc for the model).
 
@@ -715,6 +729,11 @@ def simulate_pipeline(
     ``warmups`` (``replan`` only): the warm-up counts to dispatch with instead of
     :func:`replan_warmups`'s (``p`` integers in [1, m], not increasing along the pipe), e.g. to
     search over plans (:mod:`uneven.schedulers.warmup_search`).
+    ``order`` (``replay`` only): a :class:`PipelineResult` of the same schedule whose per-stage
+    order of compute ops is replayed instead of the schedule's own, e.g. the order the online
+    dispatcher chose under other delays (under its own delays it gives back that result's
+    times). A fixed order can only get later when a delay grows; the online dispatcher can
+    get earlier (see the module doc).
 
     Size: one iteration has ``2 p (2 or 3) m v`` op slots (compute ops and their sends), about
     320 bytes each, within the memory budget of :mod:`uneven.limits` (2 GiB by default: e.g.
@@ -729,7 +748,7 @@ def simulate_pipeline(
     """
     if (type(schedule) is PipelineSchedule and type(mode) is str and mode == "replay"
             and type(hol) is bool and cap is None and plan_delays is None and warmups is None
-            and t_fb is None):
+            and t_fb is None and order is None):
         # The common call, checked in one pass; anything unusual takes the full checks below,
         # which name the culprit.
         quick = _quick_inputs(schedule, t_f, t_b, t_w, delays, transfer)
@@ -758,7 +777,34 @@ def simulate_pipeline(
     else:
         warm = _mode_warmups(sched, mode, ld, tf, cap)
     plan = None if pd is None else _plan(sched, tf, tb, tw, pd, lt, hol)
-    return _simulate(sched, tf, tb, tw, ld, lt, mode, hol, warm, plan=plan, tfb=tfb)
+    given = None if order is None else _given_order(order, sched, mode, pd)
+    return _simulate(sched, tf, tb, tw, ld, lt, mode, hol, warm, plan=plan, tfb=tfb,
+                     order=given)
+
+
+def _given_order(result, sched, mode, plan_delays):
+    """The per-stage compute order of ``result`` (a :class:`PipelineResult` of ``sched``) as
+    the five arrays of :func:`_full_order`, for ``simulate_pipeline(..., order=result)``."""
+    check_instance("order", result, PipelineResult, "from simulate_pipeline(...)")
+    if mode != "replay" or plan_delays is not None:
+        raise ValueError("order applies to mode='replay' without plan_delays (it is the plan); "
+                         f"got mode={mode!r}"
+                         + ("" if plan_delays is None else " and plan_delays"))
+    if result.schedule != sched:
+        raise ValueError(f"order must be a result of the same schedule ({sched.kind!r}, p="
+                         f"{sched.p}, m={sched.m}); got one of {result.schedule.kind!r}, p="
+                         f"{result.schedule.p}, m={result.schedule.m}")
+    compute = np.isin(result.kind, COMPUTE_KINDS) & (result.resource < sched.p)
+    olen = np.bincount(result.resource[compute], minlength=sched.p).astype(np.int64)
+    okind, omb, ochunk, opair = np.full((4, sched.p, max(int(olen.max()), 1)), -1,
+                                        dtype=np.int64)
+    for s in range(sched.p):  # op ids follow each stage's order
+        ids = np.flatnonzero(compute & (result.resource == s))
+        okind[s, :ids.size] = result.kind[ids]
+        omb[s, :ids.size] = result.microbatch[ids]
+        ochunk[s, :ids.size] = result.chunk[ids]
+        opair[s, :ids.size] = result.pair_microbatch[ids]
+    return okind, omb, ochunk, opair, olen
 
 
 def simulate_trace(
@@ -831,8 +877,8 @@ def simulate_trace(
 
 
 @dataclass(frozen=True)
-class DelaySweep(Checked):
-    """One schedule under a growing delay on one link (:func:`delay_sweep`).
+class DelayScan(Checked):
+    """One schedule under a growing delay on one link (:func:`delay_scan`).
 
     ``delays`` (s), and per delay: ``iteration_times`` (s), ``extra`` (s over the same schedule
     with no delay), ``peak_memory`` (``[delays, p]`` micro-batches held), ``warmups``
@@ -847,8 +893,8 @@ class DelaySweep(Checked):
     check_first = ("delays", "warmups")
 
 
-def delay_sweep(schedule: PipelineSchedule, t_f, t_b, t_w=0.0, *, link: int = 0, delays,
-                **kwargs) -> DelaySweep:
+def delay_scan(schedule: PipelineSchedule, t_f, t_b, t_w=0.0, *, link: int = 0, delays,
+                **kwargs) -> DelayScan:
     """Simulate ``schedule`` once per entry of ``delays`` (s, one-way, on ``link`` only).
 
     Other keyword arguments go to :func:`simulate_pipeline` (``mode``, ``hol``, ``transfer``,
@@ -857,7 +903,7 @@ def delay_sweep(schedule: PipelineSchedule, t_f, t_b, t_w=0.0, *, link: int = 0,
     All ``len(delays) + 1`` runs together must fit the work budget of :mod:`uneven.limits`.
 
     >>> s = pipeline_schedule("greedy", 2, 30)
-    >>> sw = delay_sweep(s, 0.01, 0.01, 0.01, delays=[0.0, 0.01, 0.02], plan_delays=[0.005])
+    >>> sw = delay_scan(s, 0.01, 0.01, 0.01, delays=[0.0, 0.01, 0.02], plan_delays=[0.005])
     >>> [round(x * 1e3) for x in sw.extra]  # the PipeMorph artifact's Fig. 8, Δ = 3
     [0, 10, 20]
     """
@@ -896,7 +942,7 @@ def delay_sweep(schedule: PipelineSchedule, t_f, t_b, t_w=0.0, *, link: int = 0,
     extra = times - base
     for a in (cs, times, extra, peaks, warms):
         a.flags.writeable = False
-    return DelaySweep(cs, times, extra, peaks, warms)
+    return DelayScan(cs, times, extra, peaks, warms)
 
 
 # --------------------------------------------------------------------------------------------
@@ -1098,12 +1144,14 @@ def _order(sched, tf, tb, tw, ld, lt, mode, hol, warm, plan):
                        sched.p)
 
 
-def _simulate(sched, tf, tb, tw, ld, lt, mode, hol, warm, plan, tfb=None):
+def _simulate(sched, tf, tb, tw, ld, lt, mode, hol, warm, plan, tfb=None, order=None):
     """Time the order in one pass (:func:`._replay.replay_orders`); same result as
     :func:`_simulate_dag`, the route through the generic timeline engine. ``tfb``: F&B times
-    (s; default ``tf + tb + tw``)."""
+    (s; default ``tf + tb + tw``). ``order``: the five order arrays to replay instead."""
     p = sched.p
-    okind, omb, ochunk, opair, olen = _order(sched, tf, tb, tw, ld, lt, mode, hol, warm, plan)
+    okind, omb, ochunk, opair, olen = (
+        order if order is not None
+        else _order(sched, tf, tb, tw, ld, lt, mode, hol, warm, plan))
     tfb = tf + tb + tw if tfb is None else tfb
     # each op and its sends: one each way, two after an F&B
     n_max = (3 if sched.kind in ("dualpipe", "dualpipe-v") else 2) * p * okind.shape[1]
@@ -1493,3 +1541,7 @@ def _build_dag(p, m, div, place, okind, omb, ochunk, opair, olen, dF, dB, dW, dB
                 e += 1
     dep_ptr[n] = e
     return n, e
+
+
+# the delay scan was called delay_sweep, easy to confuse with uneven.grid_sweep (one release)
+__getattr__ = renamed_names(__name__, {"delay_sweep": "delay_scan", "DelaySweep": "DelayScan"})

@@ -508,18 +508,23 @@ class HdpSetup(Checked):
 
     ``n_gpus`` GPUs on 8-GPU H800-like nodes (model: each GPU its own 400 Gb/s NIC, NVLink
     160 GB/s per direction; rails meet in non-blocking spines, so disjoint rings share no link);
-    ``tp`` GPUs per rank, ``pp`` pipeline stages; ``capacity``: tokens per rank per micro-batch
-    (``C``); ``context``: the longest sequence; ``pcie_bw``: host-device bandwidth per GPU and
-    direction (bytes/s, for offload). ``cost``: the :class:`CostModel`; ``None`` (the default)
-    means :func:`default_cost_model` of ``model`` (see :attr:`cost_model`). ``backward_factor``:
-    a layer's backward over its forward, compute and ring traffic alike (model: 2; in [0.5, 10];
-    :mod:`uneven.schedulers.calibration` fits it to ByteScale's Fig. 18b). At most 131,072 GPUs;
-    ``capacity`` in [16, 2**24], ``context`` in [128, 2**30]; bandwidths in [1e3, 1e18] bytes/s.
+    ``tp`` GPUs per rank, ``pp`` pipeline stages; ``capacity``: ByteScale's ``C``, tokens per
+    micro-batch per **rank**, and a rank is a TP group of ``tp`` GPUs, not one GPU (the default
+    ``tp=2`` makes ``capacity=8192`` two GPUs' worth; "32K tokens per GPU" is ``tp=1,
+    capacity=32768``, and ``repr`` says which); ``context``: the longest sequence; ``pcie_bw``:
+    host-device bandwidth per GPU and direction (bytes/s, for offload). ``cost``: the
+    :class:`CostModel`; ``None`` (the default) means :func:`default_cost_model` of ``model`` (see
+    :attr:`cost_model`). ``backward_factor``: a layer's backward over its forward, compute and
+    ring traffic alike (model: 2; in [0.5, 10]; :mod:`uneven.schedulers.calibration` fits it to
+    ByteScale's Fig. 18b). At most 131,072 GPUs; ``capacity`` in [16, 2**24], ``context`` in
+    [128, 2**30]; bandwidths in [1e3, 1e18] bytes/s.
     Checked when made, also by ``dataclasses.replace``.
 
     >>> s = HdpSetup()
     >>> s.d_hdp, s.d_cp, s.d_dp
     (512, 256, 2)
+    >>> repr(s).split(", ")[3]
+    'capacity=8192 tokens per rank of tp=2 GPUs'
     """
 
     n_gpus: int = integer(lo=8, hi=_MAX_GPUS, default=1024)
@@ -554,6 +559,15 @@ class HdpSetup(Checked):
             default_cost_model(self.model)  # the model must have one (cached)
         else:
             check_instance("cost", self.cost, CostModel, "or None")
+
+    def __repr__(self) -> str:
+        # capacity is per rank (a TP group), the slip the issue tracker saw: say so where it shows
+        from .._fields import _unit_repr
+
+        return _unit_repr(self).replace(
+            f"capacity={self.capacity}",
+            f"capacity={self.capacity} tokens per rank of tp={self.tp} GPU"
+            + ("s" if self.tp > 1 else ""), 1)
 
     @property
     def cost_model(self) -> CostModel:
