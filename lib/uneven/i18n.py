@@ -2,7 +2,8 @@
 
 ``uneven.set_language("zh_TW")`` (or the environment variable ``UNEVEN_LANG=zh_TW``, read when no
 language was set in the session) switches the library's user-facing strings to the catalog
-``lib/uneven/locale/<language>/LC_MESSAGES/uneven.po``; every string without a current translation
+``lib/uneven/locale/<language>/LC_MESSAGES/uneven.po`` (and its ``uneven-*.po`` fragments);
+every string without a current translation
 (absent, empty or marked fuzzy) stays English. Catalogs are gettext ``.po`` files, read with polib
 (no compiled ``.mo`` to keep in step with them). The zh-TW notebooks (``notebooks/zh_TW/``, built
 by ``python tools/editions i18n build``) set the language in their first code cell.
@@ -79,18 +80,30 @@ def _warn_env(message: str) -> None:
     warnings.warn(f"{message}; using English", RuntimeWarning, stacklevel=4)
 
 
-def catalog_path(language: str) -> Path:
-    """The ``.po`` file of the library's strings in ``language`` (it may not exist yet)."""
-    return LOCALE_DIR / language / "LC_MESSAGES" / f"{DOMAIN}.po"
+def catalog_path(language: str, part: str = "") -> Path:
+    """The ``.po`` file of the library's strings in ``language`` (it may not exist yet):
+    ``uneven.po``, or with ``part`` a fragment ``uneven-<part>.po`` (one per explorer module, say,
+    so that translators of different modules never edit the same file)."""
+    name = f"{DOMAIN}-{part}.po" if part else f"{DOMAIN}.po"
+    return LOCALE_DIR / language / "LC_MESSAGES" / name
+
+
+def catalog_paths(language: str) -> list[Path]:
+    """Every catalog of the library in ``language``: ``uneven.po`` and its ``uneven-*.po``
+    fragments, in name order."""
+    folder = LOCALE_DIR / language / "LC_MESSAGES"
+    return sorted(folder.glob(f"{DOMAIN}.po")) + sorted(folder.glob(f"{DOMAIN}-*.po"))
 
 
 def _catalog(language: str) -> dict[tuple[str | None, str], str]:
-    path = catalog_path(language)
-    try:
-        stamp = path.stat().st_mtime_ns
-    except OSError:
-        return {}
-    return _read_catalog(str(path), stamp)
+    out: dict[tuple[str | None, str], str] = {}
+    for path in catalog_paths(language):
+        try:
+            stamp = path.stat().st_mtime_ns
+        except OSError:
+            continue
+        out.update(_read_catalog(str(path), stamp))
+    return out
 
 
 @lru_cache(maxsize=8)
@@ -123,4 +136,5 @@ def gettext(message: str, context: str | None = None) -> str:
 #: The conventional short name, for the call sites: ``from uneven.i18n import _``.
 _ = gettext
 
-__all__ = ["LANGUAGES", "ENV", "set_language", "get_language", "gettext", "catalog_path"]
+__all__ = ["LANGUAGES", "ENV", "set_language", "get_language", "gettext", "catalog_path",
+           "catalog_paths"]
