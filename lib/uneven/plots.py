@@ -44,6 +44,7 @@ from ._validate import (
     check_real,
     check_str,
 )
+from .i18n import _, get_language
 from .limits import PY_STEP, check_bytes, check_steps
 
 __all__ = [
@@ -82,6 +83,9 @@ __all__ = [
     "paper_map",
     "LiveGantt",
     "nice_ceiling",
+    "CJK_FONTS",
+    "CJK_FONT_PACKAGE",
+    "cjk_fonts",
 ]
 
 # A colour-blind-safe palette (Okabe-Ito), named by role.
@@ -207,6 +211,18 @@ _RC = {
 }
 
 _TIME_UNITS = {"s": 1.0, "ms": 1e-3, "us": 1e-6}
+
+#: The fonts that draw the zh-TW edition's Chinese, most preferred first: the project declares
+#: Noto Sans CJK TC (Debian/Ubuntu package :data:`CJK_FONT_PACKAGE`, installed by ``.ci/run``
+#: and Binder), then others commonly present (the Japanese and Simplified cuts of the same
+#: family draw Traditional characters too; Source Han Sans is its Adobe name; PingFang TC on
+#: macOS, Microsoft JhengHei on Windows).
+CJK_FONTS = ("Noto Sans CJK TC", "Noto Sans CJK JP", "Noto Sans CJK SC", "Source Han Sans TW",
+             "Source Han Sans TC", "PingFang TC", "Microsoft JhengHei")
+#: The Debian/Ubuntu package that provides :data:`CJK_FONTS`' first choice.
+CJK_FONT_PACKAGE = "fonts-noto-cjk"
+# File names of those fonts, for one installed after matplotlib built its font cache.
+_CJK_FILES = ("notosanscjk", "sourcehansans", "pingfang", "msjh")
 
 #: CSS pixels per inch of a figure shown in a notebook. Figures are rendered at twice this (crisp
 #: on HiDPI screens) and shown at this size, so 9.5 pt text is 13 CSS px.
@@ -345,7 +361,10 @@ class NotebookFigure(Figure):
         title = self._suptitle.get_text() if self._suptitle is not None else ""
         if not title and self.axes:
             title = self.axes[0].get_title(loc="left") or self.axes[0].get_title()
-        text = f"[figure{': ' + title if title else ''}]"
+        if title:
+            text = _("[figure: {title}]", context="plain-text figure").format(title=title)
+        else:
+            text = _("[figure]", context="plain-text figure")
         return {"image/png": png, "text/plain": text}, {"image/png": size}
 
     def to_png(self, scale: float = _RENDER_SCALE) -> bytes:
@@ -359,10 +378,48 @@ class NotebookFigure(Figure):
         return buf.getvalue()
 
 
+@functools.lru_cache(maxsize=1)
+def cjk_fonts() -> tuple[str, ...]:
+    """The fonts of :data:`CJK_FONTS` that matplotlib can use here, in order of preference
+    (empty when none is installed: Chinese text then renders as boxes, with matplotlib's
+    "Glyph ... missing from font" warning). A font installed after matplotlib built its font
+    cache is found too: its files are added to the font manager.
+
+    >>> set(cjk_fonts()) <= set(CJK_FONTS)
+    True
+    """
+    from matplotlib import font_manager
+
+    manager = font_manager.fontManager
+    names = {f.name for f in manager.ttflist}
+    if not names & set(CJK_FONTS):
+        for path in font_manager.findSystemFonts():
+            stem = Path(path).name.lower().replace("-", "").replace("_", "")
+            if stem.startswith(_CJK_FILES):
+                with contextlib.suppress(Exception):  # an unreadable file: not a font we use
+                    manager.addfont(path)
+        names = {f.name for f in manager.ttflist}
+    return tuple(name for name in CJK_FONTS if name in names)
+
+
+def _font_rc() -> dict:
+    """The font settings of the language in force: none in English (matplotlib's own sans-serif,
+    DejaVu Sans); in Chinese the installed CJK fonts first, then the usual sans-serif list for
+    any glyph they lack (matplotlib falls back glyph by glyph along the list)."""
+    if get_language() == "en":
+        return {}
+    cjk = list(cjk_fonts())
+    if not cjk:
+        return {}
+    rest = [f for f in matplotlib.rcParamsDefault["font.sans-serif"] if f not in cjk]
+    return {"font.family": ["sans-serif"], "font.sans-serif": cjk + rest}
+
+
 @contextlib.contextmanager
 def style():
-    """Context manager applying the house style (used by every function here)."""
-    with matplotlib.rc_context(_RC):
+    """Context manager applying the house style (used by every function here); in the zh-TW
+    edition (:func:`uneven.set_language`) with a CJK font first (:func:`cjk_fonts`)."""
+    with matplotlib.rc_context({**_RC, **_font_rc()}):
         yield
 
 
@@ -541,8 +598,6 @@ def figures_dir() -> Path:
     ``figures/`` and ``notebooks/`` (the zh-TW notebooks in ``notebooks/zh_TW/`` find the same
     one); failing that, ``./figures`` is used.
     """
-    from .i18n import get_language
-
     env = os.environ.get("UNEVEN_FIGURES")
     if env:
         path = Path(env)
@@ -640,7 +695,7 @@ def png_bytes(fig: Figure, dpi: float = 80) -> bytes:
     buf = io.BytesIO()
     # No tight bounding box (it draws the figure twice) and light compression: this runs on every
     # widget update, where encoding time matters more than a few kilobytes.
-    with matplotlib.rc_context({"savefig.bbox": "standard"}):
+    with matplotlib.rc_context({"savefig.bbox": "standard", **_font_rc()}):
         fig.savefig(buf, format="png", dpi=dpi, pil_kwargs={"compress_level": 1})
     return buf.getvalue()
 
@@ -744,9 +799,9 @@ def gantt(
                     ax.text((s + f) / 2 * scale, r, str(text), ha="center", va="center",
                             fontsize=TINY, color="white")
         ax.set_yticks(range(n_res))
-        ax.set_yticklabels(resource_names or [f"stage {i}" for i in range(n_res)])
+        ax.set_yticklabels(resource_names or _stage_names(n_res))
         ax.set_ylim(n_res - 0.5, -0.5)
-        ax.set_xlabel(f"time ({'µs' if time_unit == 'us' else time_unit})")
+        ax.set_xlabel(_time_label(time_unit))
         ax.grid(axis="y", visible=False)
         if title:
             ax.set_title(title)
@@ -755,22 +810,37 @@ def gantt(
     return ax
 
 
+def _stage_names(n: int) -> list[str]:
+    return [_("stage {i}", context="timeline row").format(i=i) for i in range(n)]
+
+
+def _time_label(time_unit: str) -> str:
+    unit = "µs" if time_unit == "us" else time_unit
+    return _("time ({unit})", context="axis label").format(unit=unit)
+
+
 def link_heatmap(
     ax,
     grid,
     *,
-    row_label: str = "node",
-    col_label: str = "GPU / NIC index",
+    row_label: str | None = None,
+    col_label: str | None = None,
     unit: str = "MB",
     title: str | None = None,
     vmax: float | None = None,
     colorbar: bool = True,
 ):
-    """Heatmap of bytes per link (a 2-d array from ``LinkLoads.grid``), shown in ``unit``."""
+    """Heatmap of bytes per link (a 2-d array from ``LinkLoads.grid``), shown in ``unit``.
+    ``row_label`` and ``col_label`` default to "node" and "GPU / NIC index" (in the language in
+    force)."""
     units = {"B": 1.0, "KB": 1e3, "MB": 1e6, "GB": 1e9}
     ax = _ax(ax)
     unit = check_choice("unit", unit, units)
     grid = as_float_array("grid", grid, ndim=2) / units[unit]
+    if row_label is None:
+        row_label = _("node", context="axis label")
+    if col_label is None:
+        col_label = _("GPU / NIC index", context="axis label")
     row_label = check_str("row_label", row_label, max_len=2000)
     col_label = check_str("col_label", col_label, max_len=2000)
     title = _opt_str("title", title)
@@ -789,7 +859,8 @@ def link_heatmap(
         if title:
             ax.set_title(title)
         if colorbar:
-            ax.figure.colorbar(im, ax=ax, label=f"bytes on link ({unit})", shrink=0.85)
+            ax.figure.colorbar(im, ax=ax, shrink=0.85,
+                               label=_("bytes on link ({unit})").format(unit=unit))
     return ax
 
 
@@ -808,8 +879,8 @@ def cdf(ax, values, *, label: str | None = None, unit: str = "", log: bool = Fal
     with style():
         ax.step(v, y, where="post", label=label)
         ax.set_ylim(0, 1.02)
-        ax.set_ylabel("fraction ≤ x")
-        ax.set_xlabel(f"value ({unit})" if unit else "value")
+        ax.set_ylabel(_("fraction ≤ x"))
+        ax.set_xlabel(_("value ({unit})").format(unit=unit) if unit else _("value"))
         if log:
             ax.set_xscale("log")
         if label:
@@ -850,9 +921,10 @@ def draw_topology(ax, topo, *, max_nodes: int = 4, highlight=None, title: str | 
             x0 = a * (node_w + gap)
             ax.add_patch(FancyBboxPatch((x0, 0), node_w, 2.2, boxstyle="round,pad=0.05",
                                         fc="#F4F4F4", ec=COLORS["ink"], lw=0.8))
-            ax.text(x0 + 0.15, 2.02, f"node {a}", ha="left", va="center", fontsize=SMALL)
-            ax.text(x0 + node_w - 0.15, 2.02, "NVLink switch" if topo.kind == "cluster"
-                    else "L1 UB switch", ha="right", va="center", fontsize=TINY,
+            ax.text(x0 + 0.15, 2.02, _("node {a}").format(a=a), ha="left", va="center",
+                    fontsize=SMALL)
+            ax.text(x0 + node_w - 0.15, 2.02, _("NVLink switch") if topo.kind == "cluster"
+                    else _("L1 UB switch"), ha="right", va="center", fontsize=TINY,
                     color=COLORS["grey"])
             for i in range(g):
                 gx = x0 + 0.3 + i + 0.5
@@ -886,25 +958,25 @@ def draw_topology(ax, topo, *, max_nodes: int = 4, highlight=None, title: str | 
                         ax.plot([nx, lx], [0.25, y_leaf + 0.25 - grp * 0.6],
                                 color=rail_colors[r % 8], lw=0.5, alpha=0.6)
             y_sp = y_leaf - 1.2 - (groups - 1) * 0.6
-            label = ("spines: one set per plane (no shared switch)"
-                     if topo.fabric == "multi_plane" else "shared spines (all rails meet here)")
+            label = (_("spines: one set per plane (no shared switch)")
+                     if topo.fabric == "multi_plane" else _("shared spines (all rails meet here)"))
             ax.add_patch(FancyBboxPatch((0, y_sp - 0.3), total_w, 0.5, boxstyle="round,pad=0.05",
                                         fc="#EAEAEA", ec=COLORS["ink"], lw=0.6))
             ax.text(total_w / 2, y_sp - 0.05, label, ha="center", va="center", fontsize=SMALL)
             if topo.n_nodes > n_show:
-                ax.text(total_w + 0.3, 1.1, f"+{topo.n_nodes - n_show} more nodes",
+                ax.text(total_w + 0.3, 1.1, _("+{n} more nodes").format(n=topo.n_nodes - n_show),
                         fontsize=SMALL, va="center", color=COLORS["grey"])
             ax.text(-0.4, y_leaf - 0.75 - (groups - 1) * 0.6,
-                    "rail-optimised leaf switches (colour = rail)", fontsize=SMALL,
+                    _("rail-optimised leaf switches (colour = rail)"), fontsize=SMALL,
                     color=COLORS["grey"])
             bottom = y_sp - 0.6
         else:
             ax.add_patch(FancyBboxPatch((0, -1.4), total_w, 0.5, boxstyle="round,pad=0.05",
                                         fc="#EAEAEA", ec=COLORS["ink"], lw=0.6))
-            ax.text(total_w / 2, -1.15, "L2 UB switches (non-blocking)", ha="center",
+            ax.text(total_w / 2, -1.15, _("L2 UB switches (non-blocking)"), ha="center",
                     va="center", fontsize=SMALL)
             if topo.n_nodes > n_show:
-                ax.text(total_w + 0.3, 1.1, f"+{topo.n_nodes - n_show} more nodes",
+                ax.text(total_w + 0.3, 1.1, _("+{n} more nodes").format(n=topo.n_nodes - n_show),
                         fontsize=SMALL, va="center", color=COLORS["grey"])
             bottom = -1.8
         if highlight is not None:
@@ -944,8 +1016,8 @@ def _draw_route(ax, topo, pair, pos):
     if len(pts) >= 2:
         xs, ys = zip(*pts, strict=True)
         ax.plot(xs, ys, color=COLORS["red"], lw=2.2, zorder=5, marker="o", ms=3)
-        ax.text(xs[0], 2.45, f"route {src} → {dst}: {len(path)} links", color=COLORS["red"],
-                fontsize=SMALL)
+        ax.text(xs[0], 2.45, _("route {src} → {dst}: {n} links").format(
+            src=src, dst=dst, n=len(path)), color=COLORS["red"], fontsize=SMALL)
 
 
 def paper_map(ax, papers=None, *, highlight: str | None = None):
@@ -968,7 +1040,7 @@ def paper_map(ax, papers=None, *, highlight: str | None = None):
         ax.set_xlim(-0.5, len(cols) - 0.5)
         ax.set_ylim(len(rows) - 0.5, -0.5)
         ax.set_xticks(range(len(cols)), cols)
-        ax.set_yticks(range(len(rows)), rows)
+        ax.set_yticks(range(len(rows)), [_(r, context="workload") for r in rows])
         ax.tick_params(length=0)
         ax.grid(False)
         for x in range(len(cols) - 1):
@@ -979,14 +1051,16 @@ def paper_map(ax, papers=None, *, highlight: str | None = None):
             for k, p in enumerate(items):
                 dy = (k - (len(items) - 1) / 2) * 0.34
                 hot = highlight == p.key
-                text = f"{p.notebook[:2]} · {p.title}\n{p.venue}\nslow: {p.slow_piece}"
+                text = _("{notebook} · {title}\n{venue}\nslow: {slow_piece}").format(
+                    notebook=p.notebook[:2], title=p.title, venue=p.venue,
+                    slow_piece=_(p.slow_piece, context="slow piece"))
                 ax.text(cx, cy + dy, text, wrap=True,
                         ha="center", va="center", fontsize=NOTE,
                         bbox=dict(boxstyle="round,pad=0.3", lw=1.4 if hot else 0.6,
                                   fc="#FFF4E0" if hot else "white",
                                   ec=COLORS["red"] if hot else COLORS["ink"]))
-        ax.set_xlabel("parallelism that meets the slow piece")
-        ax.set_title("Six papers, one theme: the slowest piece sets the pace")
+        ax.set_xlabel(_("parallelism that meets the slow piece"))
+        ax.set_title(_("Six papers, one theme: the slowest piece sets the pace"))
     return ax
 
 
@@ -1017,7 +1091,7 @@ class LiveGantt:
                                       edgecolors="white", linewidths=0.4, label=name)
                 ax.add_collection(coll)
                 self.collections.append(coll)
-            ax.set_xlabel(f"time ({'µs' if time_unit == 'us' else time_unit})")
+            ax.set_xlabel(_time_label(time_unit))
             ax.grid(axis="y", visible=False)
             if legend:
                 ax.legend(handles=self.collections, loc="upper left", bbox_to_anchor=(1.0, 1.0),
@@ -1048,7 +1122,7 @@ class LiveGantt:
             verts[:, 2, 1] = verts[:, 3, 1] = y + 0.4
             coll.set_verts(verts)
         n_rows = int(resource.max()) + 1 if resource.size else 1
-        names = tuple(row_names or [f"stage {i}" for i in range(n_rows)])[:n_rows]
+        names = tuple(row_names or _stage_names(n_rows))[:n_rows]
         right = float(xmax * self.scale if xmax is not None else
                       (finish.max() if finish.size else 1.0))
         layout = (names, right)

@@ -39,6 +39,7 @@ from ._validate import (
     check_real,
     check_str,
 )
+from .i18n import _
 from .plots import DISPLAY_DPI, MAX_INCHES, blank_figure, color, style
 
 __all__ = ["Explorer", "explore", "reuse", "slider", "int_slider", "dropdown", "toggle"]
@@ -164,7 +165,9 @@ class Explorer:
 
     Attributes: ``controls`` (name -> widget), ``state`` (last good compute result), ``error``
     (message of the last failed update, or ``None``), ``timings`` (seconds per update, compute
-    plus draw plus PNG encoding), ``png`` (bytes of the figure shown).
+    plus draw plus PNG encoding), ``png`` (bytes of the figure shown), ``custom`` (the preset
+    menu's "no preset" entry, ``"(custom)"`` in English, in the language in force when the
+    explorer was built).
 
     The figure is shown ``figsize`` inches wide at :data:`uneven.plots.DISPLAY_DPI` CSS pixels per
     inch (9 pt text is 12.5 px) and rendered at ``scale`` times that, so it stays sharp on HiDPI
@@ -218,9 +221,12 @@ class Explorer:
         self._holding = False
         self.message = W.HTML(value="")
         self.preset_menu = None
+        #: The preset menu's entry for "no preset" (in the language in force when built).
+        self.custom = _("(custom)", context="preset menu")
         if self.presets:
-            names = ["(custom)", *self.presets]
-            self.preset_menu = W.Dropdown(options=names, value="(custom)", description="preset",
+            names = [self.custom, *self.presets]
+            self.preset_menu = W.Dropdown(options=names, value=self.custom,
+                                          description=_("preset", context="preset menu"),
                                           style={"description_width": "initial"})
             self.preset_menu.observe(self._apply_preset, names="value")
         for w in self.controls.values():
@@ -236,7 +242,7 @@ class Explorer:
         if self._holding:
             return
         if change is not None and self.preset_menu is not None:
-            self.preset_menu.value = "(custom)"  # a hand-moved control leaves the preset
+            self.preset_menu.value = self.custom  # a hand-moved control leaves the preset
         t0 = time.perf_counter()
         values = self.values()
         try:
@@ -257,7 +263,7 @@ class Explorer:
             self.error = f"{type(err).__name__}: {err}"
             self.message.value = (
                 f"<span style='color:{color('red')}'>⚠ {html.escape(self.error)}</span>"
-                " — the figure shows the last valid setting."
+                + html.escape(_(" — the figure shows the last valid setting."))
             )
             return
         self.state = state

@@ -58,12 +58,12 @@ from dataclasses import dataclass, field
 from numbers import Integral, Real
 
 from .._fields import Checked, flag, text
+from ..i18n import _
 from ._derive import agree, arity_problem, draw_inputs, library_names, run_student, show_args
 
 __all__ = ["Feedback", "Exercise", "register", "check", "registered", "exercise", "KINDS"]
 
 KINDS = ("number", "exact", "choice", "function")
-_WRONG = "❌ Not right yet."
 
 
 @dataclass(frozen=True)
@@ -222,7 +222,8 @@ def exercise(key: str) -> Exercise:
     return _REGISTRY[key]
 
 
-_PLACEHOLDER = "✏️ Replace the placeholder with your answer, then run the check."
+def _placeholder() -> Feedback:
+    return Feedback(False, _("✏️ Replace the placeholder with your answer, then run the check."))
 
 
 def check(key: str, answer, *, seed: int | None = None) -> Feedback:
@@ -236,7 +237,7 @@ def check(key: str, answer, *, seed: int | None = None) -> Feedback:
 
         seed = check_int("seed", seed, lo=0, hi=2**63 - 1)
     if answer is None or answer is ...:
-        return Feedback(False, _PLACEHOLDER)
+        return _placeholder()
     if ex.kind == "function":
         return _check_function(ex, answer, seed)
     expected = ex.expected()
@@ -248,12 +249,23 @@ def check(key: str, answer, *, seed: int | None = None) -> Feedback:
 
 
 def _wrong(ex: Exercise, slip: str | None = None) -> Feedback:
-    parts = [_WRONG]
+    # A registered slip's message and the exercise's hint are English in the notebook's module
+    # (registered once, at import); they are translated here, at check time, in the language
+    # in force then.
+    parts = [_("❌ Not right yet.")]
     if slip:
-        parts.append(slip)
+        parts.append(_(slip))
     if ex.hint:
-        parts.append(f"Hint: {ex.hint}")
+        parts.append(_("Hint: {hint}").format(hint=_(ex.hint)))
     return Feedback(False, " ".join(parts))
+
+
+def _right() -> Feedback:
+    return Feedback(True, _("✅ Right."))
+
+
+def _unit(ex: Exercise) -> str:
+    return _(ex.unit, context="unit")
 
 
 def _close(ex: Exercise, a: float, b: float) -> bool:
@@ -282,10 +294,11 @@ def _form(message: str) -> Feedback:
 def _quoted(answer) -> Feedback | None:
     """A number typed as text, or one number in a list: say so (it is a form, not a value)."""
     if isinstance(answer, str) and _as_number(answer) is not None:
-        return _form(f"That is text: write the number without quotes ({answer.strip()}, not "
-                     f"\"{answer.strip()}\").")
+        return _form(_("That is text: write the number without quotes ({answer}, not "
+                       "\"{answer}\").").format(answer=answer.strip()))
     if isinstance(answer, (list, tuple)) and len(answer) == 1:
-        return _form("That is a list of one value: give the number itself, without brackets.")
+        return _form(_("That is a list of one value: give the number itself, without "
+                       "brackets."))
     return None
 
 
@@ -294,11 +307,13 @@ def _check_number(ex: Exercise, answer, expected) -> Feedback:
         near = _quoted(answer)
         if near is not None:
             return near
-        unit = f" (in {ex.unit})" if ex.unit else ""
-        return Feedback(False, f"❌ Please give a single finite number{unit}.")
+        if ex.unit:
+            return Feedback(False, _("❌ Please give a single finite number (in {unit}).")
+                            .format(unit=_unit(ex)))
+        return Feedback(False, _("❌ Please give a single finite number."))
     answer = float(answer)
     if _close(ex, answer, expected):
-        return Feedback(True, "✅ Right.")
+        return _right()
     for wrong, message in ex.mistakes:
         value = float(wrong(expected))
         if not _close(ex, value, expected) and _close(ex, answer, value):
@@ -330,23 +345,25 @@ def _exact_form(answer, want) -> Feedback | None:
         n = len(want)
         example = "(" + ", ".join(str(i + 1) for i in range(n)) + ")"
         if isinstance(answer, str):
-            return _form(f"That is text: give {n} integers as a tuple, e.g. {example}, without "
-                         "quotes.")
+            return _form(_("That is text: give {n} integers as a tuple, e.g. {example}, without "
+                           "quotes.").format(n=n, example=example))
         if not isinstance(answer, tuple):
-            return _form(f"Give {n} integers as a tuple, e.g. {example}.")
+            return _form(_("Give {n} integers as a tuple, e.g. {example}.")
+                         .format(n=n, example=example))
         if len(answer) != n:
-            return _form(f"Give {n} integers, e.g. {example}; that has {len(answer)}.")
+            return _form(_("Give {n} integers, e.g. {example}; that has {got}.")
+                         .format(n=n, example=example, got=len(answer)))
         if any(isinstance(a, str) for a in answer):
-            return _form("Some of those are text: write the integers without quotes.")
+            return _form(_("Some of those are text: write the integers without quotes."))
         return None
     if isinstance(want, int):
         if isinstance(answer, str):
-            return _quoted(answer) or _form("That is text: give one integer, without quotes.")
+            return _quoted(answer) or _form(_("That is text: give one integer, without quotes."))
         if isinstance(answer, tuple):
-            return _quoted(list(answer)) or _form("Give one integer, not a list of them.")
+            return _quoted(list(answer)) or _form(_("Give one integer, not a list of them."))
         return None
     if isinstance(want, str) and not isinstance(answer, str):
-        return _form("Give the name as a string, in quotes.")
+        return _form(_("Give the name as a string, in quotes."))
     return None
 
 
@@ -360,7 +377,7 @@ def _check_exact(ex: Exercise, answer, expected) -> Feedback:
     if near is not None:
         return near
     if got == want:
-        return Feedback(True, "✅ Right.")
+        return _right()
     for wrong, message in ex.mistakes:
         if got == _normalise(wrong(expected)):
             return _wrong(ex, message)
@@ -382,10 +399,10 @@ def _check_choice(ex: Exercise, answer, expected) -> Feedback:
     got = _letters(answer, ex.options)
     if got is None:
         listed = ", ".join(repr(o) for o in ex.options)
-        return Feedback(False, f"❌ Please answer with one or more of the letters {listed}, "
-                               "e.g. \"b\" or \"a, c\".")
+        return Feedback(False, _("❌ Please answer with one or more of the letters {listed}, "
+                                 "e.g. \"b\" or \"a, c\".").format(listed=listed))
     if got == _letters(expected, ex.options):
-        return Feedback(True, "✅ Right.")
+        return _right()
     for wrong, message in ex.mistakes:
         if got == _letters(wrong, ex.options):
             return _wrong(ex, message)
@@ -396,42 +413,58 @@ def _check_function(ex: Exercise, fn, seed) -> Feedback:
     params = ", ".join(ex.params)
     problem = arity_problem(fn, ex.params)
     if problem:
-        return _form(f"Please give a function of {len(ex.params)} argument"
-                     f"{'s' if len(ex.params) > 1 else ''} ({params}), e.g. "
-                     f"`def f({params}): return ...`; yours {problem}.")
+        if len(ex.params) > 1:
+            message = _("Please give a function of {n} arguments ({params}), e.g. "
+                        "`def f({params}): return ...`; yours {problem}.")
+        else:
+            message = _("Please give a function of 1 argument ({params}), e.g. "
+                        "`def f({params}): return ...`; yours {problem}.")
+        return _form(message.format(n=len(ex.params), params=params, problem=problem))
     used = library_names(fn)
     if used:
-        return _form(f"Your function uses the library ({', '.join(used)}): write the formula "
-                     "with plain arithmetic (math and numpy are fine). The check compares with "
-                     "the library's own function, so calling it shows nothing.")
+        return _form(_("Your function uses the library ({names}): write the formula with plain "
+                       "arithmetic (math and numpy are fine). The check compares with the "
+                       "library's own function, so calling it shows nothing.")
+                     .format(names=", ".join(used)))
     inputs = draw_inputs(ex.draw, ex.examples, ex.n_draws, seed)
     outcome = run_student(fn, inputs, ex.time_limit)
     if outcome[0] != "ok":
         what, args, detail = outcome
         where = show_args(ex.params, args)
         if what == "placeholder":
-            return Feedback(False, _PLACEHOLDER)
+            return _placeholder()
         if what == "timeout":
-            return _form(f"Your function did not return within {ex.time_limit:g} s (it was "
-                         f"working on {where}). Is there a loop that never ends?")
+            return _form(_("Your function did not return within {seconds} s (it was working on "
+                           "{where}). Is there a loop that never ends?")
+                         .format(seconds=f"{ex.time_limit:g}", where=where))
         if what == "raised":
             text = str(detail).strip()
-            return _form(f"Your function raised {type(detail).__name__} for {where}"
-                         f"{': ' + text[:200] if text else ''}.")
-        return _form(f"Your function returned {_show(detail)} for {where}: return one number"
-                     f"{' (in ' + ex.unit + ')' if ex.unit else ''}.")
+            if text:
+                message = _("Your function raised {error} for {where}: {text}.")
+            else:
+                message = _("Your function raised {error} for {where}.")
+            return _form(message.format(error=type(detail).__name__, where=where,
+                                        text=text[:200]))
+        if ex.unit:
+            message = _("Your function returned {value} for {where}: return one number "
+                        "(in {unit}).")
+        else:
+            message = _("Your function returned {value} for {where}: return one number.")
+        return _form(message.format(value=_show(detail), where=where, unit=_unit(ex)))
     got = outcome[1]
     want = [float(ex.expected(*args)) for args in inputs]
     bad = agree(got, want, ex.rtol, ex.atol)
     if bad is None:
-        return Feedback(True, f"✅ Right, on {len(inputs)} inputs drawn for this check.")
+        return Feedback(True, _("✅ Right, on {n} inputs drawn for this check.")
+                        .format(n=len(inputs)))
     for wrong, message in ex.mistakes:
         slip = [float(wrong(*args)) for args in inputs]
         if agree(slip, want, ex.rtol, ex.atol) is not None and \
                 agree(got, slip, ex.rtol, ex.atol) is None:
             return _wrong(ex, message)
     where = show_args(ex.params, inputs[bad])
-    return _wrong(ex, f"For {where} your function returns {got[bad]:.6g}.")
+    return _wrong(ex, _("For {where} your function returns {value}.")
+                  .format(where=where, value=f"{got[bad]:.6g}"))
 
 
 _LOADED = False

@@ -28,6 +28,8 @@ from numbers import Real
 
 import numpy as np
 
+from ..i18n import _
+
 #: Most draws to find inputs that differ from the page's examples (they are few and drawn from
 #: ranges of thousands of values, so this is never reached in practice).
 _MAX_REJECTIONS = 1000
@@ -108,18 +110,16 @@ def library_names(fn) -> list[str]:
 def arity_problem(fn, params: tuple[str, ...]) -> str | None:
     """Why ``fn`` cannot be called with one positional argument per parameter, or None."""
     if not callable(fn) or isinstance(fn, type):
-        return "is not a function"
+        return _("is not a function")
     try:
         inspect.signature(fn).bind(*params)
     except TypeError:
-        return "does not take " + _count(len(params))
+        if len(params) == 1:
+            return _("does not take one argument")
+        return _("does not take {n} arguments").format(n=len(params))
     except ValueError:  # a builtin without a signature: try it when checking
         return None
     return None
-
-
-def _count(n: int) -> str:
-    return "one argument" if n == 1 else f"{n} arguments"
 
 
 def draw_inputs(draw, examples, n: int, seed) -> list[tuple]:
@@ -127,7 +127,7 @@ def draw_inputs(draw, examples, n: int, seed) -> list[tuple]:
     rng = np.random.default_rng(seed)
     shown = {tuple(e) for e in examples}
     out: list[tuple] = []
-    for _ in range(n * _MAX_REJECTIONS):
+    for _attempt in range(n * _MAX_REJECTIONS):
         args = tuple(_plain(a) for a in draw(rng))
         if args not in shown:
             out.append(args)
