@@ -35,6 +35,7 @@ from .._validate import (
     check_real,
     trusted,
 )
+from ..i18n import _
 from ..widgets import Explorer, dropdown, explore, int_slider, reuse, slider, toggle
 from ._common import check_dict, curve, instances, is_real
 
@@ -51,6 +52,14 @@ BENCH_CONTROL = ("h_ffn", (2048, 4096, 8192, 12288, 14336))
 
 #: Display names of the layer strategies.
 STRATEGY_LABELS = {"tp_tp": "TP+TP", "sp_ep": "SP+EP", "sp_agrs": "SP + EP by AG/RS"}
+#: Marks a msgid that is translated where it is drawn (a label that is also a key in code).
+_N = str
+
+
+def _strategy(key: str) -> str:
+    """The display name of strategy ``key`` in the language in force."""
+    return _("SP + EP by AG/RS") if key == "sp_agrs" else STRATEGY_LABELS[key]
+
 # Each strategy's colour: the palette's colour of its display name.
 _STRATEGY_COLORS = {key: plots.color(label) for key, label in STRATEGY_LABELS.items()}
 _ROWS = ("SMs", "NVLink", "NIC")
@@ -135,7 +144,8 @@ def megascale_state(strategy: str = "sp_ep", inter_op: bool = True, intra_op: bo
                          comm_sms=check_int("comm_sms", comm_sms, lo=0, hi=64))
     notes = []
     if strategy == "sp_ep" and k > n:
-        notes.append(f"k = {k} > n = {n}: the all-to-all sends more than AG/RS would")
+        notes.append(_("k = {k} > n = {n}: the all-to-all sends more than AG/RS would")
+                     .format(k=k, n=n))
     t = layer_timeline(shape, strategy, n=n, inter_op=inter_op, intra_op=intra_op,
                        n_tiles=n_tiles, order=order, hw=hw)
     base = layer_timeline(shape, "tp_tp", n=n, hw=hw).layer_time
@@ -148,7 +158,7 @@ def megascale_state(strategy: str = "sp_ep", inter_op: bool = True, intra_op: bo
 
 
 @plots.recipe
-def draw_megascale(fig, state: MegaScaleState, **_):
+def draw_megascale(fig, state: MegaScaleState, **_values):
     """Gantt of the layer on one GPU (SMs, NVLink port, NIC) and bars of the layer time against
     the TP+TP baseline and the compute alone. Returns the layout key.
 
@@ -171,19 +181,20 @@ def draw_megascale(fig, state: MegaScaleState, **_):
         ax = fig.add_subplot(grid[0])
         ax_bar = fig.add_subplot(grid[1])
         live = plots.LiveGantt(ax, LAYER_KINDS, time_unit="s", legend=False)
-        names = ("forward", "backward", "weight grad.", "NVLink transfer", "NIC send")
+        names = (_("forward"), _("backward"), _("weight grad."), _("NVLink transfer"),
+                 _("NIC send"))
         for coll, name in zip(live.collections, names, strict=True):
             coll.set_linewidth(0.0)  # hundreds of thin tiles: white edges would hide them
             coll.set_label(name)
-        ax.set_xlabel("time, as a share of the TP+TP layer (model)")
+        ax.set_xlabel(_("time, as a share of the TP+TP layer (model)"))
         ax.legend(handles=live.collections, loc="lower left", bbox_to_anchor=(0.0, 1.0),
                   ncol=5, fontsize=plots.SMALL, borderaxespad=0.2)
         bars = ax_bar.bar([0, 1, 2], [0, 0, 0], 0.65,
                           color=[_STRATEGY_COLORS["tp_tp"], plots.color("blue"),
                                  plots.color("compute")])
-        ax_bar.set_xticks([0, 1, 2], ["TP+TP\nno overlap", "this\nsetting", "compute\nonly"],
-                          fontsize=plots.SMALL)
-        ax_bar.set_ylabel("layer time / TP+TP layer")
+        ax_bar.set_xticks([0, 1, 2], [_("TP+TP\nno overlap"), _("this\nsetting"),
+                                      _("compute\nonly")], fontsize=plots.SMALL)
+        ax_bar.set_ylabel(_("layer time / TP+TP layer"))
         labels = [ax_bar.text(i, 0, "", ha="center", va="bottom", fontsize=plots.SMALL)
                   for i in range(3)]
         # The setting changes rarely: it is drawn into the background (and is part of the layout
@@ -214,14 +225,18 @@ def draw_megascale(fig, state: MegaScaleState, **_):
         lab.set_text(f"{v * base * 1e3:.2f} ms")
     art["bars"][1].set_color(_STRATEGY_COLORS[state.strategy])
     note = f" · {'; '.join(state.notes)}" if state.notes else ""
-    over = "+".join(name for name, on in (("inter", t.inter_op), ("intra", t.intra_op)) if on)
-    setting = (f"{STRATEGY_LABELS[state.strategy]} on {state.n} GPUs, overlap: "
-               f"{over or 'none'} (model)")
+    over = "+".join(name for name, on in ((_("inter"), t.inter_op), (_("intra"), t.intra_op))
+                    if on)
+    setting = _("{strategy} on {n} GPUs, overlap: {overlap} (model)").format(
+        strategy=_strategy(state.strategy), n=state.n,
+        overlap=over or _("none", context="overlap"))
     art["setting"].set_text(setting)
     art["title"].set_text(
-        f"layer {t.layer_time * 1e3:.2f} ms = {state.baseline / t.layer_time:.2f}× TP+TP · SMs "
-        f"idle {t.exposed_comm * 1e3:.2f} ms · {state.volume / 1e6:.0f} MB/GPU/layer · R: "
-        f"NVLink {state.r_nvlink:.2f}, NIC {state.r_nic:.2f}" + note)
+        _("layer {layer:.2f} ms = {speedup:.2f}× TP+TP · SMs idle {idle:.2f} ms · {mb:.0f} "
+          "MB/GPU/layer · R: NVLink {r_nvlink:.2f}, NIC {r_nic:.2f}").format(
+            layer=t.layer_time * 1e3, speedup=state.baseline / t.layer_time,
+            idle=t.exposed_comm * 1e3, mb=state.volume / 1e6, r_nvlink=state.r_nvlink,
+            r_nic=state.r_nic) + note)
     return (layout, art["xmax"], setting)
 
 
@@ -230,31 +245,33 @@ def megascale_explorer(show: bool = True) -> Explorer:
     SMs for communication."""
     show = check_bool("show", show)
     controls = {
-        "strategy": dropdown([(v, k) for k, v in STRATEGY_LABELS.items()], "sp_ep", "layout"),
-        "inter_op": toggle(True, "inter-operator overlap"),
-        "intra_op": toggle(True, "intra-operator (tile) overlap"),
-        "n": dropdown([2, 4, 8], 8, "GPUs n"),
-        "m": dropdown([1, 2, 4, 8], 4, "query heads per KV head m"),
-        "k": int_slider(1, 16, 1, 3, "experts per token k"),
-        "h_ffn": int_slider(1024, 16384, 512, 14336, "expert size h_ffn"),
+        "strategy": dropdown([(_strategy(k), k) for k in STRATEGY_LABELS], "sp_ep",
+                             _("layout")),
+        "inter_op": toggle(True, _("inter-operator overlap")),
+        "intra_op": toggle(True, _("intra-operator (tile) overlap")),
+        "n": dropdown([2, 4, 8], 8, _("GPUs n")),
+        "m": dropdown([1, 2, 4, 8], 4, _("query heads per KV head m")),
+        "k": int_slider(1, 16, 1, 3, _("experts per token k")),
+        "h_ffn": int_slider(1024, 16384, 512, 14336, _("expert size h_ffn")),
         "nvlink_gbps": slider(40.0, 900.0, 20.0, 160.0, "NVLink (GB/s)"),
         "nic_gbps": slider(10.0, 200.0, 5.0, 50.0, "NIC (GB/s)"),
-        "peak_tflops": slider(200.0, 4000.0, 50.0, 989.0, "peak (TFLOPS)"),
-        "n_tiles": int_slider(1, 64, 1, 16, "tiles per GEMM"),
-        "order": dropdown([("sorted by source", "sorted"), ("random", "random")], "sorted",
-                          "token order"),
-        "comm_sms": int_slider(0, 32, 1, 8, "SMs for communication"),
+        "peak_tflops": slider(200.0, 4000.0, 50.0, 989.0, _("peak (TFLOPS)")),
+        "n_tiles": int_slider(1, 64, 1, 16, _("tiles per GEMM")),
+        "order": dropdown([(_("sorted by source"), "sorted"), (_("random", context="order"),
+                                                               "random")], "sorted",
+                          _("token order")),
+        "comm_sms": int_slider(0, 32, 1, 8, _("SMs for communication")),
     }
     presets = {
-        "MegaScale-MoE (SP+EP, both overlaps)": {
+        _("MegaScale-MoE (SP+EP, both overlaps)"): {
             "strategy": "sp_ep", "inter_op": True, "intra_op": True, "n": 8, "m": 4, "k": 3,
             "h_ffn": 14336, "n_tiles": 16, "order": "sorted"},
-        "baseline (TP+TP, no overlap)": {"strategy": "tp_tp", "inter_op": False,
-                                         "intra_op": False},
-        "random token order": {"order": "random"},
-        "one tile per GEMM": {"n_tiles": 1},
-        "DeepSeek-V3-like experts (h_ffn 2,048, k 8)": {"h_ffn": 2048, "k": 8},
-        "FP8 peak (1,979 TFLOPS)": {"peak_tflops": 1979.0},
+        _("baseline (TP+TP, no overlap)"): {"strategy": "tp_tp", "inter_op": False,
+                                            "intra_op": False},
+        _("random token order"): {"order": "random"},
+        _("one tile per GEMM"): {"n_tiles": 1},
+        _("DeepSeek-V3-like experts (h_ffn 2,048, k 8)"): {"h_ffn": 2048, "k": 8},
+        _("FP8 peak (1,979 TFLOPS)"): {"peak_tflops": 1979.0},
     }
     return explore(megascale_state, draw_megascale, controls, presets=presets, show=show,
                    figsize=(8.8, 3.4), columns=3)
@@ -317,31 +334,31 @@ def volume_figure(k_values, ffn_mb: dict, ffn_ms: dict, m_values, attn_mb: dict,
         for ax, data in ((ax_v, ffn_mb), (ax_t, ffn_ms)):
             for label, ys in data.items():
                 col, ls = style_of(label)
-                ax.plot(k_values, ys, color=col, ls=ls, marker="o", ms=3.5, label=label)
+                ax.plot(k_values, ys, color=col, ls=ls, marker="o", ms=3.5, label=_(label))
             ax.axvline(n, color=plots.color("grey"), lw=0.8, ls=":")
-            ax.set_xlabel(f"experts per token k (n = {n} GPUs)")
+            ax.set_xlabel(_("experts per token k (n = {n} GPUs)").format(n=n))
             ax.set_xticks(k_values)
-        ax_v.set_ylabel("FFN bytes sent per GPU per layer (MB)")
-        ax_v.set_title("FFN volume: EP grows with k/n")
+        ax_v.set_ylabel(_("FFN bytes sent per GPU per layer (MB)"))
+        ax_v.set_title(_("FFN volume: EP grows with k/n"))
         ax_v.annotate("k = n", (n, 0), xytext=(3, 4), textcoords="offset points",
                       fontsize=plots.NOTE,
                       xycoords=("data", "axes fraction"), color=plots.color("grey"))
         ax_t.axvline(crossover, color=plots.color("red"), lw=1.0)
-        ax_t.annotate(f"crossover k = {crossover:g}", (crossover, 1.0),
+        ax_t.annotate(_("crossover k = {k:g}").format(k=crossover), (crossover, 1.0),
                       xycoords=("data", "axes fraction"), xytext=(-4, -12),
                       textcoords="offset points", ha="right", fontsize=plots.NOTE,
                       color=plots.color("red"))
-        ax_t.set_ylabel("FFN communication time (ms, model)")
-        ax_t.set_title("time: rings are faster per byte")
+        ax_t.set_ylabel(_("FFN communication time (ms, model)"))
+        ax_t.set_title(_("time: rings are faster per byte"))
         for label, ys in attn_mb.items():
             col, ls = style_of(label)
-            ax_a.plot(m_values, ys, color=col, ls=ls, marker="s", ms=3.5, label=label)
+            ax_a.plot(m_values, ys, color=col, ls=ls, marker="s", ms=3.5, label=_(label))
         ax_a.set_xscale("log", base=2)
         ax_a.set_xticks(m_values, [f"{v:g}" for v in m_values])
         ax_a.minorticks_off()
-        ax_a.set_xlabel(f"query heads per KV head m (n = {n})")
-        ax_a.set_ylabel("attention bytes sent per GPU per layer (MB)")
-        ax_a.set_title("attention: SP ≈ (1 + 1/m)/n of TP")
+        ax_a.set_xlabel(_("query heads per KV head m (n = {n})").format(n=n))
+        ax_a.set_ylabel(_("attention bytes sent per GPU per layer (MB)"))
+        ax_a.set_title(_("attention: SP ≈ (1 + 1/m)/n of TP"))
         ax_a.set_ylim(0, None)
         ax_v.set_ylim(0, None)
         ax_t.set_ylim(0, None)
@@ -402,19 +419,19 @@ def tile_figure(runs: dict, *, unit: str = "us"):
             ax.text(end * scale, y + 0.5, f"  {end * scale:,.0f} {sym}", va="center",
                     fontsize=plots.NOTE)
             tick_pos += [y, y + 1]
-            tick_lab += [f"{label} · SMs", "link"]
+            tick_lab += [_("{label} · SMs").format(label=_(label)), _("link", context="row")]
             y += 2.6
         ax.set_yticks(tick_pos, tick_lab, fontsize=plots.NOTE)
         ax.set_ylim(y - 0.5, -0.6)
-        ax.set_xlabel(f"time ({sym}, model)")
+        ax.set_xlabel(_("time ({unit}, model)").format(unit=sym))
         ax.grid(axis="y", visible=False)
-        ax.legend(handles=[Patch(color=gemm_c, label="GEMM tile"),
-                           Patch(color=comm_c, label="transfer piece")],
+        ax.legend(handles=[Patch(color=gemm_c, label=_("GEMM tile")),
+                           Patch(color=comm_c, label=_("transfer piece"))],
                   loc="upper left", bbox_to_anchor=(1.01, 1.0))
         longest = max(max((r[0] + r[1]) if isinstance(r, tuple) else
                           max(r.sequential_time, r.fused_time) for r in runs.values()), 1e-12)
         ax.set_xlim(0, longest * scale * 1.15)
-        ax.set_title("one GEMM and its all-to-all, unfused and fused at tile level (model)")
+        ax.set_title(_("one GEMM and its all-to-all, unfused and fused at tile level (model)"))
     return fig
 
 
@@ -441,14 +458,14 @@ def layer_figure(timelines: dict):
     n = len(timelines)
     fig, axes = plots.figure(10.5, 1.55 * n + 0.9, nrows=n, sharex=True)
     axes = np.atleast_1d(axes)
-    names = {"F": "forward", "B": "backward (input grad.)", "W": "weight grad.",
-             "comm": "NVLink transfer", "send": "NIC send (PP)"}
+    names = {"F": _("forward"), "B": _("backward (input grad.)"), "W": _("weight grad."),
+             "comm": _("NVLink transfer"), "send": _("NIC send (PP)")}
     for i, (ax, (label, t)) in enumerate(zip(axes, timelines.items(), strict=True)):
         plots.gantt(ax, t.resource, t.start, t.finish, t.kind,
                     kind_names=list(LAYER_KINDS), resource_names=list(_ROWS),
                     legend=False, time_unit="ms",
-                    title=f"{label}: {t.layer_time * 1e3:.2f} ms, SMs idle "
-                          f"{t.exposed_comm * 1e3:.2f} ms (model)")
+                    title=_("{label}: {layer:.2f} ms, SMs idle {idle:.2f} ms (model)").format(
+                        label=_(label), layer=t.layer_time * 1e3, idle=t.exposed_comm * 1e3))
         for patch in ax.patches:  # hundreds of thin tiles: white edges would hide them
             patch.set_linewidth(0.15 if t.intra_op else 0.4)
         with plots.style():
@@ -460,7 +477,7 @@ def layer_figure(timelines: dict):
         from matplotlib.patches import Patch
         handles = [Patch(color=plots.KIND_COLORS[k], label=names[k]) for k in LAYER_KINDS]
         handles.append(Line2D([], [], color=plots.color("ink"), lw=0.8, ls=":",
-                              label="end of the forward pass"))
+                              label=_("end of the forward pass")))
         axes[0].legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0),
                        fontsize=plots.NOTE)
     return fig
@@ -503,7 +520,7 @@ def ablation_figure(rows: list, paper: dict, *, one_node: tuple | None = None):
             raise ValueError(f"one_node must be None or a pair (low, high) of speedups; got "
                              f"{_show(one_node)}")
     fig, (ax_w, ax_s) = plots.figure(11.5, 4.0, ncols=2, width_ratios=(1.25, 1.0))
-    labels = [r["label"].replace(": ", ":\n").replace("+ ", "+\u00a0") for r in rows]
+    labels = [_(r["label"]).replace(": ", ":\n").replace("+ ", "+\u00a0") for r in rows]
     x = np.arange(len(rows))
     times = np.array([r["layer_time"] for r in rows]) * 1e3
     with plots.style():
@@ -521,33 +538,33 @@ def ablation_figure(rows: list, paper: dict, *, one_node: tuple | None = None):
                       color="white" if i == 0 else plots.color("ink"))
             prev = t
         ax_w.set_xticks(x, labels, fontsize=plots.SMALL)
-        ax_w.set_ylabel("one layer, forward + backward (ms, model)")
-        ax_w.set_title("where the time goes: the ablation as a waterfall (model)")
+        ax_w.set_ylabel(_("one layer, forward + backward (ms, model)"))
+        ax_w.set_title(_("where the time goes: the ablation as a waterfall (model)"))
         ax_w.set_ylim(0, times[0] * 1.15)
         from matplotlib.patches import Patch
         ax_w.legend(handles=[Patch(facecolor=plots.color("green"), hatch="//",
-                                   edgecolor="white", label="time the step saves")],
+                                   edgecolor="white", label=_("time the step saves"))],
                     loc="upper right")
         ax_w.grid(axis="x", visible=False)
         model = [r["speedup"] for r in rows]
-        ax_s.plot(x, model, "o-", color=plots.color("model"), label="this model, per layer")
+        ax_s.plot(x, model, "o-", color=plots.color("model"), label=_("this model, per layer"))
         ax_s.plot(x, [paper[r["label"]] for r in rows], "s--", color=plots.color("paper"),
-                  label="paper, end to end, 240 H800 [paper]")
+                  label=_("paper, end to end, 240 H800 [paper]"))
         if one_node is not None:
             ax_s.fill_between([0.8, 1.2], one_node[0], one_node[1], color=plots.color("sky"),
                               alpha=0.3, lw=0,
-                              label="paper: SP+EP MFU gain on one node [paper]")
+                              label=_("paper: SP+EP MFU gain on one node [paper]"))
         for xi, (a, b) in enumerate(zip(model, [paper[r["label"]] for r in rows],
                                         strict=True)):
             ax_s.annotate(f"{a:.2f}", (xi, a), xytext=(0, 6), textcoords="offset points",
                           ha="center", fontsize=plots.SMALL, color=plots.color("model"))
             ax_s.annotate(f"{b:.2f}", (xi, b), xytext=(0, -12), textcoords="offset points",
                           ha="center", fontsize=plots.SMALL)
-        short = ["baseline", "+ SP+EP", "+ inter-op", "+ intra-op"][: len(rows)]
+        short = [_("baseline"), "+ SP+EP", _("+ inter-op"), _("+ intra-op")][: len(rows)]
         ax_s.set_xticks(x, short, fontsize=plots.NOTE)
-        ax_s.set_ylabel("speedup over the baseline")
+        ax_s.set_ylabel(_("speedup over the baseline"))
         ax_s.set_ylim(0.9, max(model) * 1.12)
-        ax_s.set_title("speedup per step")
+        ax_s.set_title(_("speedup per step"))
         plots.legend(ax_s, "below", ncol=1)
     return fig
 
@@ -600,9 +617,10 @@ def hiding_figure(h_ffn, curves: dict, marks: dict, points: dict | None = None):
     with plots.style():
         for (link, prec), r in curves.items():
             ax.plot(h_ffn, r, color=plots.color(link), ls=styles[prec],
-                    label=f"{link}, {prec} GEMMs")
+                    label=_("{link}, {precision} GEMMs").format(link=link, precision=prec))
         ax.axhline(1.0, color=plots.color("red"), lw=1.0)
-        ax.annotate("R = 1: below it the all-to-all\noutlasts the expert GEMM", (h_ffn[-1], 1.0),
+        ax.annotate(_("R = 1: below it the all-to-all\noutlasts the expert GEMM"),
+                    (h_ffn[-1], 1.0),
                     xytext=(-2, -4), textcoords="offset points", ha="right", va="top",
                     fontsize=plots.NOTE, color=plots.color("red"))
         for name, hf in marks.items():
@@ -613,14 +631,14 @@ def hiding_figure(h_ffn, curves: dict, marks: dict, points: dict | None = None):
         for label, spec in (points or {}).items():
             hf, r = spec[0], spec[1]
             ax.plot([hf], [r], marker="D", color=plots.color("purple"), ls="none", ms=6,
-                    label=label, zorder=4)
+                    label=_(label), zorder=4)
             if len(spec) < 4:
                 continue
             r_from, note = spec[2], spec[3]
             ax.annotate("", (hf, r * 0.92), xytext=(hf, r_from * 1.04),
                         arrowprops={"arrowstyle": "-|>", "color": plots.color("purple"),
                                     "lw": 1.2, "shrinkA": 0, "shrinkB": 0})
-            ax.annotate(note, (hf, r), xytext=(-10, 52), textcoords="offset points",
+            ax.annotate(_(note), (hf, r), xytext=(-10, 52), textcoords="offset points",
                         ha="right", va="bottom", fontsize=plots.SMALL, color=plots.color("purple"),
                         arrowprops={"arrowstyle": "-", "color": plots.color("purple"),
                                     "lw": 0.8, "shrinkA": 1, "shrinkB": 4})
@@ -630,9 +648,9 @@ def hiding_figure(h_ffn, curves: dict, marks: dict, points: dict | None = None):
         ax.set_xticks([t for t in ticks if h_ffn[0] <= t <= h_ffn[-1]],
                       [f"{t:,}" for t in ticks if h_ffn[0] <= t <= h_ffn[-1]])
         ax.minorticks_off()
-        ax.set_xlabel("expert intermediate size h_ffn")
-        ax.set_ylabel("R = expert compute / all-to-all time")
-        ax.set_title("the hiding ratio R, forward pass, H800 (989 / 1,979 TFLOPS) (model)")
+        ax.set_xlabel(_("expert intermediate size h_ffn"))
+        ax.set_ylabel(_("R = expert compute / all-to-all time"))
+        ax.set_title(_("the hiding ratio R, forward pass, H800 (989 / 1,979 TFLOPS) (model)"))
         ax.legend(loc="lower right", fontsize=plots.NOTE)  # the lower right corner holds no data
     return fig
 
@@ -646,10 +664,10 @@ _PV, _MOE = "uneven.parallel_volumes:", "uneven.schedulers.moe_layer:"
 
 #: The paper's ablation: throughput over the baseline, 240 H800, global batch 720 [paper].
 PAPER_ABLATION = {
-    "baseline: TP+TP, no overlap": 1.00,
+    _N("baseline: TP+TP, no overlap"): 1.00,
     "+ SP+EP": 1.13,
-    "+ inter-operator overlap": 1.22,
-    "+ intra-operator overlap": 1.28,
+    _N("+ inter-operator overlap"): 1.22,
+    _N("+ intra-operator overlap"): 1.28,
 }
 #: Table 3: GPUs -> (Megatron-LM, MegaScale-MoE) tokens/s, 352B model, H800 [paper].
 PAPER_TABLE3 = {
@@ -673,11 +691,12 @@ def tp_layer(shape) -> SimpleNamespace:
     share = tp.comm_time / tp.layer_time
     share_fwd = (tp.comm_time / 2) / tp.forward_time  # each forward collective has a backward twin
     report = "\n".join([
-        f"{shape.name}: {shape.total_params() / 1e9:.0f}B parameters counted from Table 2's "
-        "shapes",
-        f"TP+TP layer, forward + backward: {to_ms(tp.layer_time):.2f} ms, of which "
-        f"{to_ms(tp.comm_time):.2f} ms communication (model)",
-        f"communication: {share:.0%} of the layer, {share_fwd:.0%} of the forward pass (model)"])
+        _("{name}: {params:.0f}B parameters counted from Table 2's shapes").format(
+            name=shape.name, params=shape.total_params() / 1e9),
+        _("TP+TP layer, forward + backward: {layer:.2f} ms, of which {comm:.2f} ms "
+          "communication (model)").format(layer=to_ms(tp.layer_time), comm=to_ms(tp.comm_time)),
+        _("communication: {share:.0%} of the layer, {share_fwd:.0%} of the forward pass "
+          "(model)").format(share=share, share_fwd=share_fwd)])
     return SimpleNamespace(layer=tp, share=share, share_fwd=share_fwd, report=report)
 
 
@@ -698,9 +717,10 @@ def layout_volumes(shape, n: int) -> SimpleNamespace:
     sp_ep_printed = printed + vol["experts, EP"]
     tp_tp = vol["attention, TP"] + vol["experts, TP"]
     lines = [f"{label:14s} {mb:6.1f} MB per GPU per layer, forward" for label, mb in vol.items()]
-    lines += [f"SP with the paper's printed Eq. 2: {printed:.1f} MB",
-              f"per layer: SP+EP {sp_ep:.0f} MB ({sp_ep_printed:.0f} MB with the printed Eq. 2), "
-              f"TP+TP {tp_tp:.0f} MB per GPU"]
+    lines += [_("SP with the paper's printed Eq. 2: {printed:.1f} MB").format(printed=printed),
+              _("per layer: SP+EP {sp_ep:.0f} MB ({sp_ep_printed:.0f} MB with the printed Eq. 2), "
+                "TP+TP {tp_tp:.0f} MB per GPU").format(sp_ep=sp_ep, sp_ep_printed=sp_ep_printed,
+                                                       tp_tp=tp_tp)]
     return SimpleNamespace(vol=vol, printed=printed, sp_ep=sp_ep, sp_ep_printed=sp_ep_printed,
                            tp_tp=tp_tp, report="\n".join(lines))
 
@@ -718,19 +738,19 @@ def volume_sweeps(shape, n: int) -> SimpleNamespace:
     ks = np.arange(1, 9)
     mix = {k: MIXTRAL_8X7B.with_(top_k=int(k)) for k in ks}
     ring_mb = [comm_volume(mix[k], n, "ffn", "ep_agrs") * 2 / _MB for k in ks]
-    ffn_mb = {"TP, or EP by AG/RS (the same bytes)": [comm_volume(mix[k], n, "ffn", "tp") * 2
-                                                      / _MB for k in ks],
-              "EP all-to-all": [comm_volume(mix[k], n, "ffn", "ep") * 2 / _MB for k in ks]}
+    ffn_mb = {_N("TP, or EP by AG/RS (the same bytes)"): [comm_volume(mix[k], n, "ffn", "tp")
+                                                          * 2 / _MB for k in ks],
+              _N("EP all-to-all"): [comm_volume(mix[k], n, "ffn", "ep") * 2 / _MB for k in ks]}
     nvl = H800["nvlink_bw"]
     ffn_ms = {"EP all-to-all": [to_ms(collective_time(v * _MB, n, "all_to_all", bandwidth=nvl))
                                 for v in ffn_mb["EP all-to-all"]],
-              "EP by AG/RS": [to_ms(collective_time(v * _MB, n, "ring", bandwidth=nvl))
-                              for v in ring_mb]}
+              _N("EP by AG/RS"): [to_ms(collective_time(v * _MB, n, "ring", bandwidth=nvl))
+                                  for v in ring_mb]}
     ms = [1, 2, 4, 8]
     attn_mb = {"TP": [comm_volume(shape, n, "attention", "tp") * 2 / _MB for _ in ms],
-               "SP (from the shapes)": [comm_volume(shape.with_(kv_heads=32 // m), n,
-                                                    "attention", "sp") * 2 / _MB for m in ms],
-               "SP (paper's printed Eq. 2)": [comm_volume(shape.with_(kv_heads=32 // m), n,
+               _N("SP (from the shapes)"): [comm_volume(shape.with_(kv_heads=32 // m), n,
+                                                        "attention", "sp") * 2 / _MB for m in ms],
+               _N("SP (paper's printed Eq. 2)"): [comm_volume(shape.with_(kv_heads=32 // m), n,
                                                           "attention", "sp", formula="paper")
                                               * 2 / _MB for m in ms]}
     faster = [k for k, a, r in zip(ks, ffn_ms["EP all-to-all"], ffn_ms["EP by AG/RS"],
@@ -783,9 +803,10 @@ def eq2_latency(shape, n: int = 8) -> SimpleNamespace:
     ratio = {reading: t(comm_volume(shape, n, "attention", "sp", formula=formula),
                         "all_to_all") / tp
              for reading, formula in (("derived", "derived"), ("printed", "paper"))}
-    report = (f"attention's communication time, SP over TP (model, n = {n}): "
-              f"{ratio['derived']:.2f} with the shapes' volume, {ratio['printed']:.2f} with the "
-              "printed Eq. 2; the paper: 'about one-fourth' of TP's latency")
+    report = _("attention's communication time, SP over TP (model, n = {n}): {derived:.2f} "
+               "with the shapes' volume, {printed:.2f} with the printed Eq. 2; the paper: "
+               "'about one-fourth' of TP's latency").format(n=n, derived=ratio["derived"],
+                                                            printed=ratio["printed"])
     return SimpleNamespace(ratio=ratio, report=report)
 
 
@@ -803,12 +824,13 @@ def calibrated_layers(shape, share: float = 1.0 / 3.0) -> SimpleNamespace:
     rows = ablation(shape, hw=hw)
     plain = layer_timeline(shape, "sp_ep", inter_op=True, intra_op=True)
     report = "\n".join([
-        f"memory-bound operators fitted at {factor:.2f}x each module's GEMM and attention time, "
-        f"so that attention and the GEMMs take {share:.0%} of the layer: "
-        f"{plain.layer_time * 1e3:.2f} -> "
-        f"{best.layer_time * 1e3:.2f} ms (model)",
-        "ablation, calibrated: " + " -> ".join(f"{r['speedup']:.2f}" for r in rows)
-        + "  [paper, Table 5: 1.00 -> 1.13 -> 1.22 -> 1.28]"])
+        _("memory-bound operators fitted at {factor:.2f}x each module's GEMM and attention "
+          "time, so that attention and the GEMMs take {share:.0%} of the layer: {before:.2f} -> "
+          "{after:.2f} ms (model)").format(factor=factor, share=share,
+                                          before=plain.layer_time * 1e3,
+                                          after=best.layer_time * 1e3),
+        _("ablation, calibrated: {steps}  [paper, Table 5: 1.00 -> 1.13 -> 1.22 -> 1.28]").format(
+            steps=" -> ".join(f"{r['speedup']:.2f}" for r in rows))])
     return SimpleNamespace(factor=factor, hw=hw, tp=tp, best=best, rows=rows, report=report)
 
 
@@ -827,8 +849,9 @@ def hiding_curves() -> SimpleNamespace:
     R = {name: (hiding_ratio(s.ffn_hidden, H800["nvlink_bw"]),
                 hiding_ratio(s.ffn_hidden, H800["nic_bw"]))
          for name, s in (("Internal-352B", INTERNAL_352B), ("DeepSeek-V3", DEEPSEEK_V3))}
-    report = "\n".join(f"{name:14s} R over NVLink {r_nvl:.2f}, over the NIC {r_nic:.2f} (BF16, "
-                       "forward)" for name, (r_nvl, r_nic) in R.items())
+    report = "\n".join(_("{name:14s} R over NVLink {r_nvlink:.2f}, over the NIC {r_nic:.2f} "
+                         "(BF16, forward)").format(name=name, r_nvlink=r_nvl, r_nic=r_nic)
+                       for name, (r_nvl, r_nic) in R.items())
     return SimpleNamespace(h_ffn=h_ffn, curves=curves, R=R, report=report)
 
 
@@ -848,11 +871,11 @@ def deepseek_hiding() -> SimpleNamespace:
                         dispatch_bytes=1 + 4 / 128)
     r_ds_fp8 = hiding_ratio(2048, H800["nic_bw"], H800["fp8_flops"],
                             remote_fraction=capped["ib_copies"] / 8, dispatch_bytes=1 + 4 / 128)
-    note = (f"over the NIC, not NVLink:\nR {naive:.2f} → {r_ds:.2f} with capped\n"
-            "routing and FP8 dispatch")
-    report = (f"DeepSeek-V3 over the NIC: R = {naive:.2f} naive -> {r_ds:.2f} with "
-              f"node-limited routing, one copy per node and FP8 dispatch ({r_ds_fp8:.2f} with its "
-              "FP8 GEMMs)")
+    note = _("over the NIC, not NVLink:\nR {naive:.2f} → {capped:.2f} with capped\n"
+             "routing and FP8 dispatch").format(naive=naive, capped=r_ds)
+    report = _("DeepSeek-V3 over the NIC: R = {naive:.2f} naive -> {capped:.2f} with "
+               "node-limited routing, one copy per node and FP8 dispatch ({fp8:.2f} with its "
+               "FP8 GEMMs)").format(naive=naive, capped=r_ds, fp8=r_ds_fp8)
     return SimpleNamespace(naive=naive, capped=capped, r_ds=r_ds, r_ds_fp8=r_ds_fp8, note=note,
                            report=report)
 
@@ -877,14 +900,16 @@ def tile_runs(shape) -> SimpleNamespace:
     G, C = span(sp, "fc13"), span(sp, "dispatch")
     G2, C2 = span(sp, "fc2"), span(sp, "combine")
     runs = {
-        "dispatch → fc1/fc3, unfused": (G, C, "a2a_gemm"),
-        "fused, tokens sorted by source": tile_overlap(G, C, n_tiles=16, direction="a2a_gemm"),
-        "fused, tokens in random order": tile_overlap(G, C, n_tiles=16, direction="a2a_gemm",
-                                                      order="random"),
-        "fc2 → combine, fused (8 SMs send)": tile_overlap(G2, C2, n_tiles=16, comm_sms=8),
+        _N("dispatch → fc1/fc3, unfused"): (G, C, "a2a_gemm"),
+        _N("fused, tokens sorted by source"): tile_overlap(G, C, n_tiles=16,
+                                                          direction="a2a_gemm"),
+        _N("fused, tokens in random order"): tile_overlap(G, C, n_tiles=16, direction="a2a_gemm",
+                                                         order="random"),
+        _N("fc2 → combine, fused (8 SMs send)"): tile_overlap(G2, C2, n_tiles=16, comm_sms=8),
     }
-    report = (f"dispatch {to_us(C):.0f} µs, fc1/fc3 {to_us(G):.0f} µs; fc2 {to_us(G2):.0f} µs, "
-              f"combine {to_us(C2):.0f} µs (model)")
+    report = _("dispatch {dispatch:.0f} µs, fc1/fc3 {fc13:.0f} µs; fc2 {fc2:.0f} µs, "
+               "combine {combine:.0f} µs (model)").format(dispatch=to_us(C), fc13=to_us(G),
+                                                         fc2=to_us(G2), combine=to_us(C2))
     return SimpleNamespace(G=G, C=C, G2=G2, C2=C2, runs=runs, report=report)
 
 
@@ -898,9 +923,11 @@ def overlap_report(tp, plain, best) -> SimpleNamespace:
     short = 2 * sum(span(plain, a2a) - span(plain, gemm)
                     for gemm, a2a in (("qkv", "a2a_qkv"), ("proj", "a2a_out")))
     report = "\n".join([
-        f"SMs idle: TP+TP {to_ms(tp.exposed_comm):.2f} ms, SP+EP {to_ms(plain.exposed_comm):.2f} "
-        f"ms, with both overlaps {to_ms(best.exposed_comm):.2f} ms (model)",
-        f"attention all-to-alls longer than their GEMMs by {to_ms(short):.2f} ms per layer"])
+        _("SMs idle: TP+TP {tp:.2f} ms, SP+EP {sp_ep:.2f} ms, with both overlaps {best:.2f} ms "
+          "(model)").format(tp=to_ms(tp.exposed_comm), sp_ep=to_ms(plain.exposed_comm),
+                            best=to_ms(best.exposed_comm)),
+        _("attention all-to-alls longer than their GEMMs by {short:.2f} ms per layer").format(
+            short=to_ms(short))])
     return SimpleNamespace(short=short, report=report)
 
 
@@ -941,12 +968,14 @@ def skewed_cluster(shape, n_nodes: int = 180, cap: float = 1.1) -> SimpleNamespa
     over = loads > cap
     dropped = np.maximum(loads - cap, 0.0).sum() / loads.sum()  # token copies above the cap
     report = "\n".join([
-        f"{skewed.n_ops:,} ops on {loads.size:,} GPUs in one run of the timeline engine",
-        f"balanced {to_ms(balanced.makespan):.2f} ms; skewed: median node "
-        f"{to_ms(np.median(skewed.node_time)):.2f} ms, slowest node {to_ms(skewed.makespan):.2f} "
-        f"ms; capacity 1.1x: slowest {to_ms(capped.makespan):.2f} ms (model)",
-        f"the cap drops {dropped:.2%} of the token copies, on the {over.mean():.1%} of GPUs above "
-        "it (model)"])
+        _("{ops:,} ops on {gpus:,} GPUs in one run of the timeline engine").format(
+            ops=skewed.n_ops, gpus=loads.size),
+        _("balanced {balanced:.2f} ms; skewed: median node {median:.2f} ms, slowest node "
+          "{slowest:.2f} ms; capacity 1.1x: slowest {capped:.2f} ms (model)").format(
+            balanced=to_ms(balanced.makespan), median=to_ms(np.median(skewed.node_time)),
+            slowest=to_ms(skewed.makespan), capped=to_ms(capped.makespan)),
+        _("the cap drops {dropped:.2%} of the token copies, on the {over:.1%} of GPUs above it "
+          "(model)").format(dropped=dropped, over=over.mean())])
     return SimpleNamespace(loads=loads, balanced=balanced, skewed=skewed, capped=capped,
                            over=over, dropped=dropped, report=report)
 
@@ -962,8 +991,8 @@ def memory_report(shape, pp: int = 15, dp: int = 2) -> SimpleNamespace:
     lines = [f"{s}: " + ", ".join(f"{k} {v / 1e9:.1f} GB" for k, v in m.items()) + " (model)"
              for s, m in mem.items()]
     extra = mem["sp_ep"]["total"] / mem["tp_tp"]["total"] - 1
-    lines.append(f"SP+EP needs {extra:.1%} more (model); the paper measured +1.2% to +5.4% "
-                 "[paper]")
+    lines.append(_("SP+EP needs {extra:.1%} more (model); the paper measured +1.2% to +5.4% "
+                   "[paper]").format(extra=extra))
     return SimpleNamespace(mem=mem, extra=extra, report="\n".join(lines))
 
 
@@ -996,8 +1025,9 @@ def scaling_table(shape, tp, best) -> SimpleNamespace:
     tps = {g: model[g]["MegaScale"]["tokens_per_s"] for g in PAPER_TABLE3}
     eff_model = tps[1440] / tps[240] / 6
     it = model[1440]["MegaScale"]["iteration_s"]
-    lines.append(f"scaling efficiency 240 -> 1,440 GPUs: paper {eff_paper:.1%} [derived], model "
-                 f"{eff_model:.1%}; iteration at 1,440: paper 4.19 s, model {it:.2f} s")
+    lines.append(_("scaling efficiency 240 -> 1,440 GPUs: paper {paper:.1%} [derived], model "
+                   "{model:.1%}; iteration at 1,440: paper 4.19 s, model {it:.2f} s").format(
+                       paper=eff_paper, model=eff_model, it=it))
     return SimpleNamespace(
         model=model, derived=derived,
         gap={g: abs(PAPER_SPEEDUP[g] - derived[g]) for g in PAPER_TABLE3}, eff_paper=eff_paper,
@@ -1030,15 +1060,19 @@ def mfu_table(shape, best, model: dict) -> SimpleNamespace:
     tps = {g: model[g]["MegaScale"]["tokens_per_s"] for g in PAPER_MFU}
     implied = {g: mfu(tps[g], paper_flops, g) for g in PAPER_MFU}
     own = {g: mfu(tps[g], own_flops, g) for g in PAPER_MFU}
-    lines = [f"{g:5,d} GPUs: MFU {PAPER_MFU[g]:.2%} [paper]; the model's tokens/s give "
-             f"{implied[g]:.0%} at the paper's {paper_flops / 1e9:.0f} GFLOP per token "
-             f"[derived], {own[g]:.0%} at its own {own_flops / 1e9:.0f} (model)" for g in PAPER_MFU]
+    lines = [_("{gpus:5,d} GPUs: MFU {mfu:.2%} [paper]; the model's tokens/s give {implied:.0%} "
+               "at the paper's {paper_gflop:.0f} GFLOP per token [derived], {own:.0%} at its own "
+               "{own_gflop:.0f} (model)").format(gpus=g, mfu=PAPER_MFU[g], implied=implied[g],
+                                                 paper_gflop=paper_flops / 1e9, own=own[g],
+                                                 own_gflop=own_flops / 1e9)
+             for g in PAPER_MFU]
     kernels = own_flops / shape.layers * shape.tokens / 8 / (best.compute_time * peak)
     exposed = best.exposed_comm / best.layer_time
     bubble = {g: model[g]["MegaScale"]["bubble"] for g in PAPER_MFU}
-    lines.append(f"the model's own MFU = kernels at {kernels:.0%} of peak x (1 - {exposed:.1%} "
-                 f"exposed communication) x (1 - the 1F1B bubble: {bubble[240]:.0%} at 240 GPUs, "
-                 f"{bubble[1440]:.0%} at 1,440) (model)")
+    lines.append(_("the model's own MFU = kernels at {kernels:.0%} of peak x (1 - {exposed:.1%} "
+                   "exposed communication) x (1 - the 1F1B bubble: {b240:.0%} at 240 GPUs, "
+                   "{b1440:.0%} at 1,440) (model)").format(kernels=kernels, exposed=exposed,
+                                                          b240=bubble[240], b1440=bubble[1440]))
     return SimpleNamespace(per_end=per_end, paper_flops=paper_flops, own_flops=own_flops,
                            implied=implied, own=own, kernels=kernels, exposed=exposed,
                            bubble=bubble, m_mb={g: model[g]["MegaScale"]["m"] for g in PAPER_MFU},

@@ -101,6 +101,7 @@ from ..ep.transport import (
     decode_traffic,
     expected_remote_hosts,
 )
+from ..i18n import _
 from ..units import gbit_per_s, gbyte_per_s, to_us
 from ..widgets import Explorer, dropdown, explore, int_slider, reuse, slider, toggle
 from ._common import check_dict, handed_on, is_real
@@ -124,6 +125,13 @@ TRANSPORTS = {"SM-resident": SM_RESIDENT, "SM-free": SM_FREE}
 STALE_STEP = 200
 _MAX_BARS = 4096  # NICs or GPUs one explorer figure draws
 _MAX_SECONDS = 1e6  # times a figure draws (s)
+#: Marks a msgid that is translated where it is drawn (a label that is also a key in code).
+_N = str
+# Names that are keys in code and shown translated: placements, copy modes, transports, the runs'
+# palette names, the notebook's panel titles.
+_SHOWN = (_N("contiguous"), _N("NIC-aware"), _N("NIC-aware + swaps"), _N("direct"),
+          _N("relay"), _N("SM-resident"), _N("SM-free"),
+          _N("19 tokens per GPU (the matched batch)"), _N("64 tokens per GPU"))
 
 
 @dataclass(frozen=True)
@@ -180,7 +188,7 @@ def swap_to_steady(placement, load, threshold, *, max_rounds=32, expert_bytes=44
     expert_bytes = check_real("expert_bytes", expert_bytes, lo=0.0, hi=1e15, unit="bytes")
     check_swap_budget("max_rounds", placement, rounds)
     n = 0
-    for _ in range(rounds):
+    for _round in range(rounds):
         r = nvlink_swaps(placement, load, threshold=threshold, expert_bytes=expert_bytes)
         if r.pairs.size == 0:
             break
@@ -229,8 +237,9 @@ def balancing_state(placement: str = "contiguous", mode: str = "direct", overlap
     ready = lr.arrival.reshape(setup.n_gpus, spg).max(axis=1)
     cend = lr.compute_end.reshape(setup.n_gpus, spg).max(axis=1)
     nin = traffic.nic_in()
-    label = (f"{placement}{' + swaps' if swaps else ''}, {mode}"
-             f"{', per-expert overlap' if overlap else ''}, {tr.name}")
+    sep = _(", ", context="list")
+    label = (f"{_(placement)}{_(' + swaps') if swaps else ''}{sep}{_(mode)}"
+             f"{_(', per-expert overlap') if overlap else ''}{sep}{_(tr.name)}")
     ready.flags.writeable = False
     cend.flags.writeable = False
     return trusted(BalancingState, nic_in=lr.nic_in, gpu_ready=ready, gpu_compute_end=cend,
@@ -241,7 +250,7 @@ def balancing_state(placement: str = "contiguous", mode: str = "direct", overlap
 
 
 @plots.recipe
-def draw_balancing(fig, state: BalancingState, **_):
+def draw_balancing(fig, state: BalancingState, **_values):
     """Left: each NIC's dispatch receive stream, busy time (µs). Right: each GPU's step — waiting
     for its inputs, running its experts, waiting for its results. Returns the layout key."""
     from matplotlib.figure import Figure
@@ -267,20 +276,20 @@ def draw_balancing(fig, state: BalancingState, **_):
             return c
 
         nic = coll(ax_n, plots.color("NIC"), "NIC")
-        mean = ax_n.axhline(0.0, color=plots.color("ink"), lw=1, ls="--", label="mean")
+        mean = ax_n.axhline(0.0, color=plots.color("ink"), lw=1, ls="--", label=_("mean"))
         ax_n.set_xlabel("NIC")
-        ax_n.set_ylabel("dispatch receive busy (µs)")
+        ax_n.set_ylabel(_("dispatch receive busy (µs)"))
         ax_n.set_xlim(-0.6, n_nics - 0.4)
         ax_n.xaxis.set_major_locator(MaxNLocator(6, integer=True))
         ax_n.yaxis.set_major_locator(MaxNLocator(5))
-        ax_n.set_title("each NIC's receive stream")
-        wait = coll(ax_g, plots.color("grey"), "waiting for inputs")
-        comp = coll(ax_g, plots.color("compute"), "experts")
-        comb = coll(ax_g, plots.color("purple"), "combine")
+        ax_n.set_title(_("each NIC's receive stream"))
+        wait = coll(ax_g, plots.color("grey"), _("waiting for inputs"))
+        comp = coll(ax_g, plots.color("compute"), _("experts"))
+        comb = coll(ax_g, plots.color("purple"), _("combine"))
         ax_g.set_ylim(n_gpus - 0.5, -0.5)
         ax_g.set_yticks(np.arange(0, n_gpus, 8))
         ax_g.xaxis.set_major_locator(MaxNLocator(5))
-        ax_g.set_xlabel("time in the layer (µs, model)")
+        ax_g.set_xlabel(_("time in the layer (µs, model)"))
         ax_g.set_ylabel("GPU")
         ax_g.legend(handles=[wait, comp, comb], loc="lower center", bbox_to_anchor=(0.5, 1.0),
                     ncol=3, fontsize=plots.SMALL)
@@ -314,9 +323,10 @@ def draw_balancing(fig, state: BalancingState, **_):
     art["comp"].set_verts(boxes(y, ready, np.maximum(cend, ready)))
     art["comb"].set_verts(boxes(y, np.maximum(cend, ready), np.maximum(done, cend)))
     art["title"].set_text(
-        f"{state.label}\nlayer {to_us(state.layer_time):,.0f} µs, exposed communication "
-        f"{to_us(state.exposed_comm):,.0f} µs (model) · busiest / mean NIC {state.nic_ratio:.2f}"
-        f" · {state.gpus_per_nic} GPU(s) per NIC · swaps {state.swaps}")
+        _("{label}\nlayer {layer:,.0f} µs, exposed communication {exposed:,.0f} µs (model) · "
+          "busiest / mean NIC {ratio:.2f} · {gpus_per_nic} GPU(s) per NIC · swaps {swaps}").format(
+            label=state.label, layer=to_us(state.layer_time), exposed=to_us(state.exposed_comm),
+            ratio=state.nic_ratio, gpus_per_nic=state.gpus_per_nic, swaps=state.swaps))
     return key
 
 
@@ -333,31 +343,32 @@ def balancing_explorer(show: bool = True) -> Explorer:
     """Notebook 05's widget: placement, transport, overlap, swaps, skew, batch, EP size, GPUs per
     NIC, NIC and NVLink bandwidth."""
     controls = {
-        "placement": dropdown(list(PLACEMENTS), "contiguous", "placement"),
-        "mode": dropdown([("one copy per expert (direct)", "direct"),
-                          ("one copy per host (relay)", "relay")], "direct", "copies"),
-        "overlap": toggle(False, "per-expert overlap"),
-        "transport": dropdown(list(TRANSPORTS), "SM-resident", "transport"),
-        "swaps": toggle(False, "NVLink swaps"),
-        "swap_threshold": slider(0.0, 0.2, 0.01, 0.02, "swap threshold"),
-        "skew": slider(1.0, 16.0, 1.0, 8.0, "busiest / median"),
-        "tokens_per_gpu": int_slider(16, 256, 16, 64, "tokens per GPU"),
-        "n_hosts": dropdown([2, 4, 8], 4, "hosts (× 8 GPUs)"),
-        "gpus_per_nic": dropdown([1, 2], 2, "GPUs per NIC"),
+        "placement": dropdown([(_(p), p) for p in PLACEMENTS], "contiguous",
+                              _("placement", context="control")),
+        "mode": dropdown([(_("one copy per expert (direct)"), "direct"),
+                          (_("one copy per host (relay)"), "relay")], "direct", _("copies")),
+        "overlap": toggle(False, _("per-expert overlap")),
+        "transport": dropdown([(_(t), t) for t in TRANSPORTS], "SM-resident", _("transport")),
+        "swaps": toggle(False, _("NVLink swaps")),
+        "swap_threshold": slider(0.0, 0.2, 0.01, 0.02, _("swap threshold")),
+        "skew": slider(1.0, 16.0, 1.0, 8.0, _("busiest / median")),
+        "tokens_per_gpu": int_slider(16, 256, 16, 64, _("tokens per GPU")),
+        "n_hosts": dropdown([2, 4, 8], 4, _("hosts (× 8 GPUs)")),
+        "gpus_per_nic": dropdown([1, 2], 2, _("GPUs per NIC")),
         "nic_gbps": slider(100.0, 800.0, 50.0, 400.0, "NIC (Gb/s)"),
         "nvlink_gbps": slider(100.0, 900.0, 50.0, 450.0, "NVLink (GB/s)"),
     }
     presets = {
-        "DeepEP default (contiguous, direct)": {
+        _("DeepEP default (contiguous, direct)"): {
             "placement": "contiguous", "mode": "direct", "overlap": False,
             "transport": "SM-resident", "swaps": False},
-        "+ NIC-aware placement and swaps": {"placement": "NIC-aware", "swaps": True},
-        "+ relay": {"placement": "NIC-aware", "swaps": True, "mode": "relay"},
-        "everything (+ overlap, SM-free)": {
+        _("+ NIC-aware placement and swaps"): {"placement": "NIC-aware", "swaps": True},
+        _("+ relay"): {"placement": "NIC-aware", "swaps": True, "mode": "relay"},
+        _("everything (+ overlap, SM-free)"): {
             "placement": "NIC-aware", "swaps": True, "mode": "relay", "overlap": True,
             "transport": "SM-free"},
-        "H800-like: one GPU per NIC": {"gpus_per_nic": 1, "nvlink_gbps": 160.0},
-        "uniform experts": {"skew": 1.0},
+        _("H800-like: one GPU per NIC"): {"gpus_per_nic": 1, "nvlink_gbps": 160.0},
+        _("uniform experts"): {"skew": 1.0},
     }
     return explore(balancing_state, draw_balancing, controls, presets=presets, show=show,
                    figsize=(8.5, 3.8), columns=3)
@@ -400,12 +411,13 @@ def load_figure(counts, per_placement: dict, load):
         ax_c.step(rel, np.arange(1, rel.size + 1) / rel.size, where="post",
                   color=plots.color("model"))
         ax_c.axvline(1.0, color=plots.color("grey"), lw=0.8, ls=":")
-        ax_c.annotate(f"busiest = {rel[-1]:.1f}× median", (rel[-1], 1.0), xytext=(-4, -28),
+        ax_c.annotate(_("busiest = {ratio:.1f}× median").format(ratio=rel[-1]), (rel[-1], 1.0),
+                      xytext=(-4, -28),
                       textcoords="offset points", ha="right", fontsize=plots.NOTE,
                       arrowprops=dict(arrowstyle="->", lw=0.6))
-        ax_c.set_xlabel("tokens per expert / median (one step)")
-        ax_c.set_ylabel("fraction of experts ≤ x")
-        ax_c.set_title("expert load (model)")
+        ax_c.set_xlabel(_("tokens per expert / median (one step)"))
+        ax_c.set_ylabel(_("fraction of experts ≤ x"))
+        ax_c.set_title(_("expert load (model)"))
         n = len(per_placement)
         width = 0.8 / n
         for i, (name, plc) in enumerate(per_placement.items()):
@@ -413,9 +425,11 @@ def load_figure(counts, per_placement: dict, load):
             c = nic_loads(plc, load)
             off = (i - (n - 1) / 2) * width
             ax_g.bar(np.arange(g.size) + off, g / g.mean(), width, color=plots.color(name),
-                     label=f"{name}: max {g.max() / g.mean():.2f}")
+                     label=_("{name}: max {ratio:.2f}").format(name=_(name),
+                                                              ratio=g.max() / g.mean()))
             ax_n.bar(np.arange(c.size) + off, c / c.mean(), width, color=plots.color(name),
-                     label=f"{name}: max {c.max() / c.mean():.2f}")
+                     label=_("{name}: max {ratio:.2f}").format(name=_(name),
+                                                              ratio=c.max() / c.mean()))
         for ax, what, per in ((ax_g, "GPU", plc.gpus_per_node),
                               (ax_n, "NIC", plc.gpus_per_node // plc.gpus_per_nic)):
             ax.axhline(1.0, color=plots.color("ink"), lw=0.8, ls="--")
@@ -423,10 +437,11 @@ def load_figure(counts, per_placement: dict, load):
             for x in np.arange(per, n_items, per):
                 ax.axvline(x - 0.5, color=plots.color("grey"), lw=0.6)
             ax.xaxis.set_major_locator(MaxNLocator(8, integer=True))
-            ax.set_xlabel(f"{what} (thin lines: host boundaries)")
-            ax.set_ylabel(f"load per {what} / mean")
+            ax.set_xlabel(_("{what} (thin lines: host boundaries)").format(what=what))
+            ax.set_ylabel(_("load per {what} / mean").format(what=what))
             ax.set_ylim(0, 2.1)
-            ax.set_title(f"per {what} ({plc.gpus_per_nic} GPUs per NIC)")
+            ax.set_title(_("per {what} ({n} GPUs per NIC)").format(what=what,
+                                                                   n=plc.gpus_per_nic))
             plots.legend(ax, "below", ncol=1)
     return fig
 
@@ -443,11 +458,13 @@ def swaps_figure(runs: dict, *, drift: float):
     with plots.style():
         for name, r in runs.items():
             ax.plot(np.arange(r.nic_ratio.size), r.nic_ratio, color=plots.color(name), lw=1.2,
-                    label=f"{name} (mean {r.nic_ratio.mean():.2f})")
+                    label=_("{name} (mean {mean:.2f})").format(name=_(name),
+                                                               mean=r.nic_ratio.mean()))
         ax.axhline(1.0, color=plots.color("ink"), lw=0.8, ls="--")
-        ax.set_xlabel(f"decode step after planning (popularity drift {drift:g} per step)")
-        ax.set_ylabel("busiest / mean NIC receive")
-        ax.set_title("a plan goes stale; swaps keep up inside each host (model)")
+        ax.set_xlabel(_("decode step after planning (popularity drift {drift:g} per step)")
+                      .format(drift=drift))
+        ax.set_ylabel(_("busiest / mean NIC receive"))
+        ax.set_title(_("a plan goes stale; swaps keep up inside each host (model)"))
         plots.legend(ax, "right")
     return fig
 
@@ -505,12 +522,12 @@ def waterfall_figure(names, median_us, p99_us, *, layer_us=None, paper: tuple | 
             ax.plot([i - 1.3, i + 0.3], [med[i - 1]] * 2, color=plots.color("grey"), lw=0.6)
         ax.bar(x[-1:], med[-1:], 0.6, color=plots.color("sky"), alpha=0.5)
         ax.plot(x + 0.22, p99, "D", color=plots.color("red"), ms=5,
-                label="exposed, P99 over steps (model)")
+                label=_("exposed, P99 over steps (model)"))
         top = max(p99.max(), med.max())
         if layer is not None:
             ax.plot(x, layer, "_", color=plots.color("ink"), ms=26, mew=2.2)
             ax.plot([], [], "_", color=plots.color("ink"), ms=12, mew=2.2,
-                    label="layer time, median (model)")  # a shorter dash for the legend
+                    label=_("layer time, median (model)"))  # a shorter dash for the legend
             for i, v in enumerate(layer):
                 ax.text(i, v + top * 0.015, f"{v:.0f}", ha="center", va="bottom",
                         fontsize=plots.SMALL,
@@ -520,11 +537,12 @@ def waterfall_figure(names, median_us, p99_us, *, layer_us=None, paper: tuple | 
             above = i == 0
             ax.text(i, v + (1 if above else -1) * top * 0.015, f"{v:.0f}", ha="center",
                     va="bottom" if above else "top", fontsize=plots.NOTE)
-        ax.set_xticks(x, names, rotation=12, ha="right", fontsize=plots.NOTE)
-        ax.set_ylabel("time per layer (µs)")
+        ax.set_xticks(x, [_(n) for n in names], rotation=12, ha="right", fontsize=plots.NOTE)
+        ax.set_ylabel(_("time per layer (µs)"))
         ax.set_ylim(0, top * 1.2 if top > 0 else 1.0)
         ax.grid(axis="x", visible=False)
-        title = "exposed communication, median over steps (model); green = what each step removes"
+        title = _("exposed communication, median over steps (model); green = what each step "
+                  "removes")
         ax.set_title(title, fontsize=plots.LABEL)
         plots.legend(ax, "inside", loc="upper right")
         if paper is not None:
@@ -539,25 +557,28 @@ def _paper_panel(ax, med, paper, fitted=None):
     n = med.size
     rel = med / med[0] if med[0] > 0 else np.ones(n)
     shades = [plots.color("grey")] + [plots.color("green")] * (n - 2) + [plots.color("sky")]
-    ax.bar(np.arange(n), rel, 0.6, color=shades[:n], alpha=0.55, label="model, each rung")
+    ax.bar(np.arange(n), rel, 0.6, color=shades[:n], alpha=0.55, label=_("model, each rung"))
     end = paper[1] / paper[0] if paper[0] > 0 else 1.0
     top = max(1.0, end, rel.max())
     if fitted is not None:
         fit = fitted / med[0] if med[0] > 0 else np.ones(n)
         ax.plot(np.arange(n), fit, "o", mfc="none", mec=plots.color("ink"), ms=6, mew=1.1,
-                label="model, relay sync solved\nfor the paper's end")
+                label=_("model, relay sync solved\nfor the paper's end"))
         top = max(top, fit.max())
     ax.plot([0, n - 1], [1.0, end], "o", color=plots.color("red"), ms=6,
-            label=f"paper [chapter], ends only:\n{paper[0]:.2f} → {paper[1]:.2f} µs")
-    ax.annotate(f"paper {end:.2f}", (n - 1, end), xytext=(-6, 8), textcoords="offset points",
-                ha="right", fontsize=plots.NOTE, color=plots.color("red"))
-    ax.annotate(f"model\n{rel[-1]:.2f}", (n - 1, rel[-1]), xytext=(0, 3),
+            label=_("paper [chapter], ends only:\n{before:.2f} → {after:.2f} µs").format(
+                before=paper[0], after=paper[1]))
+    ax.annotate(_("paper {end:.2f}").format(end=end), (n - 1, end), xytext=(-6, 8),
+                textcoords="offset points", ha="right", fontsize=plots.NOTE,
+                color=plots.color("red"))
+    ax.annotate(_("model\n{rel:.2f}").format(rel=rel[-1]), (n - 1, rel[-1]), xytext=(0, 3),
                 textcoords="offset points", ha="center", va="bottom", fontsize=plots.NOTE)
-    ax.set_xticks([0, n - 1], ["DeepEP\ndefault", "all"] if n > 1 else ["DeepEP\ndefault"] * 2,
+    default = _("DeepEP\ndefault")
+    ax.set_xticks([0, n - 1], [default, _("all", context="rungs")] if n > 1 else [default] * 2,
                   fontsize=plots.NOTE)
     ax.set_ylim(0, 1.1 * top)
-    ax.set_ylabel("exposed communication / DeepEP default")
-    ax.set_title("normalised: model vs paper", fontsize=plots.LABEL)
+    ax.set_ylabel(_("exposed communication / DeepEP default"))
+    ax.set_title(_("normalised: model vs paper"), fontsize=plots.LABEL)
     ax.grid(axis="x", visible=False)
     plots.legend(ax, "below", ncol=1, fontsize=plots.SMALL, bbox_to_anchor=(0.5, -0.12))
 
@@ -595,23 +616,25 @@ def transport_figure(*tables: dict, titles=None):
         for k, (ax, table) in enumerate(zip(axes, tables, strict=True)):
             for j, t in enumerate(trs):
                 vals = [to_us(table[b, t]) for b in bal]
-                ax.bar(np.arange(2) + (j - 0.5) * width, vals, width, color=shades[j], label=t)
+                ax.bar(np.arange(2) + (j - 0.5) * width, vals, width, color=shades[j],
+                       label=_(t))
             for i, b in enumerate(bal):
                 a, c = to_us(table[b, trs[0]]), to_us(table[b, trs[1]])
                 ax.annotate(f"−{a - c:.0f} µs ({(a - c) / a:.0%})", (i, a), xytext=(0, 6),
                             textcoords="offset points", ha="center", fontsize=plots.LEGEND)
-            ax.set_xticks([0, 1], ["skewed:\ncontiguous, direct",
-                                   "balanced:\nNIC-aware + swaps, relay"])
+            ax.set_xticks([0, 1], [_("skewed:\ncontiguous, direct"),
+                                   _("balanced:\nNIC-aware + swaps, relay")])
             if k == 0:
-                ax.set_ylabel("exposed communication (µs)")
+                ax.set_ylabel(_("exposed communication (µs)"))
             top = max(to_us(v) for v in table.values())
             ax.set_ylim(0, top * 1.25)
-            ax.set_title(titles[k] if titles else "the same better transport, before and after "
-                         "balancing (model)", fontsize=plots.LABEL)
+            ax.set_title(_(titles[k]) if titles else _("the same better transport, before and "
+                                                       "after balancing (model)"),
+                         fontsize=plots.LABEL)
             ax.grid(axis="x", visible=False)
         plots.legend(axes[-1], "right")
         if n > 1:
-            fig.suptitle("the same better transport, before and after balancing (model)",
+            fig.suptitle(_("the same better transport, before and after balancing (model)"),
                          fontsize=plots.LABEL)
     return fig
 
@@ -642,24 +665,24 @@ def batch_figure(batches, times: dict, best: list):
             kind = "relay" if "relay" in label else "direct"
             col = plots.color(kind)
             mk = "o" if "overlap" in label else "s"
-            ax.plot(b, to_us(v), styles[kind], marker=mk, color=col, label=label)
-            ax_r.plot(b, v / base, styles[kind], marker=mk, color=col, label=label)
+            ax.plot(b, to_us(v), styles[kind], marker=mk, color=col, label=_(label))
+            ax_r.plot(b, v / base, styles[kind], marker=mk, color=col, label=_(label))
         for x, label in zip(b, best, strict=True):
             y = to_us(times[label][list(b).index(x)])
             ax.plot([x], [y], "o", ms=11, mfc="none", mec=plots.color("red"), mew=1.2)
         # the rings are drawn on the left panel; their legend entry sits with the others
         ax_r.plot([], [], "o", ms=9, mfc="none", mec=plots.color("red"), mew=1.2,
-                  label="best at this batch (left panel)")
+                  label=_("best at this batch (left panel)"))
         for a in (ax, ax_r):
             a.set_xscale("log", base=2)
             a.set_xticks(b, [str(x) for x in b])
             a.minorticks_off()
-            a.set_xlabel("tokens per GPU per step")
-        ax.set_ylabel("MoE layer time, median over steps (µs)")
-        ax.set_title("time per layer (model)")
-        ax_r.set_ylabel(f"relative to '{next(iter(times))}'")
+            a.set_xlabel(_("tokens per GPU per step"))
+        ax.set_ylabel(_("MoE layer time, median over steps (µs)"))
+        ax.set_title(_("time per layer (model)"))
+        ax_r.set_ylabel(_("relative to '{first}'").format(first=_(next(iter(times)))))
         ax_r.set_ylim(0, 1.1)
-        ax_r.set_title("relative to one copy per expert, no overlap")
+        ax_r.set_title(_("relative to one copy per expert, no overlap"))
         plots.legend(ax_r, "right")
     return fig
 
@@ -678,13 +701,14 @@ def _positive_times(value, n) -> bool:
 
 #: Section 6's ablation, in order: label -> the keywords of :func:`uneven.ep.simulate_decode`.
 ABLATION = (
-    ("DeepEP default:\ncontiguous, direct", dict(placement="contiguous")),
-    ("+ NIC-aware\nplacement", dict(placement="NIC-aware")),
-    ("+ NVLink swaps", dict(placement="NIC-aware", swaps=True)),
-    ("+ relay", dict(placement="NIC-aware", swaps=True, mode="relay")),
-    ("+ per-expert\noverlap", dict(placement="NIC-aware", swaps=True, mode="relay", overlap=True)),
-    ("+ SM-free\ntransport", dict(placement="NIC-aware", swaps=True, mode="relay", overlap=True,
-                                  transport="SM-free")),
+    (_N("DeepEP default:\ncontiguous, direct"), dict(placement="contiguous")),
+    (_N("+ NIC-aware\nplacement"), dict(placement="NIC-aware")),
+    (_N("+ NVLink swaps"), dict(placement="NIC-aware", swaps=True)),
+    (_N("+ relay"), dict(placement="NIC-aware", swaps=True, mode="relay")),
+    (_N("+ per-expert\noverlap"), dict(placement="NIC-aware", swaps=True, mode="relay",
+                                       overlap=True)),
+    (_N("+ SM-free\ntransport"), dict(placement="NIC-aware", swaps=True, mode="relay",
+                                      overlap=True, transport="SM-free")),
 )
 #: DeepEP's low-latency times, µs, H800 + CX7, per EP size: (dispatch, combine) now
 #: (docs/legacy.md), then (dispatch, combine) in February 2025 (README at ebfe47e) [repo].
@@ -1017,9 +1041,10 @@ def transport_table(setup) -> SimpleNamespace:
 
 
 #: Section 8's transport and overlap options.
-BATCH_OPTIONS = {"one copy per expert": dict(mode="direct"),
-                 "one copy per expert, overlap": dict(mode="direct", overlap=True),
-                 "relay": dict(mode="relay"), "relay, overlap": dict(mode="relay", overlap=True)}
+BATCH_OPTIONS = {_N("one copy per expert"): dict(mode="direct"),
+                 _N("one copy per expert, overlap"): dict(mode="direct", overlap=True),
+                 "relay": dict(mode="relay"),
+                 _N("relay, overlap"): dict(mode="relay", overlap=True)}
 
 
 @arguments(batches=items(integer(lo=1, hi=1024), hi=8))

@@ -36,6 +36,7 @@ from .._validate import (
     check_real,
     trusted,
 )
+from ..i18n import _
 from ..widgets import Explorer, dropdown, explore, int_slider, reuse, slider
 from ._common import check_dict, curve, handed_on, instances, is_int, is_real
 
@@ -68,6 +69,18 @@ GANTT_COLORS = {
 SCHEME_COLORS = {name: plots.color(name)
                  for name in ("serialised baseline", "UBEP", "contiguous", "hop mix")}
 EP_SIZES = (8, 16, 32, 64, 128, 256, 320)
+#: Marks a msgid that is translated where it is drawn (a label that is also a key in code).
+_N = str
+# Scheme and assignment names (keys in code) as the figures show them.
+_SHOWN = (_N("serialised baseline"), _N("contiguous"), _N("hop mix"),
+          _N("baseline + hop mix"))
+
+
+def _kind_labels() -> list:
+    """The legend names of :data:`GANTT_KINDS` in the language in force."""
+    return [_("count", context="core op"), "barrier", _("send", context="core op"),
+            _("flag", context="core op"), _("poll", context="core op"),
+            _("wait", context="core op")]
 _SAMPLES = 300
 
 
@@ -101,7 +114,7 @@ def _live_gantt(ax, legend=True):
         coll.set_facecolor(GANTT_COLORS[name])
         coll.set_edgecolor("none")
     if legend:
-        plots.legend(ax, "right", handles=live.collections, labels=list(GANTT_KINDS))
+        plots.legend(ax, "right", handles=live.collections, labels=_kind_labels())
     return live
 
 
@@ -119,7 +132,8 @@ def _gantt_arrays(tl, rank):
 
 def _row_names(cores):
     step = 8 if cores > 16 else (4 if cores > 8 else 1)
-    return [f"core {c}" if c % step == 0 else "" for c in range(cores)]
+    core = _("core {c}")
+    return [core.format(c=c) if c % step == 0 else "" for c in range(cores)]
 
 
 def _sticky_limit(value, old):
@@ -227,10 +241,12 @@ def ubep_state(ep: int = 64, hop_ratio: float = 11.5, barrier_us: float = 20.0,
     notes = []
     if count_cores >= cores:
         count_cores = cores - 1
-        notes.append(f"counting cores capped at {count_cores} (one core must send)")
+        notes.append(_("counting cores capped at {n} (one core must send)").format(
+            n=count_cores))
     one = min(5.0, ratio)
     if one < 5.0:
-        notes.append(f"one-hop factor lowered to {one:g} (it cannot exceed two hops)")
+        notes.append(_("one-hop factor lowered to {one:g} (it cannot exceed two hops)").format(
+            one=one))
     pb, pu = _plans(ep, batch, cores, one, ratio, barrier, count_cores, block, q)
     tb = core_timeline(pb, jitter=jitter, seed=0)
     tu = core_timeline(pu, jitter=jitter, seed=0)
@@ -243,7 +259,7 @@ def ubep_state(ep: int = 64, hop_ratio: float = 11.5, barrier_us: float = 20.0,
 
 
 @plots.recipe
-def draw_ubep(fig, state: UbepState, **_):
+def draw_ubep(fig, state: UbepState, **_values):
     """Rank 0's cores under both schemes (Gantt, one row per core) and the latency CDF of 300
     jittered runs. Returns the layout key for :class:`uneven.widgets.Explorer`."""
     from matplotlib.figure import Figure
@@ -260,22 +276,22 @@ def draw_ubep(fig, state: UbepState, **_):
         live_b = _live_gantt(ax_b, legend=False)
         live_u = _live_gantt(ax_u, legend=False)
         ax_b.set_xlabel("")
-        ax_b.legend(handles=live_b.collections, labels=list(GANTT_KINDS), ncol=6,
+        ax_b.legend(handles=live_b.collections, labels=_kind_labels(), ncol=6,
                     loc="lower left", bbox_to_anchor=(0.0, 1.18), fontsize=plots.SMALL,
                     handlelength=1.2, columnspacing=0.9)
-        ax_b.set_title("serialised baseline", fontsize=plots.PANEL)
-        ax_u.set_title("UBEP: flag in block, hop mix", fontsize=plots.PANEL)
+        ax_b.set_title(_("serialised baseline"), fontsize=plots.PANEL)
+        ax_u.set_title(_("UBEP: flag in block, hop mix"), fontsize=plots.PANEL)
         t_b = ax_b.set_title("", loc="right", fontsize=plots.PANEL)
         t_u = ax_u.set_title("", loc="right", fontsize=plots.PANEL)
         lines = {}
         for key, label in (("base", "serialised baseline"), ("ubep", "UBEP")):
             (lines[key],) = ax_c.plot([], [], drawstyle="steps-post",
-                                      color=SCHEME_COLORS[label], lw=1.6, label=label)
+                                      color=SCHEME_COLORS[label], lw=1.6, label=_(label))
             (lines[key + "99"],) = ax_c.plot([], [], "o", ms=4.5, color=SCHEME_COLORS[label])
         ax_c.set_ylim(0, 1.02)
-        ax_c.set_xlabel("dispatch latency (µs, model)")
-        ax_c.set_ylabel("fraction of runs ≤ x")
-        ax_c.set_title(f"{_SAMPLES} jittered runs; dots: P99", fontsize=plots.PANEL)
+        ax_c.set_xlabel(_("dispatch latency (µs, model)"))
+        ax_c.set_ylabel(_("fraction of runs ≤ x"))
+        ax_c.set_title(_("{n} jittered runs; dots: P99").format(n=_SAMPLES), fontsize=plots.PANEL)
         ax_c.legend(loc="lower left", bbox_to_anchor=(-0.02, 1.1), ncol=2, fontsize=plots.SMALL,
                     handlelength=1.2, columnspacing=0.9)
         title = fig.suptitle("", fontsize=plots.PANEL, x=0.01, ha="left")
@@ -289,10 +305,11 @@ def draw_ubep(fig, state: UbepState, **_):
     art["xmax"] = xmax = _sticky_limit(longest, art.get("xmax"))
     lay_b = _update_gantt(art["live_b"], state.base, 0, xmax * 1e-6)
     lay_u = _update_gantt(art["live_u"], state.ubep, 0, xmax * 1e-6)
-    art["t_b"].set_text(f"all {state.cores} cores count, then send: "
-                        f"{state.base.latency * 1e6:,.0f} µs")
-    art["t_u"].set_text(f"{state.count_cores} count ∥ {state.cores - state.count_cores} send: "
-                        f"{state.ubep.latency * 1e6:,.0f} µs")
+    art["t_b"].set_text(_("all {cores} cores count, then send: {latency:,.0f} µs").format(
+        cores=state.cores, latency=state.base.latency * 1e6))
+    art["t_u"].set_text(_("{count} count ∥ {send} send: {latency:,.0f} µs").format(
+        count=state.count_cores, send=state.cores - state.count_cores,
+        latency=state.ubep.latency * 1e6))
     hi = 0.0
     stats = {}
     for key, s in (("base", state.base_samples), ("ubep", state.ubep_samples)):
@@ -307,12 +324,12 @@ def draw_ubep(fig, state: UbepState, **_):
     xlim = (0.0, top)
     art["ax_c"].set_xlim(*xlim)
     (b50, b99), (u50, u99) = stats["base"], stats["ubep"]
-    note = f" · note: {'; '.join(state.notes)}" if state.notes else ""
+    note = _(" · note: {notes}").format(notes="; ".join(state.notes)) if state.notes else ""
     art["title"].set_text(
-        f"EP{state.ep} dispatch (model, q = {state.base.plan.costs.writes_in_flight}) · "
-        f"P50 {b50:,.0f} → {u50:,.0f} µs "
-        f"(−{_cut(u50, b50):.0f}%) · P99 {b99:,.0f} → {u99:,.0f} µs "
-        f"(−{_cut(u99, b99):.0f}%){note}")
+        _("EP{ep} dispatch (model, q = {q}) · P50 {b50:,.0f} → {u50:,.0f} µs (−{cut50:.0f}%) · "
+          "P99 {b99:,.0f} → {u99:,.0f} µs (−{cut99:.0f}%)").format(
+            ep=state.ep, q=state.base.plan.costs.writes_in_flight, b50=b50, u50=u50,
+            cut50=_cut(u50, b50), b99=b99, u99=u99, cut99=_cut(u99, b99)) + note)
     return (lay_b, lay_u, xlim)
 
 
@@ -322,30 +339,30 @@ def ubep_explorer(show: bool = True) -> Explorer:
     their split, batch, block size, jitter."""
     q = fitted_q()
     controls = {
-        "writes_in_flight": int_slider(1, 32, 1, q, "writes in flight per core (q)"),
-        "ep": dropdown(list(EP_SIZES), 64, "EP size (dies)"),
-        "hop_ratio": slider(1.0, 20.0, 0.5, 11.5, "two-hop / local latency"),
-        "barrier_us": slider(0.0, 60.0, 2.0, 20.0, "barrier cost (µs)"),
-        "cores": int_slider(4, 64, 4, 48, "cores per die"),
-        "count_cores": int_slider(1, 24, 1, 1, "UBEP counting cores"),
-        "batch": int_slider(16, 512, 16, 128, "tokens per rank"),
-        "block": dropdown([("512 B", 512), ("128 B", 128)], 512, "atomic block"),
-        "jitter_us": slider(0.0, 20.0, 0.5, 2.0, "jitter per op (µs)"),
+        "writes_in_flight": int_slider(1, 32, 1, q, _("writes in flight per core (q)")),
+        "ep": dropdown(list(EP_SIZES), 64, _("EP size (dies)")),
+        "hop_ratio": slider(1.0, 20.0, 0.5, 11.5, _("two-hop / local latency")),
+        "barrier_us": slider(0.0, 60.0, 2.0, 20.0, _("barrier cost (µs)")),
+        "cores": int_slider(4, 64, 4, 48, _("cores per die")),
+        "count_cores": int_slider(1, 24, 1, 1, _("UBEP counting cores")),
+        "batch": int_slider(16, 512, 16, 128, _("tokens per rank")),
+        "block": dropdown([("512 B", 512), ("128 B", 128)], 512, _("atomic block")),
+        "jitter_us": slider(0.0, 20.0, 0.5, 2.0, _("jitter per op (µs)")),
     }
     presets = {
-        "CloudMatrix-like, EP64": {"writes_in_flight": q, "ep": 64, "hop_ratio": 11.5,
-                                   "barrier_us": 20.0,
-                                   "cores": 48, "count_cores": 1, "batch": 128, "block": 512,
-                                   "jitter_us": 2.0},
-        "flat fabric (every hop = local)": {"hop_ratio": 1.0},
-        "unfitted guess q = 4": {"writes_in_flight": 4},
-        "many writes in flight (q = 32): bytes bind": {"writes_in_flight": 32},
-        "free barriers, no jitter": {"barrier_us": 0.0, "jitter_us": 0.0},
-        "noisy ranks (jitter 10 µs)": {"jitter_us": 10.0},
-        "128-B blocks": {"block": 128},
-        "half the cores count": {"count_cores": 24},
-        "8 cores per die": {"cores": 8, "count_cores": 1},
-        "EP320 decode": {"ep": 320},
+        _("CloudMatrix-like, EP64"): {"writes_in_flight": q, "ep": 64, "hop_ratio": 11.5,
+                                      "barrier_us": 20.0,
+                                      "cores": 48, "count_cores": 1, "batch": 128, "block": 512,
+                                      "jitter_us": 2.0},
+        _("flat fabric (every hop = local)"): {"hop_ratio": 1.0},
+        _("unfitted guess q = 4"): {"writes_in_flight": 4},
+        _("many writes in flight (q = 32): bytes bind"): {"writes_in_flight": 32},
+        _("free barriers, no jitter"): {"barrier_us": 0.0, "jitter_us": 0.0},
+        _("noisy ranks (jitter 10 µs)"): {"jitter_us": 10.0},
+        _("128-B blocks"): {"block": 128},
+        _("half the cores count"): {"count_cores": 24},
+        _("8 cores per die"): {"cores": 8, "count_cores": 1},
+        _("EP320 decode"): {"ep": 320},
     }
     return explore(ubep_state, draw_ubep, controls, presets=presets, show=show,
                    figsize=(9.0, 4.1), columns=3)
@@ -368,30 +385,34 @@ def hop_cost_figure(costs, plans: dict, *, block_bytes: int = 512, ep: int = 32)
     block_bytes = check_int("block_bytes", block_bytes, lo=16, hi=1 << 20)
     ep = check_int("ep", ep, lo=1, hi=MAX_RANKS)
     fig, (ax_w, ax_h) = plots.figure(11, 3.9, ncols=2, width_ratios=(1.0, 1.35))
-    names = ("local (own die)", "one hop (same node)", "two hops (another node)")
+    names = (_("local (own die)"), _("one hop (same node)"), _("two hops (another node)"))
     f1, f2 = costs.one_hop_factor, costs.two_hop_factor
-    labels = ("(model)", f"(model: {f1:g}× local)",
-              f"(model; {f2:g}× local{' [chapter]' if f2 == 11.5 else ''})")
+    labels = ("(model)", _("(model: {f1:g}× local)").format(f1=f1),
+              _("(model; {f2:g}× local{tag})").format(f2=f2,
+                                                      tag=" [chapter]" if f2 == 11.5 else ""))
     lat = np.array(costs.hop_latency)
     per_lat = lat / costs.writes_in_flight * 1e9
     per_byte = block_bytes / costs.core_bandwidth * 1e9
     with plots.style():
         y = np.arange(3)
         ax_w.barh(y, per_lat, color=plots.color("orange"),
-                  label=f"latency ℓ / {costs.writes_in_flight} writes in flight")
+                  label=_("latency ℓ / {q} writes in flight").format(q=costs.writes_in_flight))
         ax_w.barh(y, np.full(3, per_byte), left=per_lat, color=plots.color("sky"),
-                  label=f"{block_bytes} B at {costs.core_bandwidth / 1e9:.2f} GB/s per core")
+                  label=_("{bytes} B at {bw:.2f} GB/s per core").format(
+                      bytes=block_bytes, bw=costs.core_bandwidth / 1e9))
         for yy, lv, pl, lab in zip(y, lat, per_lat, labels, strict=True):
             ax_w.text(pl + per_byte + 8, yy, f"ℓ = {lv * 1e6:.2f} µs {lab}", va="center",
                       fontsize=plots.SMALL)
         ax_w.set_yticks(y, names)
         ax_w.invert_yaxis()
         ax_w.set_xlim(0, (per_lat[-1] + per_byte) * 1.9)
-        ax_w.set_xlabel(f"core time per {block_bytes}-B write (ns)")
+        ax_w.set_xlabel(_("core time per {bytes}-B write (ns)").format(bytes=block_bytes))
         gap = f2 - f1
-        ax_w.set_title(f"one write, by distance (q = {costs.writes_in_flight})"
-                       + (f"\nℓ0 < {1 / gap:.3f} µs if ℓ2 − ℓ1 = {gap:g} ℓ0 < 1 µs\n"
-                          f"[derived; ℓ1 = {f1:g} ℓ0 assumed]" if gap > 0 else ""),
+        ax_w.set_title(_("one write, by distance (q = {q})").format(q=costs.writes_in_flight)
+                       + (_("\nℓ0 < {bound:.3f} µs if ℓ2 − ℓ1 = {gap:g} ℓ0 < 1 µs\n"
+                            "[derived; ℓ1 = {f1:g} ℓ0 assumed]").format(bound=1 / gap, gap=gap,
+                                                                        f1=f1)
+                          if gap > 0 else ""),
                        fontsize=plots.PANEL)
         ax_w.grid(axis="y", visible=False)
         plots.legend(ax_w, "below", ncol=1)
@@ -402,12 +423,14 @@ def hop_cost_figure(costs, plans: dict, *, block_bytes: int = 512, ep: int = 32)
             col = SCHEME_COLORS[label]
             ax_h.hist(x, bins=bins, histtype="stepfilled", alpha=0.35, color=col)
             ax_h.hist(x, bins=bins, histtype="step", lw=1.4, color=col,
-                      label=f"{label}: slowest core {x.max():.0f} µs")
+                      label=_("{label}: slowest core {t:.0f} µs").format(label=_(label),
+                                                                         t=x.max()))
             ax_h.axvline(x.max(), color=col, ls="--", lw=1.0)
-        ax_h.set_xlabel("send time of one core (µs, model)")
-        ax_h.set_ylabel("cores (all ranks)")
+        ax_h.set_xlabel(_("send time of one core (µs, model)"))
+        ax_h.set_ylabel(_("cores (all ranks)"))
         n = next(iter(plans.values()))
-        ax_h.set_title(f"EP{ep}: {n.n_send} sending cores on each of {n.n_ranks} dies")
+        ax_h.set_title(_("EP{ep}: {n} sending cores on each of {dies} dies").format(
+            ep=ep, n=n.n_send, dies=n.n_ranks))
         plots.legend(ax_h, "below", ncol=2)
     return fig
 
@@ -433,8 +456,10 @@ def gantt_figure(timelines: dict, *, rank: int = 0):
             live = _live_gantt(ax, legend=(k == 0))
             _update_gantt(live, tl, rank)
             ax.set_xlim(0, xmax * 1e6)
-            ax.set_title(f"{label}: die {rank}'s cores, done at {tl.end[rank] * 1e6:,.0f} µs; "
-                         f"the last die at {tl.latency * 1e6:,.0f} µs (model)")
+            ax.set_title(_("{label}: die {rank}'s cores, done at {done:,.0f} µs; the last die "
+                           "at {last:,.0f} µs (model)").format(label=_(label), rank=rank,
+                                                              done=tl.end[rank] * 1e6,
+                                                              last=tl.latency * 1e6))
             if k < n - 1:
                 ax.set_xlabel("")
     return fig
@@ -463,14 +488,14 @@ def ablation_figure(rows: list, *, ep: int = 64):
         cols = [SCHEME_COLORS["serialised baseline"]] + [plots.color("sky")] * (len(rows) - 2)
         cols += [SCHEME_COLORS["UBEP"]]
         ax.barh(y, vals, color=cols[:len(rows)])
-        for yy, (_, v) in zip(y, rows, strict=True):
+        for yy, (_lab, v) in zip(y, rows, strict=True):
             cut = "" if v == base else f"  (−{_cut(v, base):.0f}%)"
             ax.text(v * 1e6, yy, f" {v * 1e6:,.0f} µs{cut}", va="center", fontsize=plots.NOTE)
-        ax.set_yticks(y, [lab for lab, _ in rows])
+        ax.set_yticks(y, [_(lab) for lab, _v in rows])
         ax.invert_yaxis()
         ax.set_xlim(0, vals.max() * 1.35)
-        ax.set_xlabel(f"EP{ep} dispatch latency, no jitter (µs, model)")
-        ax.set_title("adding UBEP's pieces one at a time (% below the baseline)")
+        ax.set_xlabel(_("EP{ep} dispatch latency, no jitter (µs, model)").format(ep=ep))
+        ax.set_title(_("adding UBEP's pieces one at a time (% below the baseline)"))
         ax.grid(axis="y", visible=False)
     return fig
 
@@ -511,15 +536,16 @@ def ep_sweep_figure(eps, median: dict, p99: dict, *, paper: dict, chapter: dict,
         for label in median:
             col = SCHEME_COLORS[label]
             ax.plot(eps, np.asarray(median[label]) * 1e6, "o-", color=col, lw=1.8,
-                    label=f"{label}, median (model)")
+                    label=_("{label}, median (model)").format(label=_(label)))
             ax.plot(eps, np.asarray(p99[label]) * 1e6, ":", color=col, lw=1.3,
-                    label=f"{label}, P99 (model)")
+                    label=_("{label}, P99 (model)").format(label=_(label)))
             if label in calm:
                 ax.plot(eps, np.asarray(calm[label]) * 1e6, "--", color=col, lw=1.3,
-                        label=f"{label}, no jitter (model; q fitted to this)")
+                        label=_("{label}, no jitter (model; q fitted to this)").format(
+                            label=_(label)))
         for m, (label, pts) in zip(markers, paper.items(), strict=False):
             ax.plot(list(pts), list(pts.values()), m, ms=6, mfc="white", mew=1.4,
-                    color=plots.color("paper"), label=label)
+                    color=plots.color("paper"), label=_(label))
         for a, crowded in ((ax, False), (ax_r, True)):
             a.set_xscale("log", base=2)
             # neighbours closer than 1.5x share a label slot: the narrow panel labels the later
@@ -530,16 +556,16 @@ def ep_sweep_figure(eps, median: dict, p99: dict, *, paper: dict, chapter: dict,
                      for i, e in enumerate(e_list)]
             a.set_xticks(eps, names)
             a.minorticks_off()
-            a.set_xlabel("EP size in dies (ranks; 2 dies per NPU, 16 per node)")
+            a.set_xlabel(_("EP size in dies (ranks; 2 dies per NPU, 16 per node)"))
         ax.set_ylim(0, None)
-        ax.set_ylabel("dispatch latency (µs)")
-        ax.set_title("128 tokens per rank, top-8, INT8 (model)")
+        ax.set_ylabel(_("dispatch latency (µs)"))
+        ax.set_title(_("128 tokens per rank, top-8, INT8 (model)"))
         plots.legend(ax, "below", ncol=2)
         labels = list(median)
         b, u = labels[0], labels[-1]
         cut50 = 100 * (1 - np.asarray(median[u]) / np.asarray(median[b]))
         cut99 = 100 * (1 - np.asarray(p99[u]) / np.asarray(p99[b]))
-        ax_r.plot(eps, cut50, "o-", color=SCHEME_COLORS[u], label="median (model)")
+        ax_r.plot(eps, cut50, "o-", color=SCHEME_COLORS[u], label=_("median (model)"))
         ax_r.plot(eps, cut99, "o:", color=SCHEME_COLORS[u], label="P99 (model)")
         pts = list(chapter.values())
         if len(pts) > 1:
@@ -547,10 +573,10 @@ def ep_sweep_figure(eps, median: dict, p99: dict, *, paper: dict, chapter: dict,
                       color=plots.color("paper"))
         for k, (label, (e, c)) in enumerate(chapter.items()):
             ax_r.plot([e], [c], "*", ms=13, mew=1.2, color=plots.color("paper"),
-                      mfc=plots.color("paper") if k == 0 else "white", label=label)
+                      mfc=plots.color("paper") if k == 0 else "white", label=_(label))
         ax_r.set_ylim(0, 60)
-        ax_r.set_ylabel(f"{u} below {b} (%)")
-        ax_r.set_title("how much lower")
+        ax_r.set_ylabel(_("{u} below {b} (%)").format(u=_(u), b=_(b)))
+        ax_r.set_title(_("how much lower"))
         plots.legend(ax_r, "below", ncol=1)
     return fig
 
@@ -579,24 +605,25 @@ def tpot_figure(steps: dict, sigmas, extra: dict, *, ep: int = 64):
             col = SCHEME_COLORS[label]
             x = np.sort(r.tpot) * 1e3
             y = np.arange(1, x.size + 1) / x.size
-            ax.step(x, y, where="post", color=col, lw=1.6, label=label)
+            ax.step(x, y, where="post", color=col, lw=1.6, label=_(label))
             ax.plot([r.p50 * 1e3, r.p99 * 1e3], [0.5, 0.99], "o", color=col, ms=5)
             ax.annotate(f"P50 {r.p50 * 1e3:.1f}", (r.p50 * 1e3, 0.5), xytext=(6, -10),
                         textcoords="offset points", fontsize=plots.SMALL, color=col)
             ax.annotate(f"P99 {r.p99 * 1e3:.1f}", (r.p99 * 1e3, 0.99), xytext=(6, -10),
                         textcoords="offset points", fontsize=plots.SMALL, color=col)
         ax.set_ylim(0, 1.05)
-        ax.set_xlabel("time per output token (ms, model)")
-        ax.set_ylabel("fraction of steps ≤ x")
+        ax.set_xlabel(_("time per output token (ms, model)"))
+        ax.set_ylabel(_("fraction of steps ≤ x"))
         n = next(iter(steps.values()))
-        ax.set_title(f"EP{ep}, {n.n_layers} MoE layers, {n.tpot.size:,} steps, jitter "
-                     f"{n.jitter * 1e6:g} µs per op")
+        ax.set_title(_("EP{ep}, {layers} MoE layers, {steps:,} steps, jitter {jitter:g} µs per "
+                       "op").format(ep=ep, layers=n.n_layers, steps=n.tpot.size,
+                                    jitter=n.jitter * 1e6))
         plots.legend(ax, "below", ncol=2)
         for label, v in extra.items():
-            ax_j.plot(sigmas, v, "o-", color=SCHEME_COLORS[label], label=label)
-        ax_j.set_xlabel("mean jitter per rank and op (µs)")
-        ax_j.set_ylabel("added median dispatch latency (µs)")
-        ax_j.set_title(f"EP{ep}: what waiting for the slowest rank costs")
+            ax_j.plot(sigmas, v, "o-", color=SCHEME_COLORS[label], label=_(label))
+        ax_j.set_xlabel(_("mean jitter per rank and op (µs)"))
+        ax_j.set_ylabel(_("added median dispatch latency (µs)"))
+        ax_j.set_title(_("EP{ep}: what waiting for the slowest rank costs").format(ep=ep))
         ax_j.set_ylim(0, None)
         plots.legend(ax_j, "below", ncol=2)
     return fig
@@ -614,25 +641,26 @@ _PARTS = ("count", "barrier", "send", "poll", "wait")
 #: Section 2's ablation: label -> the keywords of :func:`uneven.ep.superpod.scheme`.
 ABLATION_STEPS = (
     ("serialised baseline", dict(kind="baseline")),
-    ("+ equal hop mix", dict(kind="baseline", assignment="hop_mix")),
-    ("+ concurrent core groups", dict(kind="baseline", assignment="hop_mix", concurrent=True,
-                                      count_cores=1)),
-    ("+ no 2nd barrier: fence, then flags", dict(kind="baseline", assignment="hop_mix",
-                                                 concurrent=True, count_cores=1, sync="flag")),
-    ("UBEP: the flag inside each block", dict(kind="ubep")),
+    (_N("+ equal hop mix"), dict(kind="baseline", assignment="hop_mix")),
+    (_N("+ concurrent core groups"), dict(kind="baseline", assignment="hop_mix", concurrent=True,
+                                          count_cores=1)),
+    (_N("+ no 2nd barrier: fence, then flags"), dict(kind="baseline", assignment="hop_mix",
+                                                     concurrent=True, count_cores=1,
+                                                     sync="flag")),
+    (_N("UBEP: the flag inside each block"), dict(kind="ubep")),
 )
 #: Dispatch latency (µs) at 128 tokens per rank, hidden 7,168, top-8, by EP size: CloudMatrix-
 #: Infer on CloudMatrix384 [paper] and DeepEP's low-latency kernels on H800 + 400 Gb/s IB [repo].
 PAPER_DISPATCH = {
-    "CloudMatrix-Infer dispatch, CloudMatrix384 [paper]": {8: 116, 256: 152},
-    "DeepEP low-latency dispatch, H800 + 400 Gb/s IB [repo]": {
+    _N("CloudMatrix-Infer dispatch, CloudMatrix384 [paper]"): {8: 116, 256: 152},
+    _N("DeepEP low-latency dispatch, H800 + 400 Gb/s IB [repo]"): {
         8: 163, 16: 173, 32: 182, 64: 186, 128: 192, 256: 194},
 }
 #: Dispatch latency up to 52.4% below CANN EP at 64 NPUs [chapter], at both readings of "64
 #: NPUs": label -> (EP, %).
 CHAPTER_CUT = {
-    "52.4% at 64 NPUs [chapter], read as 64 dies": (64, 52.4),
-    "52.4% at 64 NPUs [chapter], read as 64 two-die NPUs": (128, 52.4),
+    _N("52.4% at 64 NPUs [chapter], read as 64 dies"): (64, 52.4),
+    _N("52.4% at 64 NPUs [chapter], read as 64 two-die NPUs"): (128, 52.4),
 }
 
 
@@ -897,10 +925,11 @@ CHAPTER_P99_CUT = 0.111
 #: Section 5's straggler models: label -> keywords of :func:`uneven.ep.superpod.decode_steps`.
 #: The Pareto model has the exponential's mean per op (scale / (alpha - 1) = 2 µs).
 TAIL_MODELS = {
-    "light: exponential, mean 2 µs": dict(jitter=2e-6),
-    "slow die: 0.1% of die-steps at 1.5×": dict(jitter=2e-6, slow_prob=1e-3, slowdown=1.5),
-    "heavy: Pareto α = 1.5, mean 2 µs": dict(jitter=0.0, pareto_alpha=1.5, pareto_scale=1e-6),
-    "slow UB port: comm only at 1.5×": dict(jitter=2e-6, slow_prob=1e-3, slowdown=1.5,
+    _N("light: exponential, mean 2 µs"): dict(jitter=2e-6),
+    _N("slow die: 0.1% of die-steps at 1.5×"): dict(jitter=2e-6, slow_prob=1e-3, slowdown=1.5),
+    _N("heavy: Pareto α = 1.5, mean 2 µs"): dict(jitter=0.0, pareto_alpha=1.5,
+                                                 pareto_scale=1e-6),
+    _N("slow UB port: comm only at 1.5×"): dict(jitter=2e-6, slow_prob=1e-3, slowdown=1.5,
                                                       slow_ops="comm"),
 }
 
@@ -995,10 +1024,10 @@ def fit_sensitivity(barrier_us=(10, 20, 30), jitter=(0.0, FIT_JITTER)) -> Simple
 #: Appendix C's communication-only stragglers: label -> keywords of
 #: :func:`uneven.ep.superpod.decode_steps` (only the slow die's communication, or its counting).
 COMM_STRAGGLERS = {
-    "slow UB port: comm at 1.5×": dict(jitter=2e-6, slow_prob=1e-3, slowdown=1.5,
-                                       slow_ops="comm"),
-    "slow counting: count at 10×": dict(jitter=2e-6, slow_prob=1e-3, slowdown=10.0,
-                                        slow_ops="count"),
+    _N("slow UB port: comm at 1.5×"): dict(jitter=2e-6, slow_prob=1e-3, slowdown=1.5,
+                                           slow_ops="comm"),
+    _N("slow counting: count at 10×"): dict(jitter=2e-6, slow_prob=1e-3, slowdown=10.0,
+                                            slow_ops="count"),
 }
 #: The three schemes of Appendix C: the baseline, the baseline with UBEP's hop mix (its barriers
 #: kept), UBEP.
@@ -1125,31 +1154,34 @@ def tail_figure(tpot: dict, *, chapter: float = CHAPTER_P99_CUT, ep: int = 64):
                 vals = [getattr(tpot[m][label], f"p{pct}") * 1e3 for m in names]
                 pos = x + (2 * j + k - len(labels) + 0.5) * w
                 ax.bar(pos, vals, w * 0.92, color=col, alpha=0.55 if k == 0 else 0.95,
-                       hatch=hatch, edgecolor="white", label=f"{label}, P{pct}")
+                       hatch=hatch, edgecolor="white", label=f"{_(label)}, P{pct}")
                 for p_, v in zip(pos, vals, strict=True):
                     ax.text(p_, v, f"{v:.0f}", ha="center", va="bottom", fontsize=plots.SMALL)
-        ax.set_xticks(x, [m.replace(": ", ":\n").replace(", ", ",\n") for m in names],
+        ax.set_xticks(x, [_(m).replace(": ", ":\n").replace(", ", ",\n")
+                          .replace("：", "：\n").replace("，", "，\n") for m in names],
                       fontsize=plots.SMALL)
-        ax.set_ylabel("time per output token (ms, model)")
+        ax.set_ylabel(_("time per output token (ms, model)"))
         n = tpot[names[0]][labels[0]]
-        ax.set_title(f"EP{ep}, {n.n_layers} MoE layers, {n.tpot.size:,} decode steps per bar")
+        ax.set_title(_("EP{ep}, {layers} MoE layers, {steps:,} decode steps per bar").format(
+            ep=ep, layers=n.n_layers, steps=n.tpot.size))
         ax.grid(axis="x", visible=False)
         plots.legend(ax, "below", ncol=4)
         b, u = labels[0], labels[-1]
         g50 = [100 * (1 - tpot[m][u].p50 / tpot[m][b].p50) for m in names]
         g99 = [100 * (1 - tpot[m][u].p99 / tpot[m][b].p99) for m in names]
-        ax_g.bar(x - 0.18, g50, 0.34, color=SCHEME_COLORS[u], alpha=0.55, label="at P50 (model)")
+        ax_g.bar(x - 0.18, g50, 0.34, color=SCHEME_COLORS[u], alpha=0.55,
+                 label=_("at P50 (model)"))
         ax_g.bar(x + 0.18, g99, 0.34, color=SCHEME_COLORS[u], hatch="//", edgecolor="white",
-                 label="at P99 (model)")
+                 label=_("at P99 (model)"))
         for xx, a, c in zip(x, g50, g99, strict=True):
             ax_g.text(xx - 0.18, a, f"{a:.1f}", ha="center", va="bottom", fontsize=plots.SMALL)
             ax_g.text(xx + 0.18, c, f"{c:.1f}", ha="center", va="bottom", fontsize=plots.SMALL)
         ax_g.axhline(100 * chapter, color=plots.color("paper"), ls="--", lw=1.2,
-                     label=f"P99 up to {100 * chapter:.1f}% lower [chapter]")
-        ax_g.set_xticks(x, [m.split(":")[0] for m in names])
+                     label=_("P99 up to {cut:.1f}% lower [chapter]").format(cut=100 * chapter))
+        ax_g.set_xticks(x, [_(m).split(":")[0].split("：")[0] for m in names])
         ax_g.set_ylim(0, max(100 * chapter, *g50, *g99) * 1.3)
-        ax_g.set_ylabel(f"{u} below {b} (%)")
-        ax_g.set_title("does removing the barriers cut the tail more?")
+        ax_g.set_ylabel(_("{u} below {b} (%)").format(u=_(u), b=_(b)))
+        ax_g.set_title(_("does removing the barriers cut the tail more?"))
         ax_g.grid(axis="x", visible=False)
         plots.legend(ax_g, "below", ncol=2)
     return fig

@@ -79,6 +79,7 @@ from .._validate import (
     check_str,
     trusted,
 )
+from ..i18n import _
 from ..papers import PAPERS
 from ..unevenness import PAPER_KEYS, SlowPiece
 from ..widgets import Explorer, explore, reuse, slider
@@ -138,6 +139,11 @@ _BASE_COLOR = plots.color("grey")
 _UB_COLOR = plots.color("purple")
 _MAX_PLOT = 1e15  # largest magnitude a recipe plots (times in s, ratios, shares ...)
 _MAX_T = 1e9  # s: the longest time the section 3 and 5 recipes draw (in ms or µs)
+#: Marks a msgid that is translated where it is drawn (a label that is also a key in code).
+_N = str
+# Names that are keys in code and shown translated: evidence kinds, schemes, transports, states.
+_SHOWN = (_N("testbed"), _N("production"), _N("simulation"), _N("analysis"), _N("chapter-only"),
+          _N("serialised baseline"), _N("SM-resident"), _N("SM-free"))
 
 
 def _values(name, value, *, n=None, lo=-_MAX_PLOT, lo_open=False, hi=_MAX_PLOT, max_n=10_000):
@@ -214,7 +220,7 @@ def _panel_text(piece) -> str:
 
 
 @plots.recipe
-def draw_unevenness(fig, state: UnevennessState, **_):
+def draw_unevenness(fig, state: UnevennessState, **_values):
     """Six panels, one per paper: step time over the balanced ideal against the shared scale,
     the baseline (grey, dashed) and the paper's system, with the current settings marked and
     written as "knob value: baseline × · system ×". Returns the layout key for
@@ -238,15 +244,15 @@ def draw_unevenness(fig, state: UnevennessState, **_):
             k = KNOBS[key]
             col = plots.color(SYSTEM_COLORS[key])
             (lb,) = ax.plot(c["s"], c["baseline"], ls="--", color=_BASE_COLOR, lw=1.4,
-                            label=k.baseline)
-            (ls,) = ax.plot(c["s"], c["system"], color=col, lw=1.8, label=k.system)
+                            label=_(k.baseline))
+            (ls,) = ax.plot(c["s"], c["system"], color=col, lw=1.8, label=_(k.system))
             ax.axhline(1.0, color=plots.color("healthy"), lw=0.7, ls=":")
             ax.set_xlim(-0.03, 1.03)
             (mb,) = ax.plot([], [], "o", ms=6, mfc="white", mec=_BASE_COLOR, mew=1.6)
             (ms,) = ax.plot([], [], "o", ms=6, color=col)
             txt = ax.text(0.03, 0.66, "", transform=ax.transAxes, va="top", ha="left",
                           fontsize=plots.NOTE)
-            ax.set_title(f"{paper(key).notebook[:2]} · {k.piece}", fontsize=plots.PANEL)
+            ax.set_title(f"{paper(key).notebook[:2]} · {_(k.piece)}", fontsize=plots.PANEL)
             ax.legend(loc="upper left", fontsize=plots.TINY, handlelength=1.8, borderaxespad=0.3)
             ax.tick_params(labelsize=7.5)
             marks[key] = (mb, ms)
@@ -254,12 +260,13 @@ def draw_unevenness(fig, state: UnevennessState, **_):
             lines[key] = (ax, lb, ls)
             dyn += [mb, ms, txt, lb, ls]
         for ax in axes[1]:
-            ax.set_xlabel("shared unevenness s", fontsize=plots.NOTE)
+            ax.set_xlabel(_("shared unevenness s"), fontsize=plots.NOTE)
         for ax in axes[:, 0]:
-            ax.set_ylabel("step / balanced ideal", fontsize=plots.NOTE)
-        fig.suptitle("each system against its own balanced ideal (model) · s = 0.5: the setting "
-                     "each notebook studies · curves drawn up to each knob's setting · corner: "
-                     "knob, baseline ×, system ×", x=0.01, ha="left", fontsize=plots.PANEL)
+            ax.set_ylabel(_("step / balanced ideal"), fontsize=plots.NOTE)
+        fig.suptitle(_("each system against its own balanced ideal (model) · s = 0.5: the "
+                       "setting each notebook studies · curves drawn up to each knob's setting · "
+                       "corner: knob, baseline ×, system ×"), x=0.01, ha="left",
+                     fontsize=plots.PANEL)
         return {"marks": marks, "texts": texts, "lines": lines, "dynamic": dyn}
 
     art = reuse(fig, "uneven", build)
@@ -285,14 +292,14 @@ def unevenness_explorer(show: bool = True) -> Explorer:
     """Notebook 07's widget: one unevenness knob per paper on one shared scale."""
     from ..unevenness import GRID
 
-    names = {p.key: f"{p.notebook[:2]} {p.short}" for p in PAPERS}
+    names = {p.key: f"{p.notebook[:2]} {_(p.short)}" for p in PAPERS}
     step = round(GRID[1] - GRID[0], 6)
     controls = {k: slider(0.0, 1.0, step, 0.5, v) for k, v in names.items()}
     presets = {
-        "each paper's setting (s = 0.5)": dict.fromkeys(names, 0.5),
-        "all balanced (s = 0)": dict.fromkeys(names, 0.0),
-        "twice each setting (s = 1)": dict.fromkeys(names, 1.0),
-        "only the NIC uneven": {**dict.fromkeys(names, 0.0), "deepseek": 1.0},
+        _("each paper's setting (s = 0.5)"): dict.fromkeys(names, 0.5),
+        _("all balanced (s = 0)"): dict.fromkeys(names, 0.0),
+        _("twice each setting (s = 1)"): dict.fromkeys(names, 1.0),
+        _("only the NIC uneven"): {**dict.fromkeys(names, 0.0), "deepseek": 1.0},
     }
     return explore(unevenness_state, draw_unevenness, controls, presets=presets, show=show,
                    figsize=(9.6, 4.9), columns=3)
@@ -355,29 +362,31 @@ def policy_figure(tables: dict, *, defaults: dict | None = None,
             for i in range(r.shape[0]):
                 for j in range(r.shape[1]):
                     v = r[i, j]
-                    cell = "best" if v < 1 + 1e-9 else f"{v:.2f}"
+                    cell = _("best", context="cell") if v < 1 + 1e-9 else f"{v:.2f}"
                     ax.text(j, i, cell, ha="center", va="center", fontsize=plots.TINY,
                             color="white" if v > 1.6 else plots.color("ink"))
             for j, i in enumerate(t.best):
                 ax.add_patch(matplotlib.patches.Rectangle((j - 0.5, i - 0.5), 1, 1, fill=False,
                                                           ec=plots.color("ink"), lw=1.4))
             labels = list(t.policies)
-            labels[t.fixed] = labels[t.fixed] + "  ◀ best fixed"
+            labels[t.fixed] = labels[t.fixed] + _("  ◀ best fixed")
             if title in defaults:
                 d = t.policies.index(defaults[title])
-                name = default_labels.get(title, "fixed in advance")
+                name = _(default_labels.get(title, _N("fixed in advance")))
                 labels[d] = labels[d] + ("" if d == t.fixed else f"  ◀ {name}")
             ax.set_yticks(range(len(labels)), labels, fontsize=plots.SMALL)
             ax.get_yticklabels()[t.fixed].set_fontweight("bold")
             ax.set_xticks(range(len(t.workloads)), t.workloads, fontsize=plots.SMALL, rotation=18,
                           ha="right")
             ax.grid(False)
-            text = f"{title}: best fixed in hindsight loses up to {t.loss.max():.0%}"
+            text = _("{title}: best fixed in hindsight loses up to {loss:.0%}").format(
+                title=_(title), loss=t.loss.max())
             if title in defaults and defaults[title] != t.policies[t.fixed]:
-                name = default_labels.get(title, "fixed in advance")
-                text += f", {name} up to {t.loss_of(defaults[title]).max():.0%}"
+                name = _(default_labels.get(title, _N("fixed in advance")))
+                text += _(", {name} up to {loss:.0%}").format(
+                    name=name, loss=t.loss_of(defaults[title]).max())
             ax.set_title(text + " (model)", fontsize=plots.LABEL)
-            fig.colorbar(im, ax=ax, label="time ÷ this workload's best", shrink=0.9,
+            fig.colorbar(im, ax=ax, label=_("time ÷ this workload's best"), shrink=0.9,
                          ticks=[1.0, 1.25, 1.5, 1.75, 2.0], pad=0.01)
     return fig
 
@@ -414,20 +423,21 @@ def order_stats_figure(ns, closed: dict, simulated: dict, *, asymptote=None):
     cols = [plots.color(c) for c in ("blue", "orange", "red", "purple")]
     with plots.style():
         for (label, vals), col in zip(closed.items(), cols, strict=False):
-            ax.plot(ns, vals, color=col, lw=1.8, label=f"{label}: closed form")
+            ax.plot(ns, vals, color=col, lw=1.8,
+                    label=_("{label}: closed form").format(label=_(label)))
             if label in simulated:
                 xs, m, se = simulated[label]
                 ax.errorbar(xs, m, yerr=2 * np.asarray(se), fmt="o", ms=4, color=col, mfc="white",
                             capsize=2, lw=0.9)
         if asymptote is not None:
             ax.plot(*asymptote, color=cols[0], lw=0.9, ls=":",
-                    label="Gaussian: √(2 ln N) − … (large N)")
+                    label=_("Gaussian: √(2 ln N) − … (large N)"))
         ax.plot([], [], "o", color=plots.color("ink"), mfc="white", ms=4,
-                label="simulated, ± 2 standard errors")
+                label=_("simulated, ± 2 standard errors"))
         ax.set_xscale("log")
-        ax.set_xlabel("ranks N in the synchronous step")
-        ax.set_ylabel("(E[max] − mean) / standard deviation")
-        ax.set_title("the slowest of N ranks, by tail of the per-rank time")
+        ax.set_xlabel(_("ranks N in the synchronous step"))
+        ax.set_ylabel(_("(E[max] − mean) / standard deviation"))
+        ax.set_title(_("the slowest of N ranks, by tail of the per-rank time"))
         plots.legend(ax, "below", ncol=2)
     return fig
 
@@ -458,17 +468,21 @@ def slow_pieces_figure(pieces: dict):
             ax.scatter(x, rel, s=40 if rel.size < 10 else 10, color=plots.color("blue"),
                        alpha=0.6, lw=0, zorder=3)
             ax.plot([i - 0.34, i + 0.34], [rel.max()] * 2, color=plots.color("ink"), lw=1.6)
-            ax.text(i, rel.max() + 0.1, f"max {rel.max():.2f}× mean\nstep {pc.baseline_ratio:.2f}×"
-                    " ideal", ha="center", va="bottom", fontsize=plots.SMALL)
+            ax.text(i, rel.max() + 0.1, _("max {max:.2f}× mean\nstep {step:.2f}× ideal").format(
+                max=rel.max(), step=pc.baseline_ratio), ha="center", va="bottom",
+                    fontsize=plots.SMALL)
             top = max(top, rel.max())
-        ticks = [f"{paper(k).notebook[:2]} · {pc.knob.piece}\n({pc.knob.quantity} of "
-                 f"{len(pc.per_rank)} {pc.knob.rank}s)" for k, pc in pieces.items()]
+        ticks = [f"{paper(k).notebook[:2]} · {_(pc.knob.piece)}\n"
+                 + _("({quantity} of {n} {rank}s)").format(quantity=_(pc.knob.quantity),
+                                                          n=len(pc.per_rank),
+                                                          rank=_(pc.knob.rank, context="rank"))
+                 for k, pc in pieces.items()]
         ax.set_xticks(range(len(pieces)), ticks, fontsize=plots.SMALL)
         ax.set_ylim(0, top + 0.8)
-        ax.set_ylabel("per-rank quantity ÷ its mean")
+        ax.set_ylabel(_("per-rank quantity ÷ its mean"))
         ax.grid(axis="x", visible=False)
-        ax.set_title("each paper's slow piece at its notebook's setting: the step follows the "
-                     "maximum (baselines, model)")
+        ax.set_title(_("each paper's slow piece at its notebook's setting: the step follows the "
+                       "maximum (baselines, model)"))
     return fig
 
 
@@ -540,22 +554,22 @@ def network_fixes_figure(sweep: dict, before_after: dict, bandwidth: dict):
     with plots.style():
         x = sweep["shares"] * 100
         ax_p.plot(x, sweep["zb_cpu"] * 1e3, color=plots.color("ZB-H2"), lw=1.8,
-                  label="ZB-H2 replayed, CPU sends")
+                  label=_("ZB-H2 replayed, CPU sends"))
         ax_p.plot(x, sweep["zb_hol"] * 1e3, color=plots.color("ZB-H2"), lw=1.8, ls="--",
-                  label="ZB-H2 replayed, sends on the GPU stream")
+                  label=_("ZB-H2 replayed, sends on the GPU stream"))
         ax_p.axhline(sweep["pipemorph"] * 1e3, color=plots.color("PipeMorph"), lw=1.8,
-                     label="PipeMorph, whole delay (no network fix)")
+                     label=_("PipeMorph, whole delay (no network fix)"))
         ax_p.axhline(sweep["healthy"] * 1e3, color=plots.color("healthy"), lw=0.8, ls=":",
-                     label="healthy network")
-        ax_p.set_xlabel("share of the link's delay a network fix removes (%)")
-        ax_p.set_ylabel("iteration time (ms, log scale)")
+                     label=_("healthy network"))
+        ax_p.set_xlabel(_("share of the link's delay a network fix removes (%)"))
+        ax_p.set_ylabel(_("iteration time (ms, log scale)"))
         ax_p.set_yscale("log")
         lo = sweep["healthy"] * 1e3 * 0.9
         ax_p.set_ylim(lo, max(sweep["zb_hol"].max(), sweep["zb_cpu"].max()) * 1e3 * 1.15)
         ticks = [t for t in (800, 1000, 1500, 2000, 3000, 5000) if t <= ax_p.get_ylim()[1]]
         ax_p.set_yticks(ticks, [f"{t:,}" for t in ticks])
         ax_p.minorticks_off()
-        ax_p.set_title("pipeline: the stall is in the schedule", fontsize=plots.LABEL)
+        ax_p.set_title(_("pipeline: the stall is in the schedule"), fontsize=plots.LABEL)
         plots.legend(ax_p, "below", ncol=1)
         states = ["skewed", "balanced"]
         trs = list(dict.fromkeys(t for _, t in before_after))
@@ -563,34 +577,35 @@ def network_fixes_figure(sweep: dict, before_after: dict, bandwidth: dict):
         for j, (tr, col) in enumerate(zip(trs, (_BASE_COLOR, plots.color("green")),
                                           strict=False)):
             vals = [before_after[s, tr] * 1e6 for s in states]
-            ax_t.bar(np.arange(2) + (j - 0.5) * w, vals, w, color=col, label=tr)
+            ax_t.bar(np.arange(2) + (j - 0.5) * w, vals, w, color=col, label=_(tr))
         for i, s in enumerate(states):
             a, c = (before_after[s, t] * 1e6 for t in trs[:2])
             ax_t.annotate(f"−{a - c:.0f} µs ({(a - c) / a:.0%})", (i, a), xytext=(0, 5),
                           textcoords="offset points", ha="center", fontsize=plots.NOTE)
-        ax_t.set_xticks([0, 1], ["skewed\n(contiguous, direct)", "balanced\n(NIC-aware, relay)"])
-        ax_t.set_ylabel("exposed communication (µs)")
+        ax_t.set_xticks([0, 1], [_("skewed\n(contiguous, direct)"),
+                                 _("balanced\n(NIC-aware, relay)")])
+        ax_t.set_ylabel(_("exposed communication (µs)"))
         ax_t.set_ylim(0, max(before_after.values()) * 1e6 * 1.3)
         ax_t.grid(axis="x", visible=False)
-        ax_t.set_title("decode: transport pays after balancing", fontsize=plots.LABEL)
+        ax_t.set_title(_("decode: transport pays after balancing"), fontsize=plots.LABEL)
         plots.legend(ax_t, "below", ncol=2)
         f = np.asarray(bandwidth["factors"], dtype=float)
         finite = np.isfinite(f)
         for kind, label in (("baseline", "serialised baseline"), ("ubep", "UBEP")):
             y = np.asarray(bandwidth[kind]) * 1e6
-            ax_b.plot(f[finite], y[finite], "o-", color=plots.color(label), label=label)
+            ax_b.plot(f[finite], y[finite], "o-", color=plots.color(label), label=_(label))
             if not finite.all():
                 ax_b.axhline(y[~finite][0], color=plots.color(label), lw=0.9, ls=":")
         if not finite.all():
             ax_b.plot([], [], color=plots.color("ink"), lw=0.9, ls=":",
-                      label="same, bytes free (∞ bandwidth)")
+                      label=_("same, bytes free (∞ bandwidth)"))
         ax_b.set_xscale("log", base=2)
         ax_b.set_xticks(f[finite], [f"{v:g}×" for v in f[finite]])
         ax_b.minorticks_off()
-        ax_b.set_xlabel("UB bandwidth per core (× the CloudMatrix-like default)")
-        ax_b.set_ylabel("EP64 dispatch latency (µs)")
+        ax_b.set_xlabel(_("UB bandwidth per core (× the CloudMatrix-like default)"))
+        ax_b.set_ylabel(_("EP64 dispatch latency (µs)"))
         ax_b.set_ylim(0, None)
-        ax_b.set_title("superpod: barriers are not bytes", fontsize=plots.LABEL)
+        ax_b.set_title(_("superpod: barriers are not bytes"), fontsize=plots.LABEL)
         plots.legend(ax_b, "below", ncol=1)
     return fig
 
@@ -615,7 +630,7 @@ def compute_tax_figure(rows: list, *, bound: tuple | None = None):
     hatches = [""] * len(rows)
     cols = [plots.color("compute")] * len(rows)
     if bound is not None:
-        labels.append(bound[0])
+        labels.append(_(bound[0]))
         shares.append(100 * bound[1])
         hatches.append("//")
         cols.append("white")
@@ -629,9 +644,9 @@ def compute_tax_figure(rows: list, *, bound: tuple | None = None):
         ax.invert_yaxis()
         top = max(shares)
         ax.set_xlim(min(0.0, 1.2 * min(shares)), 1.2 * top if top > 0 else 1.0)
-        ax.set_xlabel("share of the step lost to communication on the compute units (%)")
+        ax.set_xlabel(_("share of the step lost to communication on the compute units (%)"))
         ax.grid(axis="y", visible=False)
-        ax.set_title("communication on the compute units (model unless marked)")
+        ax.set_title(_("communication on the compute units (model unless marked)"))
     return fig
 
 
@@ -660,7 +675,8 @@ def fabrics_figure(rows: list):
         cols.append(bound_colors.get(r.bound, _BASE_COLOR))
         kinds.append(r.family)
         for name, t in r.core_model.items():
-            labels.append(f"superpod, core model: {name}, INT8 copies (06)")
+            labels.append(_("superpod, core model: {name}, INT8 copies (06)").format(
+                name=_(name)))
             drains.append(t * 1e6)
             lats.append(0.0)
             cols.append(plots.PALETTE.get(name, _BASE_COLOR))
@@ -679,26 +695,28 @@ def fabrics_figure(rows: list):
         split = next((i for i, k in enumerate(kinds) if k != "scale-out"), 0)
         if split:
             ax.axhline(split - 0.5, color=plots.color("grey"), lw=0.8)
-            ax.text(0.99, split - 0.62, "scale-out ↑   scale-up ↓",
+            ax.text(0.99, split - 0.62, _("scale-out ↑   scale-up ↓"),
                     transform=ax.get_yaxis_transform(), ha="right", va="bottom",
                     fontsize=plots.NOTE,
                     color=plots.color("grey"))
         top = max(d + lat for d, lat in zip(drains, lats, strict=True))
         ax.set_xlim(0, top * 1.18 if top > 0 else 1.0)
-        ax.set_xlabel("one dispatch, 128 tokens per rank, top-8, FP8 (µs, model)")
+        ax.set_xlabel(_("one dispatch, 128 tokens per rank, top-8, FP8 (µs, model)"))
         ax.grid(axis="y", visible=False)
         from matplotlib.patches import Patch
 
-        handles = [Patch(color=c, label=f"bytes on the busiest {n}") for n, c in
-                   (("NIC", bound_colors["NIC"]), ("NVLink port", bound_colors["NVLink"]),
-                    ("UB port", _UB_COLOR))]
-        handles += [Patch(fc="white", ec=plots.color("ink"), hatch="///", label="path latency"),
+        handles = [Patch(color=c, label=_("bytes on the busiest {link}").format(link=n))
+                   for n, c in (("NIC", bound_colors["NIC"]),
+                                (_("NVLink port"), bound_colors["NVLink"]),
+                                (_("UB port"), _UB_COLOR))]
+        handles += [Patch(fc="white", ec=plots.color("ink"), hatch="///",
+                          label=_("path latency")),
                     Patch(color=plots.color("serialised baseline"),
-                          label="core model: serialised baseline"),
-                    Patch(color=plots.color("UBEP"), label="core model: UBEP")]
+                          label=_("core model: serialised baseline")),
+                    Patch(color=plots.color("UBEP"), label=_("core model: UBEP"))]
         ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0),
                   fontsize=plots.NOTE)
-        ax.set_title("the same EP dispatch on every topology family (equal bytes per rank)")
+        ax.set_title(_("the same EP dispatch on every topology family (equal bytes per rank)"))
     return fig
 
 
@@ -735,39 +753,39 @@ def regimes_figure(costs: dict, tokens, *, decode_tokens: tuple, training_tokens
     with plots.style():
         ax.axvspan(*decode_tokens, color=plots.color("red"), alpha=0.07, lw=0)
         ax.axvspan(*training_tokens, color=plots.color("blue"), alpha=0.07, lw=0)
-        ax.text(np.sqrt(decode_tokens[0] * decode_tokens[1]), 0.97, "decode batches",
+        ax.text(np.sqrt(decode_tokens[0] * decode_tokens[1]), 0.97, _("decode batches"),
                 transform=ax.get_xaxis_transform(), ha="center", va="top", fontsize=plots.NOTE,
                 color=plots.color("red"))
         ax.text(np.sqrt(training_tokens[0] * training_tokens[1]), 0.97,
-                "training\nmicro-batches", transform=ax.get_xaxis_transform(), ha="center",
+                _("training\nmicro-batches"), transform=ax.get_xaxis_transform(), ha="center",
                 va="top", fontsize=plots.NOTE, color=plots.color("blue"))
         for (name, c), col in zip(costs.items(), cols, strict=False):
-            ax.plot(n, roofline_hiding_ratio(c, n), color=col, lw=1.8, label=name)
+            ax.plot(n, roofline_hiding_ratio(c, n), color=col, lw=1.8, label=_(name))
             nx = crossover_tokens(c)
             if 1e-6 <= nx <= MAX_TOKENS:  # the dot where the expert turns compute-bound
                 ax.plot([nx], [roofline_hiding_ratio(c, nx)], "o", color=col, ms=4)
         ax.axhline(1.0, color=plots.color("ink"), lw=0.9, ls="--")
-        ax.text(n[-1], 1.05, "R = 1: compute as long as communication ", ha="right",
+        ax.text(n[-1], 1.05, _("R = 1: compute as long as communication "), ha="right",
                 va="bottom", fontsize=plots.SMALL)
         ax.set_xscale("log")
         ax.set_yscale("log")
-        ax.set_xlabel("tokens per expert")
-        ax.set_ylabel("R = expert time / its tokens' all-to-all time")
-        ax.set_title("memory-bound experts (left of the dots) vs compute-bound (model)",
+        ax.set_xlabel(_("tokens per expert"))
+        ax.set_ylabel(_("R = expert time / its tokens' all-to-all time"))
+        ax.set_title(_("memory-bound experts (left of the dots) vs compute-bound (model)"),
                      fontsize=plots.LABEL)
         plots.legend(ax, "below", ncol=2)
         b, g = decode_gain
         ax_g.plot(b, 100 * np.asarray(g), "o-", color=plots.color("relay"),
-                  label="decode layer: per-expert overlap, relay (05)")
+                  label=_("decode layer: per-expert overlap, relay (05)"))
         ax_g.axhline(100 * training_gain, color=plots.color("blue"), lw=1.6, ls="--",
-                     label="training layer: both overlaps, SP + EP (04)")
+                     label=_("training layer: both overlaps, SP + EP (04)"))
         ax_g.axhline(0.0, color=plots.color("ink"), lw=0.8)
         ax_g.set_xscale("log", base=2)
         ax_g.set_xticks(b, [str(x) for x in b])
         ax_g.minorticks_off()
-        ax_g.set_xlabel("decode tokens per GPU (EP32 on H20)")
-        ax_g.set_ylabel("layer time saved by overlap (%)")
-        ax_g.set_title("overlap's verdict depends on the batch (model)", fontsize=plots.LABEL)
+        ax_g.set_xlabel(_("decode tokens per GPU (EP32 on H20)"))
+        ax_g.set_ylabel(_("layer time saved by overlap (%)"))
+        ax_g.set_title(_("overlap's verdict depends on the batch (model)"), fontsize=plots.LABEL)
         plots.legend(ax_g, "below", ncol=1)
     return fig
 
@@ -803,19 +821,20 @@ def evidence_figure(rows: list):
                     mec=col, mew=1.2)
             if r["kind"] not in seen:
                 seen.add(r["kind"])
-                ax.plot([], [], _KIND_MARKERS[r["kind"]], color=col, ms=6.5, label=r["kind"])
+                ax.plot([], [], _KIND_MARKERS[r["kind"]], color=col, ms=6.5,
+                        label=_(r["kind"]))
         ax.plot([], [], "o", mfc="white", mec=plots.color("ink"), ms=6.5,
-                label="hollow: a public anchor,\nnot the paper's own number")
-        ticks = [f"{p}" + (f"\n(+{counts[p]} without a size)" if counts[p] else "")
+                label=_("hollow: a public anchor,\nnot the paper's own number"))
+        ticks = [f"{p}" + (_("\n(+{n} without a size)").format(n=counts[p]) if counts[p] else "")
                  for p in papers]
         ax.set_yticks(range(len(papers)), ticks, fontsize=plots.NOTE)
         ax.set_ylim(len(papers) - 0.5, -0.6)
         ax.set_xscale("log")
         ax.set_xlim(5, 3e4)
-        ax.set_xlabel("accelerators in the run (GPUs or NPUs; a line spans a range)")
+        ax.set_xlabel(_("accelerators in the run (GPUs or NPUs; a line spans a range)"))
         ax.grid(axis="y", visible=False)
-        ax.set_title("the evidence behind each headline number, by where it was measured")
-        plots.legend(ax, "right", title="measured on")
+        ax.set_title(_("the evidence behind each headline number, by where it was measured"))
+        plots.legend(ax, "right", title=_("measured on"))
     return fig
 
 
@@ -897,15 +916,17 @@ _PIECES = per_key(PAPER_KEYS, instance("uneven.unevenness:SlowPiece"))
 #: job replays it; relay with overlap at every batch; and notebook 06's EP64 split (count on
 #: 1, send on 47) kept at every EP size and batch. The last is the *model's* choice, not
 #: UBEP's: the chapter says UBEP's split follows the expert count and the batch.
-DEFAULT_POLICIES = {"PipeMorph: warm-ups per delay profile": "ZB-H2, planned healthy",
-                    "Balancing and Beyond: transport and overlap per batch": "relay + overlap",
-                    "UBEP: counting cores per EP size and batch": "count on 1, send on 47"}
+DEFAULT_POLICIES = {_N("PipeMorph: warm-ups per delay profile"): "ZB-H2, planned healthy",
+                    _N("Balancing and Beyond: transport and overlap per batch"):
+                        "relay + overlap",
+                    _N("UBEP: counting cores per EP size and batch"): "count on 1, send on 47"}
 #: How the figure and the report name each table's policy fixed in advance.
-DEFAULT_LABELS = {"PipeMorph: warm-ups per delay profile": "a production job's choice",
-                  "Balancing and Beyond: transport and overlap per batch": "fixed in advance",
-                  "UBEP: counting cores per EP size and batch": "notebook 06's fixed split"}
+DEFAULT_LABELS = {"PipeMorph: warm-ups per delay profile": _N("a production job's choice"),
+                  "Balancing and Beyond: transport and overlap per batch":
+                      _N("fixed in advance"),
+                  "UBEP: counting cores per EP size and batch": _N("notebook 06's fixed split")}
 #: Section 2's per-rank time distributions: label -> (name in uneven.order_stats, parameters).
-DISTRIBUTIONS = {"Gaussian": ("gaussian", {}), "exponential": ("exponential", {}),
+DISTRIBUTIONS = {_N("Gaussian"): ("gaussian", {}), _N("exponential"): ("exponential", {}),
                  "Pareto α = 3": ("pareto", {"alpha": 3.0}),
                  "Pareto α = 2.5": ("pareto", {"alpha": 2.5})}
 #: Batches (tokens per GPU) of the transport policy table, which Section 6 reads again.
@@ -1238,8 +1259,9 @@ def evidence_counts(rows) -> SimpleNamespace:
 # --------------------------------------------------------------------------- appendix D
 
 # what a critical path's time is, grouped for the figure
-_PATH_GROUPS = (("compute", "compute"), ("communication", "purple"), ("memory", "grey"),
-                ("injected delay", "red"), ("CPU, launches, waits", "sky"))
+_PATH_GROUPS = ((_N("compute"), "compute"), (_N("communication"), "purple"),
+                (_N("memory"), "grey"), (_N("injected delay"), "red"),
+                (_N("CPU, launches, waits"), "sky"))
 
 
 def _replays(**named) -> list:
@@ -1320,7 +1342,7 @@ def kineto_replay_figure(base, slow):
     fig, (ax_b, ax_s, ax_p) = plots.figure(10.0, 7.2, nrows=3, height_ratios=(1, 1, 0.8))
     end = max(base.step_time, slow.step_time) * 1e3
     with plots.style():
-        for ax, r, title in ((ax_b, base, "unmodified replay"), (ax_s, slow, slow.what)):
+        for ax, r, title in ((ax_b, base, _("unmodified replay")), (ax_s, slow, slow.what)):
             on = np.zeros(t.n_ops, dtype=bool)
             on[r.critical_path] = True
             for ops, colour in ((g_ops[~is_comm[g_ops]], plots.color("compute")),
@@ -1335,28 +1357,28 @@ def kineto_replay_figure(base, slow):
             ax.set_ylim(len(rows) - 0.5, -0.5)
             ax.set_xlim(0, end * 1.02)
             ax.grid(axis="y", visible=False)
-            ax.set_title(f"{title}: step {r.step_time * 1e3:.2f} ms (model)",
-                         fontsize=plots.LABEL)
-        ax_s.set_xlabel("time from the trace's first event (ms)")
+            ax.set_title(_("{title}: step {step:.2f} ms (model)").format(
+                title=title, step=r.step_time * 1e3), fontsize=plots.LABEL)
+        ax_s.set_xlabel(_("time from the trace's first event (ms)"))
         plots.legend(ax_b, "right", handles=[
-            Patch(color=plots.color("compute"), label="compute, memory"),
-            Patch(color=plots.color("purple"), label="communication"),
+            Patch(color=plots.color("compute"), label=_("compute, memory")),
+            Patch(color=plots.color("purple"), label=_("communication")),
             Patch(facecolor="white", edgecolor=plots.color("ink"), linewidth=0.4,
-                  label="solid, outlined:\non the critical path")])
+                  label=_("solid, outlined:\non the critical path"))])
         left = np.zeros(2)
         for group, colour in _PATH_GROUPS:
             vals = np.array([_path_groups(r)[group] for r in (base, slow)]) * 1e3
             if not vals.any():
                 continue
             ax_p.barh([0, 1], vals, left=left, height=0.6, color=plots.color(colour),
-                      label=group)
+                      label=_(group))
             left += vals
-        ax_p.set_yticks([0, 1], ["unmodified", "what-if"])
+        ax_p.set_yticks([0, 1], [_("unmodified"), "what-if"])
         ax_p.set_ylim(1.6, -0.6)
         ax_p.set_xlim(0, end * 1.02)
-        ax_p.set_xlabel("critical path's time (ms, model)")
+        ax_p.set_xlabel(_("critical path's time (ms, model)"))
         ax_p.grid(axis="y", visible=False)
-        ax_p.set_title("where each critical path spends its time", fontsize=plots.LABEL)
+        ax_p.set_title(_("where each critical path spends its time"), fontsize=plots.LABEL)
         plots.legend(ax_p, "right")
     return fig
 

@@ -26,6 +26,7 @@ import numpy as np
 from .. import plots
 from .._validate import _show
 from ..engines.linkload import LinkLoads
+from ..i18n import _
 from ..topology import LINK_KINDS
 
 __all__ = ["binding_report", "binding_figure", "sweep_figure", "anomaly_figure"]
@@ -35,6 +36,10 @@ KIND_LABELS = {"gpipe": "GPipe", "1f1b": "1F1B", "interleaved": "interleaved", "
                "zb-h2": "ZB-H2", "zb-v": "ZB-V", "dualpipe": "DualPipe",
                "dualpipe-v": "DualPipeV", "interleaved-zb": "interleaved ZB",
                "looped-bfs": "looped BFS", "zb": "ZB", "greedy": "greedy"}
+#: Marks a msgid that is translated where it is drawn (a label that is also a key in code).
+_N = str
+# The kind labels with words in them, shown translated.
+_SHOWN = (_N("interleaved"), _N("interleaved ZB"), _N("looped BFS"), _N("greedy"))
 
 
 def _steps(steps) -> dict:
@@ -72,8 +77,10 @@ def binding_report(steps) -> str:
     lines = []
     for name, s in _steps(steps).items():
         drains = ", ".join(f"{k} {v * 1e3:.2f}" for k, v in s.drain_by_kind.items())
-        lines.append(f"{name}: dispatch {s.time * 1e3:.3f} ms (model), bound by {s.bound} "
-                     f"({s.bound_kind}); busiest link of each kind, ms: {drains}")
+        lines.append(_("{name}: dispatch {ms:.3f} ms (model), bound by {bound} ({kind}); "
+                       "busiest link of each kind, ms: {drains}").format(
+                           name=name, ms=s.time * 1e3, bound=s.bound, kind=s.bound_kind,
+                           drains=drains))
     return "\n".join(lines)
 
 
@@ -88,11 +95,12 @@ def binding_figure(steps):
     for i, (name, s) in enumerate(steps.items()):
         vals = [s.drain_by_kind.get(k, 0.0) * 1e3 for k in kinds]
         ax.barh(y + (i - (len(steps) - 1) / 2) * h, vals, height=h * 0.9,
-                color=plots.ramp(max(len(steps), 2))[i], label=f"{name}: {s.bound_kind} binds")
+                color=plots.ramp(max(len(steps), 2))[i],
+                label=_("{name}: {kind} binds").format(name=name, kind=s.bound_kind))
     ax.set_yticks(y, kinds)
     ax.invert_yaxis()
-    ax.set_xlabel("busiest link of the kind: time to drain its bytes (ms, model)")
-    ax.set_title("What binds an EP dispatch: the longest bar")
+    ax.set_xlabel(_("busiest link of the kind: time to drain its bytes (ms, model)"))
+    ax.set_title(_("What binds an EP dispatch: the longest bar"))
     ax.legend(loc="lower right")
     return fig
 
@@ -108,10 +116,10 @@ def sweep_figure(table, value: str = "iteration_ms"):
         label = KIND_LABELS.get(kind, str(kind))
         colour = plots.color(label) if label in plots.PALETTE else None
         ax.plot(cols["delay_ms"][rows][order], cols[value][rows][order], marker="o",
-                markersize=3, label=label, color=colour)
-    ax.set_xlabel("extra one-way delay on one link (ms)")
-    ax.set_ylabel("iteration time (ms, model)")
-    ax.set_title("One slow link, every schedule replaying its healthy plan")
+                markersize=3, label=_(label), color=colour)
+    ax.set_xlabel(_("extra one-way delay on one link (ms)"))
+    ax.set_ylabel(_("iteration time (ms, model)"))
+    ax.set_title(_("One slow link, every schedule replaying its healthy plan"))
     ax.legend(ncols=2)
     return fig
 
@@ -142,19 +150,20 @@ def anomaly_figure(table, replayed=None, zoom_ms: float = 3.0):
             keep = x <= zoom_ms if zoom else np.ones(x.size, dtype=bool)
             top = max(top, float(extra[keep].max(initial=0.0)))
             ax.plot(x[keep], extra[keep], marker="o", markersize=3, color=plots.color(colour),
-                    label={"replay": "replayed healthy plan",
-                           "online": "live dispatcher (online)"}[mode])
+                    label={"replay": _("replayed healthy plan"),
+                           "online": _("live dispatcher (online)")}[mode])
         if replayed is not None:
             d, e, src = (float(v) for v in replayed)
             ax.plot([d], [e], marker="*", markersize=11, linestyle="none",
                     color=plots.color("green"),
-                    label=f"the {src:g} ms online order, replayed at {d:g} ms")
-        ax.set_xlabel("extra one-way delay on one link (ms)")
+                    label=_("the {src:g} ms online order, replayed at {d:g} ms").format(
+                        src=src, d=d))
+        ax.set_xlabel(_("extra one-way delay on one link (ms)"))
         if zoom:
             ax.set_ylim(-0.05 * max(top, 1.0), 1.15 * max(top, 1.0))
-            ax.set_title(f"zoom: delays up to {zoom_ms:g} ms")
+            ax.set_title(_("zoom: delays up to {zoom:g} ms").format(zoom=zoom_ms))
         else:
-            ax.set_ylabel("extra iteration time (ms, model)")
-            ax.set_title("ZB-H1: replayed plan vs live dispatcher")
+            ax.set_ylabel(_("extra iteration time (ms, model)"))
+            ax.set_title(_("ZB-H1: replayed plan vs live dispatcher"))
             ax.legend()
     return fig
