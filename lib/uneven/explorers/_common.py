@@ -69,3 +69,54 @@ def handed_on(name: str):
         if name in str(err):
             raise
         raise ValueError(f"{name}: {err}") from err
+
+
+def N_(message: str, context: str | None = None) -> str:
+    """Mark ``message`` for the catalogs without translating it: a name that code keeps in
+    English (a dict key the notebooks index by) and that is translated only where it is shown,
+    with ``_(name)``. ``tests/test_i18n_explorers_*.py`` collect these as they collect ``_()``.
+
+    >>> N_("re-plan only (HOL)")
+    're-plan only (HOL)'
+    """
+    return message
+
+
+def pad(text: str, width: int, align: str = "<") -> str:
+    """``text`` padded with spaces to ``width`` columns of a monospaced font, where a CJK
+    character takes two columns (``format(text, "<24s")`` counts it as one, so a translated
+    table would lose its alignment); English text comes out exactly as ``format`` gives it.
+    ``align``: ``"<"`` (left), ``">"`` (right) or ``"^"`` (centre).
+
+    >>> pad("rank", 6) + "|", pad("階段", 6, ">") + "|", pad("rank", 6) == format("rank", "<6s")
+    ('rank  |', '  階段|', True)
+    """
+    import unicodedata
+
+    if align not in ("<", ">", "^"):
+        raise ValueError(f"align must be '<', '>' or '^'; got {align!r}")
+    cols = sum(2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in str(text))
+    fill = max(int(width) - cols, 0)
+    if align == "<":
+        return f"{text}{' ' * fill}"
+    if align == ">":
+        return f"{' ' * fill}{text}"
+    return f"{' ' * (fill // 2)}{text}{' ' * (fill - fill // 2)}"
+
+
+def options(values, context: str | None = None) -> list:
+    """Dropdown options for ``values`` whose shown text follows the language
+    (:func:`uneven.set_language`): when any value's text translates, every value becomes a
+    ``(label, value)`` pair (a dropdown takes all pairs or none); when none does (English), the
+    options are exactly ``values``.
+
+    >>> options(["2M", "1M"])
+    ['2M', '1M']
+    """
+    from ..i18n import gettext
+
+    values = list(values)
+    labels = [gettext(v, context) if isinstance(v, str) else v for v in values]
+    if labels == values:
+        return values
+    return [(str(label), v) for label, v in zip(labels, values, strict=True)]

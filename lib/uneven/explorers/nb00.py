@@ -11,6 +11,7 @@ from .._fields import Checked, array, integer, real, text
 from .._moved import renamed_names
 from .._validate import check_choice, check_instance, check_int, check_real
 from ..collectives import all_to_all
+from ..i18n import gettext as _
 from ..topology import h800_cluster
 from ..units import MB, gbit_per_s, to_us
 from ..widgets import Explorer, dropdown, explore, int_slider, reuse, slider
@@ -56,7 +57,7 @@ def start_state(n_nodes: int = 4, mb_per_pair: float = 1.0, nic_gbps: float = 40
 
 
 @plots.recipe
-def draw_start(fig, state: StartState, **_):
+def draw_start(fig, state: StartState, **_values):
     """Heatmaps of NIC bytes (sent, received) as a share of the busiest NIC, times in the title.
 
     Returns the layout key (the grid shape) for :class:`uneven.widgets.Explorer`.
@@ -71,13 +72,13 @@ def draw_start(fig, state: StartState, **_):
         axes = fig.subplots(1, 2, sharey=True)
         if fig.get_layout_engine() is None:  # widget figures place axes by hand (fast)
             fig.subplots_adjust(left=0.07, right=0.97, bottom=0.16, top=0.74, wspace=0.12)
-        for ax, grid, what in zip(axes, (state.nic_up, state.nic_down), ("sent", "received"),
-                                  strict=True):
-            plots.link_heatmap(ax, grid / busiest, col_label="NIC (rail)", unit="B", vmax=1.0,
-                               title=f"bytes {what} per NIC", colorbar=False)
+        titles = (_("bytes sent per NIC"), _("bytes received per NIC"))
+        for ax, grid, title in zip(axes, (state.nic_up, state.nic_down), titles, strict=True):
+            plots.link_heatmap(ax, grid / busiest, col_label=_("NIC (rail)"), unit="B", vmax=1.0,
+                               title=title, colorbar=False)
         axes[1].set_ylabel("")
         fig.colorbar(axes[1].images[0], ax=list(axes), shrink=0.85,
-                     label="share of the busiest NIC")
+                     label=_("share of the busiest NIC"))
         title = fig.suptitle("", fontsize=plots.PANEL, x=0.02, ha="left")
         images = [ax.images[0] for ax in axes]
         return {"images": images, "title": title, "axes": axes, "dynamic": [*images, title]}
@@ -86,28 +87,30 @@ def draw_start(fig, state: StartState, **_):
     for im, ax, grid in zip(art["images"], art["axes"], (state.nic_up, state.nic_down),
                             strict=True):
         show_grid(im, ax, grid / busiest)
-    art["title"].set_text(
-        f"{state.n_gpus} GPUs: all-to-all takes {to_us(state.time):,.0f} µs (model); uniform "
-        f"NIC-bound oracle {to_us(state.ideal):,.0f} µs\nbottleneck: {state.bottleneck}; "
-        f"busiest NIC carries {busiest / MB:,.1f} MB"
-    )
+    art["title"].set_text(_(
+        "{n_gpus} GPUs: all-to-all takes {time:,.0f} µs (model); uniform NIC-bound oracle "
+        "{ideal:,.0f} µs\nbottleneck: {bottleneck}; busiest NIC carries {busiest:,.1f} MB"
+    ).format(n_gpus=state.n_gpus, time=to_us(state.time), ideal=to_us(state.ideal),
+             bottleneck=state.bottleneck, busiest=busiest / MB))
     return state.nic_up.shape
 
 
 def start_explorer(show: bool = True) -> Explorer:
     """The start page's tour widget: nodes, bytes per pair, NIC speed, a hot node, the fabric."""
     controls = {
-        "n_nodes": int_slider(2, 32, 1, 4, "nodes (8 GPUs each)"),
-        "mb_per_pair": slider(0.25, 16.0, 0.25, 1.0, "MB per GPU pair"),
-        "nic_gbps": slider(100.0, 800.0, 100.0, 400.0, "NIC (Gb/s)"),
-        "hot_factor": slider(1.0, 8.0, 0.5, 2.0, "node 0 receives ×"),
-        "fabric": dropdown([("multi-plane + PXN", "multi_plane"),
-                            ("shared spines, no PXN", "multi_rail")], "multi_plane", "fabric"),
+        "n_nodes": int_slider(2, 32, 1, 4, _("nodes (8 GPUs each)")),
+        "mb_per_pair": slider(0.25, 16.0, 0.25, 1.0, _("MB per GPU pair")),
+        "nic_gbps": slider(100.0, 800.0, 100.0, 400.0, _("NIC (Gb/s)")),
+        "hot_factor": slider(1.0, 8.0, 0.5, 2.0, _("node 0 receives ×")),
+        "fabric": dropdown([(_("multi-plane + PXN"), "multi_plane"),
+                            (_("shared spines, no PXN"), "multi_rail")], "multi_plane",
+                           _("fabric")),
     }
     presets = {
-        "DeepSeek-V3 EP group (8 nodes)": {"n_nodes": 8, "mb_per_pair": 1.0, "nic_gbps": 400.0,
-                                           "hot_factor": 1.0, "fabric": "multi_plane"},
-        "hot node 8×": {"n_nodes": 8, "hot_factor": 8.0},
+        _("DeepSeek-V3 EP group (8 nodes)"): {"n_nodes": 8, "mb_per_pair": 1.0,
+                                              "nic_gbps": 400.0, "hot_factor": 1.0,
+                                              "fabric": "multi_plane"},
+        _("hot node 8×"): {"n_nodes": 8, "hot_factor": 8.0},
     }
     return explore(start_state, draw_start, controls, presets=presets, show=show, figsize=(8, 3.2))
 

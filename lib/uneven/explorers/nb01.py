@@ -37,8 +37,9 @@ from .._validate import (
     check_real,
     check_str,
 )
+from ..i18n import gettext as _
 from ..widgets import Explorer, dropdown, explore, int_slider, reuse, slider, toggle
-from ._common import check_dict, curve, instances, is_int, is_real
+from ._common import N_, check_dict, curve, instances, is_int, is_real, options, pad
 
 __all__ = ["OP_RATIOS", "PIPELINE_CHOICES", "PipeMorphState", "pipemorph_state", "draw_pipemorph",
            "pipemorph_explorer", "gantt_panels", "knee_figure", "sweep_figure", "trace_figure",
@@ -53,10 +54,10 @@ BENCH_CONTROL = ("delay_ms", (0.0, 5.0, 10.0, 20.0, 30.0))
 
 #: Op-time shapes t_F : t_B : t_W offered by the notebook 01 explorer (B = input gradient).
 OP_RATIOS = {
-    "equal (F = B = W)": (1.0, 1.0, 1.0),
+    N_("equal (F = B = W)"): (1.0, 1.0, 1.0),
     "F : B : W = 1 : 1 : 0.5": (1.0, 1.0, 0.5),
-    "backward-heavy 1 : 2 : 1": (1.0, 2.0, 1.0),
-    "forward-heavy 2 : 1 : 1": (2.0, 1.0, 1.0),
+    N_("backward-heavy 1 : 2 : 1"): (1.0, 2.0, 1.0),
+    N_("forward-heavy 2 : 1 : 1"): (2.0, 1.0, 1.0),
 }
 PIPELINE_CHOICES = ("1f1b", "zb-h1", "zb-h2", "pipemorph", "manual")
 
@@ -101,7 +102,8 @@ def pipemorph_state(delay_ms: float = 10.0, link: int = 0, schedule: str = "zb-h
     notes = []
     link = check_int("link", link, lo=0)
     if link > p - 2:  # the slider allows 8 stages; a smaller pipeline has fewer links
-        notes.append(f"link {link}↔{link + 1} does not exist with p = {p}: using {p - 2}↔{p - 1}")
+        notes.append(_("link {a}↔{b} does not exist with p = {p}: using {c}↔{d}").format(
+            a=link, b=link + 1, p=p, c=p - 2, d=p - 1))
         link = p - 2
     delay = check_real("delay_ms", delay_ms, lo=0.0, hi=1e9, unit="ms") * 1e-3
     t = check_real("t_ms", t_ms, lo=1e-6, hi=1e9, unit="ms") * 1e-3
@@ -117,14 +119,14 @@ def pipemorph_state(delay_ms: float = 10.0, link: int = 0, schedule: str = "zb-h
         delta = check_int("delta", delta, lo=1, hi=16)
         warm = [1 + delta * (p - 1 - i) for i in range(p)]
         if max(warm) > m:
-            notes.append(f"warm-ups above m = {m} are clipped to m")
+            notes.append(_("warm-ups above m = {m} are clipped to m").format(m=m))
         sched, mode = pipeline_schedule("zb", p, m, warmups=warm), "replay"
     else:
         sched, mode = pipeline_schedule("zb-h2", p, m), "replan"
         if cap:
             kw["cap"] = check_int("cap", cap, lo=1)
     if cap and schedule != "pipemorph":
-        notes.append("the memory cap applies to PipeMorph's re-plan only")
+        notes.append(_("the memory cap applies to PipeMorph's re-plan only"))
     res = simulate_pipeline(sched, tf, tb, tw, delays=delays, mode=mode, **kw)
     healthy = _healthy_time(sched, tf, tb, tw, mode, **kw)
     return PipeMorphState(res, healthy, delay, link, res.warmups, tuple(notes))
@@ -139,7 +141,7 @@ def _healthy_time(sched, tf, tb, tw, mode, **kw) -> float:
 
 
 @plots.recipe
-def draw_pipemorph(fig, state: PipeMorphState, **_):
+def draw_pipemorph(fig, state: PipeMorphState, **_values):
     """Gantt of the stages' GPU streams, with the iteration time against the healthy one."""
     from matplotlib.figure import Figure
 
@@ -165,14 +167,17 @@ def draw_pipemorph(fig, state: PipeMorphState, **_):
     layout = art["live"].update(r.resource[on_gpu], r.start[on_gpu], r.finish[on_gpu],
                                 r.kind[on_gpu], xmax=plots.nice_ceiling(r.iteration_time))
     extra = r.iteration_time - state.healthy_time
+    held = [int(x) if float(x).is_integer() else round(float(x), 1) for x in r.peak_memory]
     art["title"].set_text(
-        f"iteration {r.iteration_time * 1e3:,.0f} ms vs {state.healthy_time * 1e3:,.0f} ms healthy "
-        f"(+{extra * 1e3:,.0f} ms for {state.delay * 1e3:g} ms on link "
-        f"{state.link}↔{state.link + 1}) · model\n"
-        f"warm-ups {list(state.warmups)} · micro-batches held at the peak "
-        f"{[int(x) if float(x).is_integer() else round(float(x), 1) for x in r.peak_memory]} · "
-        f"mean bubble {100 * float(np.mean(r.bubble_fraction)):.0f}%"
-        + (f"\nnote: {'; '.join(state.notes)}" if state.notes else "")
+        _("iteration {time:,.0f} ms vs {healthy:,.0f} ms healthy (+{extra:,.0f} ms for {delay:g} "
+          "ms on link {a}↔{b}) · model\nwarm-ups {warmups} · micro-batches held at the peak "
+          "{held} · mean bubble {bubble:.0f}%").format(
+            time=r.iteration_time * 1e3, healthy=state.healthy_time * 1e3, extra=extra * 1e3,
+            delay=state.delay * 1e3, a=state.link, b=state.link + 1,
+            warmups=list(state.warmups), held=held,
+            bubble=100 * float(np.mean(r.bubble_fraction)))
+        + ("\n" + _("note: {notes}").format(notes=_("; ").join(state.notes))
+           if state.notes else "")
     )
     return layout
 
@@ -180,26 +185,27 @@ def draw_pipemorph(fig, state: PipeMorphState, **_):
 def pipemorph_explorer(show: bool = True) -> Explorer:
     """Notebook 01's widget: delay, link, schedule, op-time shape, p, m, HOL, memory cap."""
     controls = {
-        "delay_ms": slider(0.0, 60.0, 1.0, 10.0, "delay (ms)"),
-        "link": int_slider(0, 6, 1, 0, "slow link i↔i+1"),
-        "schedule": dropdown([("1F1B (replayed)", "1f1b"), ("ZB-H1 (replayed)", "zb-h1"),
-                              ("ZB-H2 (replayed)", "zb-h2"), ("PipeMorph re-plan", "pipemorph"),
-                              ("manual slackness Δ", "manual")], "zb-h2", "schedule"),
-        "delta": int_slider(1, 8, 1, 3, "manual Δ"),
-        "ratio": dropdown(list(OP_RATIOS), "equal (F = B = W)", "t_F : t_B : t_W"),
-        "p": int_slider(2, 8, 1, 4, "stages p"),
-        "m": int_slider(4, 32, 1, 12, "micro-batches m"),
-        "hol": toggle(False, "sends block the GPU stream (HOL)"),
-        "cap": int_slider(0, 32, 1, 0, "re-plan cap w₀ (0: none)"),
+        "delay_ms": slider(0.0, 60.0, 1.0, 10.0, _("delay (ms)")),
+        "link": int_slider(0, 6, 1, 0, _("slow link i↔i+1")),
+        "schedule": dropdown([(_("1F1B (replayed)"), "1f1b"), (_("ZB-H1 (replayed)"), "zb-h1"),
+                              (_("ZB-H2 (replayed)"), "zb-h2"),
+                              (_("PipeMorph re-plan"), "pipemorph"),
+                              (_("manual slackness Δ"), "manual")], "zb-h2", _("schedule")),
+        "delta": int_slider(1, 8, 1, 3, _("manual Δ")),
+        "ratio": dropdown(options(OP_RATIOS), "equal (F = B = W)", "t_F : t_B : t_W"),
+        "p": int_slider(2, 8, 1, 4, _("stages p")),
+        "m": int_slider(4, 32, 1, 12, _("micro-batches m")),
+        "hol": toggle(False, _("sends block the GPU stream (HOL)")),
+        "cap": int_slider(0, 32, 1, 0, _("re-plan cap w₀ (0: none)")),
     }
     presets = {
-        "absorbed: ZB-H2, 10 ms": {"delay_ms": 10.0, "link": 0, "schedule": "zb-h2", "p": 4,
-                                   "m": 12, "hol": False},
-        "cascade: ZB-H2, 30 ms": {"delay_ms": 30.0, "link": 0, "schedule": "zb-h2", "p": 4,
-                                  "m": 12, "hol": False},
+        _("absorbed: ZB-H2, 10 ms"): {"delay_ms": 10.0, "link": 0, "schedule": "zb-h2", "p": 4,
+                                      "m": 12, "hol": False},
+        _("cascade: ZB-H2, 30 ms"): {"delay_ms": 30.0, "link": 0, "schedule": "zb-h2", "p": 4,
+                                     "m": 12, "hol": False},
         "PipeMorph, 30 ms": {"delay_ms": 30.0, "link": 0, "schedule": "pipemorph", "p": 4,
                              "m": 12},
-        "HOL blocking, 30 ms": {"delay_ms": 30.0, "schedule": "zb-h2", "hol": True},
+        _("HOL blocking, 30 ms"): {"delay_ms": 30.0, "schedule": "zb-h2", "hol": True},
     }
     return explore(pipemorph_state, draw_pipemorph, controls, presets=presets, show=show,
                    figsize=(9.0, 3.2), columns=3)
@@ -226,8 +232,9 @@ def gantt_panels(runs: dict, *, link: int = 0, title: str | None = None):
         gpu = r.resource < r.schedule.p
         plots.gantt(ax, r.resource[gpu], r.start[gpu], r.finish[gpu], r.kind[gpu],
                     kind_names=OP_KINDS, labels=r.microbatch[gpu], legend=(k == 0),
-                    title=f"delay {c * 1e3:g} ms on link {link}↔{link + 1}: iteration "
-                          f"{r.iteration_time * 1e3:.0f} ms (model)")
+                    title=_("delay {delay:g} ms on link {a}↔{b}: iteration {time:.0f} ms "
+                            "(model)").format(delay=c * 1e3, a=link, b=link + 1,
+                                              time=r.iteration_time * 1e3))
         if k < n - 1:
             ax.set_xlabel("")
     if title:
@@ -274,21 +281,21 @@ def knee_figure(curves: dict, knees: dict, orders: dict, *, artifact: dict | Non
             if artifact and d in artifact:
                 xs = np.arange(len(artifact[d])) * 5.0
                 ax.plot(xs, artifact[d], "o", mfc="none", mec=plots.color("ink"), ms=4.5,
-                        mew=0.8, label="artifact's simulator [repo]" if i == 0 else None)
+                        mew=0.8, label=_("artifact's simulator [repo]") if i == 0 else None)
         cmax = float(max(sw.delays.max() for sw in curves.values())) * 1e3
         ax.plot([0, cmax], [0, cmax], color=plots.color("healthy"), lw=0.8, ls="--",
                 label="+c")
-        ax.set_xlabel("one-way delay c on the link (ms)")
-        ax.set_ylabel("extra iteration time (ms)")
+        ax.set_xlabel(_("one-way delay c on the link (ms)"))
+        ax.set_ylabel(_("extra iteration time (ms)"))
         ax.set_ylim(0, 400)
         ax.set_xlim(0, cmax)
-        ax.set_title(f"knees at (Δ − 1)·t (dotted), 2 stages, m = 30, t = {t * 1e3:g} ms "
-                     "(model)")
+        ax.set_title(_("knees at (Δ − 1)·t (dotted), 2 stages, m = 30, t = {t:g} ms "
+                       "(model)").format(t=t * 1e3))
         plots.legend(ax, "below", ncol=4)
         styles = ("-", "--", "-.")
         keys = ("order: artifact's plan", "order: W's at the tail", "order: memory budget")
         for (label, sw), ls, key in zip(orders.items(), styles, keys, strict=False):
-            ax2.plot(sw.delays * 1e3, sw.extra * 1e3, ls=ls, lw=1.6, label=label,
+            ax2.plot(sw.delays * 1e3, sw.extra * 1e3, ls=ls, lw=1.6, label=_(label),
                      color=plots.color(key))
         cmax2 = float(max(sw.delays.max() for sw in orders.values())) * 1e3
         for mult, label, col in ((1, "+c", "healthy"), (2, "+2c", "grey")):
@@ -298,9 +305,9 @@ def knee_figure(curves: dict, knees: dict, orders: dict, *, artifact: dict | Non
                          color=plots.color(col))
         ax2.set_xlim(0, cmax2)
         ax2.set_ylim(0, 3 * cmax2)
-        ax2.set_xlabel("one-way delay c on the link (ms)")
-        ax2.set_ylabel("extra iteration time (ms)")
-        ax2.set_title("Δ = 3: where the W's sit changes the cost (model)")
+        ax2.set_xlabel(_("one-way delay c on the link (ms)"))
+        ax2.set_ylabel(_("extra iteration time (ms)"))
+        ax2.set_title(_("Δ = 3: where the W's sit changes the cost (model)"))
         plots.legend(ax2, "below", ncol=2)
     return fig
 
@@ -354,11 +361,11 @@ def sweep_figure(sweeps: dict):
                             color=plots.color("grey"))
             ax.set_ylim(0, 4 * top)
             axm.set_ylim(0, None)
-            ax.set_title(f"slow link {link}↔{link + 1}, p = 4 (model)")
-            axm.set_xlabel(f"one-way delay on link {link}↔{link + 1} (ms)")
+            ax.set_title(_("slow link {a}↔{b}, p = 4 (model)").format(a=link, b=link + 1))
+            axm.set_xlabel(_("one-way delay on link {a}↔{b} (ms)").format(a=link, b=link + 1))
             axm.yaxis.get_major_locator().set_params(integer=True)
-        axes[0, 0].set_ylabel("extra iteration time (ms)")
-        axes[1, 0].set_ylabel(f"stage 0 holds, m = {ms[0]}\n(micro-batches)")
+        axes[0, 0].set_ylabel(_("extra iteration time (ms)"))
+        axes[1, 0].set_ylabel(_("stage 0 holds, m = {m}\n(micro-batches)").format(m=ms[0]))
         plots.legend(axes[0, -1], "right")
     return fig
 
@@ -404,26 +411,26 @@ def trace_figure(trace, results: dict, m: int, *, lines=("1F1B, HOL", "ZB-H2, HO
                             color=plots.color("red"), alpha=0.08, lw=0)
         for n in lines:
             ax_thr.plot(it, m / results[n].iteration_times, color=colors[n], ls=dashes[n],
-                        lw=1.1, label=n)
+                        lw=1.1, label=_(n))
         shown = [n for n in names if not ("1F1B" in n or "CPU" in n or n.startswith("re-plan"))]
         for n in shown:  # the fixed schedules last and on top: PipeMorph sits on them when healthy
             fixed = not n.startswith("PipeMorph")
             ax_mem.plot(it, results[n].peak_memory[:, 0], color=colors[n], ls=dashes[n],
-                        lw=2.4 if fixed else 1.2, label=n, zorder=4 if fixed else 2,
+                        lw=2.4 if fixed else 1.2, label=_(n), zorder=4 if fixed else 2,
                         drawstyle="steps-post")
         ax_mem.set_ylim(0, None)
-        ax_thr.set_ylabel("micro-batches / s")
-        ax_thr.set_title("throughput over the trace (model)")
+        ax_thr.set_ylabel(_("micro-batches / s"))
+        ax_thr.set_title(_("throughput over the trace (model)"))
         handles, labels = ax_thr.get_legend_handles_labels()
         handles.append(Patch(color=plots.color("red"), alpha=0.15))
-        labels.append("delay episode")
+        labels.append(_("delay episode"))
         ax_thr.set_ylim(0, None)
         ax_thr.legend(handles, labels, loc="lower left", ncol=4, fontsize=plots.NOTE,
                       framealpha=0.9,
                       frameon=True)
-        ax_mem.set_ylabel("stage 0 holds\n(micro-batches)")
-        ax_mem.set_xlabel("iteration")
-        ax_mem.set_title("activation memory of stage 0 (model)")
+        ax_mem.set_ylabel(_("stage 0 holds\n(micro-batches)"))
+        ax_mem.set_xlabel(_("iteration"))
+        ax_mem.set_title(_("activation memory of stage 0 (model)"))
         ax_mem.legend(loc="lower left", ncol=3, fontsize=plots.NOTE, framealpha=0.9, frameon=True)
         mean = [m * trace.shape[0] / results[n].total_time for n in names]
         y = np.arange(len(names))
@@ -431,11 +438,11 @@ def trace_figure(trace, results: dict, m: int, *, lines=("1F1B, HOL", "ZB-H2, HO
                     hatch=[("//" if "cap" in n else "") for n in names], edgecolor="white")
         for yy, v in zip(y, mean, strict=True):
             ax_bar.text(v, yy, f" {v:.1f}", va="center", fontsize=plots.NOTE)
-        ax_bar.set_yticks(y, names)
+        ax_bar.set_yticks(y, [_(n) for n in names])
         ax_bar.invert_yaxis()
         ax_bar.set_xlim(0, max(mean) * 1.25)
-        ax_bar.set_xlabel("mean throughput (micro-batches / s)")
-        ax_bar.set_title("whole trace (model)")
+        ax_bar.set_xlabel(_("mean throughput (micro-batches / s)"))
+        ax_bar.set_title(_("whole trace (model)"))
         ax_bar.grid(axis="y", visible=False)
     return fig
 
@@ -518,7 +525,8 @@ def closed_form_checks(p: int = 4, m: int = 8) -> SimpleNamespace:
         cases.append(("DualPipeV", pipeline_schedule("dualpipe-v", p, m), ones,
                       3 * m + (p - 1) * (1.5 + 1 - 1.5)))
     # the memory per stage is kept in the rows but not printed: exercise 01.5 asks for it
-    rows, lines = [], [f"{'schedule':24s} {'simulator':>9s} {'closed form':>11s}"]
+    rows, lines = [], [f"{pad(_('schedule'), 24)} {pad(_('simulator'), 9, '>')} "
+                       f"{pad(_('closed form'), 11, '>')}"]
     for name, sched, times, want in cases:
         r = simulate_pipeline(sched, *times)
         held = [int(x) if float(x).is_integer() else float(x) for x in r.peak_memory]
@@ -536,7 +544,8 @@ def extra_table(t: float, delays_ms=(10, 20, 30), ms=(12, 24, 48)) -> SimpleName
     ``ms``."""
     from ..schedulers.pipeline import pipeline_schedule, simulate_pipeline
 
-    extra, lines = {}, [f"extra ms (model) for    {'   '.join(f'm = {m_}' for m_ in ms.tolist())}"]
+    extra = {}
+    lines = [pad(_("extra ms (model) for"), 24) + "   ".join(f"m = {m_}" for m_ in ms.tolist())]
     for c in delays_ms.tolist():
         row = []
         for m_ in ms.tolist():
@@ -545,7 +554,8 @@ def extra_table(t: float, delays_ms=(10, 20, 30), ms=(12, 24, 48)) -> SimpleName
                               .iteration_time - simulate_pipeline(s, t, t, t).iteration_time)
                              / _MS))
         extra[c] = row
-        lines.append(f"delay {c:2d} ms on link 0↔1 " + " ".join(f"{v:8d}" for v in row))
+        lines.append(pad(_("delay {c:2d} ms on link 0↔1").format(c=c), 23) + " "
+                     + " ".join(f"{v:8d}" for v in row))
     return SimpleNamespace(extra=extra, report="\n".join(lines))
 
 
@@ -564,11 +574,11 @@ def knee_curves(t: float) -> SimpleNamespace:
     knees = {d: absorption_bound(d, t, t) for d in curves}
     c40 = cs[:41]  # 0 ... 40 ms
     orders = {
-        "artifact's plan (planned under 5 ms)": delay_scan(greedy2, t, t, t, delays=c40,
-                                                            plan_delays=[5 * _MS]),
-        "planned healthy, W's at the tail": delay_scan(
+        N_("artifact's plan (planned under 5 ms)"): delay_scan(greedy2, t, t, t, delays=c40,
+                                                               plan_delays=[5 * _MS]),
+        N_("planned healthy, W's at the tail"): delay_scan(
             pipeline_schedule("zb", 2, 30, warmups=[4, 1]), t, t, t, delays=c40),
-        "memory budget 4: a W in every cycle": delay_scan(
+        N_("memory budget 4: a W in every cycle"): delay_scan(
             pipeline_schedule("zb", 2, 30, warmups=[4, 1], memory=4), t, t, t, delays=c40),
     }
     return SimpleNamespace(curves=curves, knees=knees, orders=orders)
@@ -582,10 +592,13 @@ def replan_report(plan, result, healthy: float) -> str:
     from ..schedulers.pipeline import slackness
 
     return "\n".join([
-        f"plan {tuple(plan.tolist())}, slackness {slackness(plan).tolist()}",
-        f"iteration {result.iteration_time / _MS:.0f} ms = healthy {healthy / _MS:.0f} ms + "
-        f"{(result.iteration_time - healthy) / _MS:.0f} ms (model)",
-        f"micro-batches held per stage: {result.peak_memory.astype(int).tolist()}"])
+        _("plan {plan}, slackness {slackness}").format(plan=tuple(plan.tolist()),
+                                                      slackness=slackness(plan).tolist()),
+        _("iteration {time:.0f} ms = healthy {healthy:.0f} ms + {extra:.0f} ms (model)").format(
+            time=result.iteration_time / _MS, healthy=healthy / _MS,
+            extra=(result.iteration_time - healthy) / _MS),
+        _("micro-batches held per stage: {held}").format(
+            held=result.peak_memory.astype(int).tolist())])
 
 
 @arguments(t=_OP_TIME, links=array("int", ndim=1, lo=0, hi=2, nonempty=True, max_size=3),
@@ -644,7 +657,8 @@ def schedule_comparison(t: float, p: int = 4, m: int = 12,
         sweeps[name] = delay_scan(sched, t, t, t, link=0, delays=cs)
     shown = [i for i in range(cs.size) if delays_ms[i] % 10 == 0][:5]
     head = " ".join(f"{'+' + str(int(delays_ms[i])) + ' ms':>7s}" for i in shown)
-    lines = [f"{'schedule (model)':16s} {'healthy':>8s} {'held':>5s} | extra at {head}"]
+    lines = [f"{pad(_('schedule (model)'), 16)} {pad(_('healthy'), 8, '>')} "
+             f"{pad(_('held'), 5, '>')} | " + _("extra at {delays}").format(delays=head)]
     for name, r in healthy.items():
         extra = " ".join(f"{sweeps[name].extra[i] / _MS:7.0f}" for i in shown)
         lines.append(f"{name:16s} {r.iteration_time / _MS:6.0f} ms {r.peak_memory.max():5.1f} |"
@@ -675,12 +689,13 @@ def comparison_figure(comparison):
             ax.barh(y, r.iteration_time * 1e3, color=plots.color(col), height=0.7,
                     hatch="//" if ls != "-" else None, edgecolor="white")
             held = float(r.peak_memory.max())
-            ax.annotate(f"holds {held:g}", (r.iteration_time * 1e3, y), xytext=(4, 0),
+            ax.annotate(_("holds {held:g}").format(held=held), (r.iteration_time * 1e3, y),
+                        xytext=(4, 0),
                         textcoords="offset points", va="center", fontsize=plots.SMALL)
         ax.set_yticks(range(len(names)), names)
         ax.set_ylim(len(names) - 0.5, -0.5)
-        ax.set_xlabel("healthy iteration (ms); micro-batches a stage holds at most")
-        ax.set_title("bubble and memory (model)")
+        ax.set_xlabel(_("healthy iteration (ms); micro-batches a stage holds at most"))
+        ax.set_title(_("bubble and memory (model)"))
         ax.set_xlim(0, max(r.iteration_time for r in healthy.values()) * 1e3 * 1.3)
         top = 0.0
         for name, sw in sweeps.items():
@@ -691,19 +706,19 @@ def comparison_figure(comparison):
         ax2.plot([0, top], [0, top], color=plots.color("grey"), lw=0.8, ls=":", label="+c")
         ax2.set_xlim(0, top)
         ax2.set_ylim(0, None)
-        ax2.set_xlabel("one-way delay on link 0↔1 (ms)")
-        ax2.set_ylabel("extra iteration time (ms)")
-        ax2.set_title("replayed under a slow link (model)")
+        ax2.set_xlabel(_("one-way delay on link 0↔1 (ms)"))
+        ax2.set_ylabel(_("extra iteration time (ms)"))
+        ax2.set_title(_("replayed under a slow link (model)"))
         plots.legend(ax2, "right")
     return fig
 
 
 #: Section 5's four ways to run one slow link: schedule kind, mode, sends on the GPU (HOL).
 HOL_CONFIGS = {
-    "ZB-H2, sends on GPU (HOL)": ("zb-h2", "replay", True),
-    "ZB-H2 + CPU sends (offload only)": ("zb-h2", "replay", False),
-    "re-plan only (HOL)": ("zb-h2", "replan", True),
-    "PipeMorph: re-plan + CPU sends": ("zb-h2", "replan", False),
+    N_("ZB-H2, sends on GPU (HOL)"): ("zb-h2", "replay", True),
+    N_("ZB-H2 + CPU sends (offload only)"): ("zb-h2", "replay", False),
+    N_("re-plan only (HOL)"): ("zb-h2", "replan", True),
+    N_("PipeMorph: re-plan + CPU sends"): ("zb-h2", "replan", False),
 }
 
 
@@ -721,9 +736,10 @@ def hol_runs(t: float, p: int = 8, m: int = 24, delay: float = 60e-3) -> SimpleN
         r = simulate_pipeline(pipeline_schedule(kind, p, m), t, t, t, delays=d, mode=mode,
                               hol=on_gpu)
         times[name] = r.iteration_time
-        lines.append(f"{name:34s} {r.iteration_time:5.2f} s  warm-ups {list(r.warmups)} (model)")
+        lines.append(f"{pad(_(name), 34)} {r.iteration_time:5.2f} s  "
+                     + _("warm-ups {warmups} (model)").format(warmups=list(r.warmups)))
     healthy = simulate_pipeline(pipeline_schedule("zb-h2", p, m), t, t, t).iteration_time
-    lines.append(f"{'healthy':34s} {healthy:5.2f} s")
+    lines.append(f"{pad(_('healthy'), 34)} {healthy:5.2f} s")
     return SimpleNamespace(times=times, healthy=healthy, report="\n".join(lines))
 
 
@@ -731,10 +747,10 @@ def hol_runs(t: float, p: int = 8, m: int = 24, delay: float = 60e-3) -> SimpleN
 TRACE_APPROACHES = {
     "1F1B, HOL": ("1f1b", "replay", True, None),
     "ZB-H2, HOL": ("zb-h2", "replay", True, None),
-    "ZB-H2 + CPU sends": ("zb-h2", "replay", False, None),
-    "re-plan, HOL": ("zb-h2", "replan", True, None),
+    N_("ZB-H2 + CPU sends"): ("zb-h2", "replay", False, None),
+    N_("re-plan, HOL"): ("zb-h2", "replan", True, None),
     "PipeMorph": ("zb-h2", "replan", False, None),
-    "PipeMorph, cap 16": ("zb-h2", "replan", False, 16),
+    N_("PipeMorph, cap 16"): ("zb-h2", "replan", False, 16),
 }
 
 
@@ -758,13 +774,15 @@ def trace_report(results: dict) -> str:
     micro-batches stage 0 held; then what the cap of 16 costs."""
     base = results["1F1B, HOL"].total_time
     zbt = results["ZB-H2, HOL"].total_time
-    lines = [f"{'approach (model)':20s} {'hours':>6s} {'vs 1F1B':>8s} {'vs ZB-H2':>9s} "
-             f"{'max held':>9s}"]
+    lines = [f"{pad(_('approach (model)'), 20)} {pad(_('hours'), 6, '>')} "
+             f"{pad(_('vs 1F1B'), 8, '>')} {pad(_('vs ZB-H2'), 9, '>')} "
+             f"{pad(_('max held'), 9, '>')}"]
     for name, r in results.items():
-        lines.append(f"{name:20s} {r.total_time / 3600:6.3f} {base / r.total_time:7.2f}× "
+        lines.append(f"{pad(_(name), 20)} {r.total_time / 3600:6.3f} {base / r.total_time:7.2f}× "
                      f"{zbt / r.total_time:8.2f}× {int(r.peak_memory[:, 0].max()):9d}")
     cap_cost = results["PipeMorph, cap 16"].total_time / results["PipeMorph"].total_time - 1
-    lines.append(f"the cap of 16 costs {100 * cap_cost:.1f}% of PipeMorph's time (model)")
+    lines.append(_("the cap of 16 costs {cost:.1f}% of PipeMorph's time (model)").format(
+        cost=100 * cap_cost))
     return "\n".join(lines)
 
 
@@ -776,10 +794,10 @@ def artifact_table(t: float) -> SimpleNamespace:
 
     cols = (("1f1b", "replay", True), ("zb-h2", "replay", True), ("zb-h2", "replay", False),
             ("zb-h2", "replan", False))
-    lines = [f"{'link, delay':12s} | {'1F1B':>11s} | {'ZB':>11s} | {'offload':>11s} | "
-             f"{'PipeMorph':>11s}",
-             f"{'':12s} | {'logs  model':>11s} | {'logs  model':>11s} | {'logs  model':>11s} | "
-             f"{'logs  model':>11s}"]
+    logs_model = pad(_("logs  model"), 11, ">")
+    lines = [f"{pad(_('link, delay'), 12)} | {'1F1B':>11s} | {'ZB':>11s} | "
+             f"{pad(_('offload'), 11, '>')} | {'PipeMorph':>11s}",
+             f"{'':12s} | {logs_model} | {logs_model} | {logs_model} | {logs_model}"]
     ratios = []
     for (link, c), logs in ARTIFACT_14B.items():
         d = np.zeros(7)
@@ -789,9 +807,10 @@ def artifact_table(t: float) -> SimpleNamespace:
         cells = " | ".join(f"{a:5.2f} {b:5.2f}" for a, b in zip(logs, model, strict=True))
         lines.append(f"{link}↔{link + 1}, {c:2d} ms   | {cells}")
         ratios.append(model[1] / model[3])
-    lines.append(f"ZB / PipeMorph in the model: {min(ratios):.1f}× to {max(ratios):.1f}×; in the "
-                 f"artifact's logs: "
-                 f"{', '.join(f'{v[1] / v[3]:.2f}×' for v in ARTIFACT_14B.values())}")
+    lines.append(_("ZB / PipeMorph in the model: {lo:.1f}× to {hi:.1f}×; in the artifact's "
+                   "logs: {logs}").format(
+        lo=min(ratios), hi=max(ratios),
+        logs=_(", ").join(f"{v[1] / v[3]:.2f}×" for v in ARTIFACT_14B.values())))
     return SimpleNamespace(ratios=ratios, report="\n".join(lines))
 
 

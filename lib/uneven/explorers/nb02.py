@@ -40,9 +40,10 @@ from .._validate import (
     check_real,
     trusted,
 )
+from ..i18n import gettext as _
 from ..units import gbit_per_s
 from ..widgets import Explorer, dropdown, explore, reuse, slider, toggle
-from ._common import check_dict, curve, handed_on, instances, is_real
+from ._common import N_, check_dict, curve, handed_on, instances, is_real, pad
 
 __all__ = ["SCHEME_NAMES", "CONTEXTS", "ByteScaleState", "bytescale_state", "draw_bytescale",
            "bytescale_explorer", "length_figure", "cost_figure", "ring_figure",
@@ -60,10 +61,16 @@ BENCH_CONTROL = ("nic_gbps", (50.0, 85.0, 170.0, 300.0, 400.0))
 RANKS = ("fig18", "fig6a")
 
 #: The three ways to run a step, in the order every figure shows them (palette names).
-SCHEME_NAMES = ("static mesh", "naive HDP", "balanced HDP")
+SCHEME_NAMES = (N_("static mesh"), N_("naive HDP"), N_("balanced HDP"))
 #: Context lengths offered by the explorer (tokens).
 CONTEXTS = {"256K": 2**18, "512K": 2**19, "1M": 2**20, "2M": 2**21}
 _GLOBAL_BATCH = 32 * 2**20  # tokens, as in ByteScale's runs [paper]
+# Names drawn or printed in the language in force but kept in English in code: the schemes'
+# short names (:func:`schemes_report`) and the labels notebook 02's own cells pass to the recipes.
+_SHOWN = (N_("static", "scheme"), N_("naive", "scheme"), N_("balanced", "scheme"),
+          N_("contiguous"), N_("zigzag"), N_("+ dynamic\ncommunication"),
+          N_("+ selective\noffload"), N_("+ balance"), N_("+ remote\ndataloader"),
+          N_("model, calibrated (our offload rule)"))
 _N_GPUS = 1024
 
 
@@ -203,7 +210,7 @@ _Y_SPEEDUP = (0.25, 32.0)
 
 
 @plots.recipe
-def draw_bytescale(fig, state: ByteScaleState, **_):
+def draw_bytescale(fig, state: ByteScaleState, **_values):
     """Left: every rank's busy time, busiest first, and each scheme's step time (dashed), as a
     share of the static mesh's step. Right: each scheme's throughput over the static mesh's (log).
     Returns the layout key (constant: the axes never change, only the data drawn on them)."""
@@ -220,15 +227,15 @@ def draw_bytescale(fig, state: ByteScaleState, **_):
         lines, steps = [], []
         for name in names:
             col = plots.color(name)
-            (ln,) = ax_b.plot([], [], color=col, lw=1.6, drawstyle="steps-post", label=name)
+            (ln,) = ax_b.plot([], [], color=col, lw=1.6, drawstyle="steps-post", label=_(name))
             (st,) = ax_b.plot([0, 1], [1, 1], color=col, lw=0.9, ls="--")
             lines.append(ln)
             steps.append(st)
         ax_b.set_xlim(0, 1)
         ax_b.set_ylim(0, _Y_SHARE)
-        ax_b.set_xlabel("ranks, busiest first (fraction of the pool)")
-        ax_b.set_ylabel("time / static mesh's step")
-        ax_b.set_title("busy time per rank (solid), step (dashed)")
+        ax_b.set_xlabel(_("ranks, busiest first (fraction of the pool)"))
+        ax_b.set_ylabel(_("time / static mesh's step"))
+        ax_b.set_title(_("busy time per rank (solid), step (dashed)"))
         bars = ax_s.bar(range(3), [1, 1, 1], bottom=_Y_SPEEDUP[0],
                         color=[plots.color(n) for n in names], width=0.6)
         ax_s.set_yscale("log")
@@ -237,9 +244,9 @@ def draw_bytescale(fig, state: ByteScaleState, **_):
         ax_s.set_yticks(ticks, [f"{t:g}×" for t in ticks])
         ax_s.minorticks_off()
         ax_s.axhline(1.0, color=plots.color("ink"), lw=0.7)
-        ax_s.set_xticks(range(3), ["static\nmesh", "naive\nHDP", "balanced\nHDP"])
-        ax_s.set_ylabel("throughput / static mesh")
-        ax_s.set_title("speed-up (model)")
+        ax_s.set_xticks(range(3), [_("static\nmesh"), _("naive\nHDP"), _("balanced\nHDP")])
+        ax_s.set_ylabel(_("throughput / static mesh"))
+        ax_s.set_title(_("speed-up (model)"))
         ax_s.grid(axis="x", visible=False)
         labels = [ax_s.text(k, 1, "", ha="center", va="bottom", fontsize=plots.NOTE)
                   for k in range(3)]
@@ -262,16 +269,19 @@ def draw_bytescale(fig, state: ByteScaleState, **_):
         art["labels"][k].set_position((k, shown))
         art["labels"][k].set_text(f"{sp:.2f}×")
     mb = state.microbatches
-    note = ", naive plan kept" if state.fallback else ""
-    off = f", {state.offloaded} offloaded" if state.offloaded else ""
+    note = _(", naive plan kept") if state.fallback else ""
+    off = _(", {n} offloaded").format(n=state.offloaded) if state.offloaded else ""
     if state.widened:
-        off += f", {state.widened} ring{'s' if state.widened > 1 else ''} widened"
-    unit = "pipelines" if state.pp > 1 else "ranks"
+        off += (_(", {n} rings widened") if state.widened > 1
+                else _(", {n} ring widened")).format(n=state.widened)
+    unit = _("pipelines", "count") if state.pp > 1 else _("ranks", "count")
     t = state.steps
-    art["title"].set_text(
-        f"step: static {t['static mesh']:.1f} s, naive {t['naive HDP']:.1f} s, balanced "
-        f"{t['balanced HDP']:.1f} s (model)\n{state.d_hdp} {unit} × {_k(state.capacity)}, "
-        f"d_cp = {state.d_cp}; balanced runs {mb[0]}–{mb[1]} micro-batches{note}{off}")
+    art["title"].set_text(_(
+        "step: static {static:.1f} s, naive {naive:.1f} s, balanced {balanced:.1f} s (model)\n"
+        "{n} {unit} × {capacity}, d_cp = {d_cp}; balanced runs {lo}–{hi} micro-batches"
+    ).format(static=t["static mesh"], naive=t["naive HDP"], balanced=t["balanced HDP"],
+             n=state.d_hdp, unit=unit, capacity=_k(state.capacity), d_cp=state.d_cp, lo=mb[0],
+             hi=mb[1]) + note + off)
     return "fixed"
 
 
@@ -279,30 +289,33 @@ def bytescale_explorer(show: bool = True) -> Explorer:
     """Notebook 02's widget: context, C, data mix and tail, d_pp, balance, δ, NIC, KV heads,
     rank speed, offload."""
     controls = {
-        "context": dropdown(list(CONTEXTS), "2M", "context"),
+        "context": dropdown(list(CONTEXTS), "2M", _("context")),
         "capacity_k": dropdown([("4K", 4), ("8K", 8), ("16K", 16), ("32K", 32)], 8,
-                               "C per rank and stage"),
-        "mix": dropdown([("Byted-like", "byted"), ("GitHub-like", "github")], "byted", "data"),
-        "tail_weight": slider(0.25, 2.0, 0.25, 1.0, "tail weight ×"),
-        "d_pp": dropdown([1, 2, 4], 1, "pipeline stages d_pp"),
+                               _("C per rank and stage")),
+        "mix": dropdown([(_("Byted-like"), "byted"), (_("GitHub-like"), "github")], "byted",
+                        _("data")),
+        "tail_weight": slider(0.25, 2.0, 0.25, 1.0, _("tail weight ×")),
+        "d_pp": dropdown([1, 2, 4], 1, _("pipeline stages d_pp")),
         "balance": dropdown([("DP-Balance", "dp"), ("PP-Balance", "pp"),
-                             ("longest-first (model)", "longest-first")], "dp", "balance"),
-        "delta": slider(0.0, 0.5, 0.05, 0.0, "tolerance δ"),
-        "nic_gbps": slider(25.0, 800.0, 5.0, 85.0, "NIC (Gb/s)"),
-        "kv_heads": dropdown([("8 (Table 1)", 8), ("32 (counterfactual)", 32)], 8, "KV heads"),
-        "rank": dropdown([("Fig. 18 (case study)", "fig18"), ("Fig. 6a", "fig6a")], "fig18",
-                         "rank speed"),
-        "offload": toggle(False, "selective offload"),
+                             (_("longest-first (model)"), "longest-first")], "dp",
+                            _("balance")),
+        "delta": slider(0.0, 0.5, 0.05, 0.0, _("tolerance δ")),
+        "nic_gbps": slider(25.0, 800.0, 5.0, 85.0, _("NIC (Gb/s)")),
+        "kv_heads": dropdown([(_("8 (Table 1)"), 8), (_("32 (counterfactual)"), 32)], 8,
+                             _("KV heads")),
+        "rank": dropdown([(_("Fig. 18 (case study)"), "fig18"), (_("Fig. 6a"), "fig6a")],
+                         "fig18", _("rank speed")),
+        "offload": toggle(False, _("selective offload")),
     }
     presets = {
-        "case study: Byted-like, 2M": {"context": "2M", "capacity_k": 8, "mix": "byted",
-                                       "tail_weight": 1.0, "d_pp": 1, "balance": "dp",
-                                       "delta": 0.0, "nic_gbps": 85.0, "kv_heads": 8,
-                                       "rank": "fig18", "offload": False},
-        "GitHub-like, 2M": {"mix": "github", "context": "2M", "d_pp": 1},
-        "Fig. 6a ranks, 400 Gb/s": {"rank": "fig6a", "nic_gbps": 400.0},
-        "pipelines: d_pp = 2, PP-Balance": {"d_pp": 2, "balance": "pp"},
-        "32 KV heads + offload (counterfactual)": {"kv_heads": 32, "offload": True},
+        _("case study: Byted-like, 2M"): {"context": "2M", "capacity_k": 8, "mix": "byted",
+                                          "tail_weight": 1.0, "d_pp": 1, "balance": "dp",
+                                          "delta": 0.0, "nic_gbps": 85.0, "kv_heads": 8,
+                                          "rank": "fig18", "offload": False},
+        _("GitHub-like, 2M"): {"mix": "github", "context": "2M", "d_pp": 1},
+        _("Fig. 6a ranks, 400 Gb/s"): {"rank": "fig6a", "nic_gbps": 400.0},
+        _("pipelines: d_pp = 2, PP-Balance"): {"d_pp": 2, "balance": "pp"},
+        _("32 KV heads + offload (counterfactual)"): {"kv_heads": 32, "offload": True},
     }
     return explore(bytescale_state, draw_bytescale, controls, presets=presets, show=show,
                    figsize=(8.8, 3.4), columns=3)
@@ -369,34 +382,34 @@ def length_figure(labels, sample_share, token_share, cdf: dict, facts: dict):
     x = np.arange(len(labels))
     with plots.style():
         ax.bar(x - 0.2, 100 * np.asarray(sample_share), 0.4, color=plots.color("sky"),
-               label="share of samples")
+               label=_("share of samples"))
         ax.bar(x + 0.2, 100 * np.asarray(token_share), 0.4, color=plots.color("blue"),
-               label="share of tokens")
+               label=_("share of tokens"))
         ax.set_yscale("log")
         ax.set_ylim(0.005, 100)
         ax.set_xticks(x, labels, rotation=45, ha="right")
-        ax.set_xlabel("sequence length bucket (tokens, lower edge)")
-        ax.set_ylabel("share (%, log scale)")
-        ax.set_title("one 32M-token Byted-like batch (model)")
+        ax.set_xlabel(_("sequence length bucket (tokens, lower edge)"))
+        ax.set_ylabel(_("share (%, log scale)"))
+        ax.set_title(_("one 32M-token Byted-like batch (model)"))
         ax.grid(axis="x", visible=False)
         plots.legend(ax, "inside", loc="upper center", ncol=2)
         ax2.plot(cdf["length"], 100 * cdf["samples"], color=plots.color("sky"),
-                 drawstyle="steps-post", label="samples ≤ length (model)")
+                 drawstyle="steps-post", label=_("samples ≤ length (model)"))
         ax2.plot(cdf["length"], 100 * cdf["tokens"], color=plots.color("blue"),
-                 drawstyle="steps-post", label="tokens in samples ≤ length (model)")
+                 drawstyle="steps-post", label=_("tokens in samples ≤ length (model)"))
         for k, (label, (fx, fy)) in enumerate(facts.items()):
             ax2.plot([fx], [100 * fy], "s", color=plots.color("paper"), ms=5,
-                     label="Byted facts [paper, Fig. 4]" if k == 0 else None)
-            ax2.annotate(label, (fx, 100 * fy), xytext=(6, -12 if k else 4),
+                     label=_("Byted facts [paper, Fig. 4]") if k == 0 else None)
+            ax2.annotate(_(label), (fx, 100 * fy), xytext=(6, -12 if k else 4),
                          textcoords="offset points", fontsize=plots.SMALL)
         ax2.set_xscale("log", base=2)
         ticks = [256, 1024, 4096, 16384, 65536, 262144, 2**21]
         ax2.set_xticks(ticks, ["256", "1K", "4K", "16K", "64K", "256K", "2M"])
         ax2.minorticks_off()
         ax2.set_ylim(0, 101)
-        ax2.set_xlabel("sequence length (tokens)")
-        ax2.set_ylabel("cumulative share (%)")
-        ax2.set_title("few long samples, many of the tokens")
+        ax2.set_xlabel(_("sequence length (tokens)"))
+        ax2.set_ylabel(_("cumulative share (%)"))
+        ax2.set_title(_("few long samples, many of the tokens"))
         plots.legend(ax2, "below", ncol=2)
     return fig
 
@@ -437,37 +450,39 @@ def cost_figure(cost, mlp_only, fig6a: dict, pack_times, *, pack_tokens: int):
     s = np.geomspace(2048, 2**18, 120)
     with plots.style():
         ax.plot(s, cost.attention(s) * 1e3, color=plots.color("red"),
-                label="attention, fit α s² + β s (model)")
+                label=_("attention, fit α s² + β s (model)"))
         mlp_rate = mlp_only.beta_linear
-        ax.plot(s, mlp_rate * s * 1e3, color=plots.color("green"), label="MLP, fit (model)")
+        ax.plot(s, mlp_rate * s * 1e3, color=plots.color("green"), label=_("MLP, fit (model)"))
         ax.plot(s, cost.linear(s) * 1e3, color=plots.color("green"), ls="--",
-                label="MLP + projections (model)")
+                label=_("MLP + projections (model)"))
         ax.plot(pts, fig6a["attention_ms"], "o", color=plots.color("red"), mfc="white",
-                label="attention [fig-OCR, Fig. 6a]")
+                label=_("attention [fig-OCR, Fig. 6a]"))
         ax.plot(pts, fig6a["mlp_ms"], "s", color=plots.color("green"), mfc="white",
                 label="MLP [fig-OCR, Fig. 6a]")
         ax.axvline(cross, color=plots.color("grey"), lw=0.8, ls=":")
-        ax.annotate(f"equal at {cross / 1024:.1f}K", (cross, 0.4), xytext=(4, 0),
+        ax.annotate(_("equal at {k:.1f}K").format(k=cross / 1024), (cross, 0.4), xytext=(4, 0),
                     textcoords="offset points", fontsize=plots.SMALL, color=plots.color("grey"))
         ax.set_xscale("log", base=2)
         ax.set_yscale("log")
         ticks = [2**k for k in range(11, 19)]
         ax.set_xticks(ticks, [f"{t // 1024}K" for t in ticks])
         ax.minorticks_off()
-        ax.set_xlabel("sequence length (tokens)")
-        ax.set_ylabel("one layer, forward (ms)")
-        ax.set_title("attention grows as s², the rest as s")
+        ax.set_xlabel(_("sequence length (tokens)"))
+        ax.set_ylabel(_("one layer, forward (ms)"))
+        ax.set_title(_("attention grows as s², the rest as s"))
         plots.legend(ax, "inside")
         t = np.sort(np.asarray(pack_times))[::-1] * 1e3
         ax2.bar(np.arange(t.size), t, width=1.0, color=plots.color("blue"), lw=0)
         ax2.axhline(np.median(t), color=plots.color("ink"), lw=0.8, ls="--")
-        ax2.annotate(f"median {np.median(t):.1f} ms", (t.size * 0.6, np.median(t)),
+        ax2.annotate(_("median {t:.1f} ms").format(t=np.median(t)), (t.size * 0.6, np.median(t)),
                      xytext=(0, 4), textcoords="offset points", fontsize=plots.SMALL)
         ax2.set_xlim(-0.5, t.size - 0.5)
         ax2.set_ylim(t.min() * 0.9, t.max() * 1.06)  # not from 0: the spread is the point
-        ax2.set_xlabel(f"{_k(pack_tokens)}-token micro-batches, most expensive first")
-        ax2.set_ylabel("one layer, forward (ms)")
-        ax2.set_title(f"equal tokens, up to {t.max() / t.min():.1f}× apart in time (model)")
+        ax2.set_xlabel(_("{k}-token micro-batches, most expensive first").format(
+            k=_k(pack_tokens)))
+        ax2.set_ylabel(_("one layer, forward (ms)"))
+        ax2.set_title(_("equal tokens, up to {x:.1f}× apart in time (model)").format(
+            x=t.max() / t.min()))
         ax2.grid(axis="x", visible=False)
     return fig
 
@@ -511,20 +526,20 @@ def ring_figure(pairs: dict, chunk_tokens, step_compute, step_comm: dict, thresh
     with plots.style():
         for k, (name, v) in enumerate(pairs.items()):
             ax.bar(x + (k - 0.5) * 0.38, v / v.mean(), 0.38, color=shades.get(name),
-                   label=f"{name} chunks")
+                   label=_("{name} chunks").format(name=_(name)))
         ax.axhline(1.0, color=plots.color("ink"), lw=0.7, ls=":")
         ax.set_xticks(x)
-        ax.set_xlabel("rank in the ring")
-        ax.set_ylabel("causal work / mean")
-        ax.set_title(f"causal attention work, ring of {n}")
+        ax.set_xlabel(_("rank in the ring"))
+        ax.set_ylabel(_("causal work / mean"))
+        ax.set_title(_("causal attention work, ring of {n}").format(n=n))
         ax.grid(axis="x", visible=False)
         plots.legend(ax, "inside")
         ax2.plot(c, step_compute * 1e3, color=plots.color("compute"), lw=1.8,
-                 label="attention compute of one step")
+                 label=_("attention compute of one step"))
         styles = ("-", "--", ":")
         for (label, v), ls in zip(step_comm.items(), styles, strict=False):
             ax2.plot(c, v * 1e3, color=plots.color("purple"), ls=ls,
-                     label=f"KV transfer, {label}")
+                     label=_("KV transfer, {label}").format(label=_(label)))
         for k, th in enumerate(thresholds.values()):
             ax2.axvline(th, color=plots.color("grey"), lw=0.8, ls=styles[k % 3])
             ax2.annotate(f"{th / 1024:.1f}K", (th, 1.0), xycoords=("data", "axes fraction"),
@@ -535,9 +550,9 @@ def ring_figure(pairs: dict, chunk_tokens, step_compute, step_comm: dict, thresh
         ticks = [2**k for k in range(10, 18)]
         ax2.set_xticks(ticks, [f"{t // 1024}K" for t in ticks])
         ax2.minorticks_off()
-        ax2.set_xlabel("tokens each rank holds (c)")
-        ax2.set_ylabel("one ring step, one layer (ms)")
-        ax2.set_title("a step hides its transfer right of the line (model)")
+        ax2.set_xlabel(_("tokens each rank holds (c)"))
+        ax2.set_ylabel(_("one ring step, one layer (ms)"))
+        ax2.set_title(_("a step hides its transfer right of the line (model)"))
         plots.legend(ax2, "right")
     return fig
 
@@ -604,9 +619,9 @@ def timeline_figure(steps: dict):
             ax.set_xlim(0, tmax * 1.02)
             ax.set_ylabel("rank")
             ax.grid(False)
-            ax.set_title(f"{name}: step {st.step_time:.1f} s (model)")
+            ax.set_title(_("{name}: step {t:.1f} s (model)").format(name=_(name), t=st.step_time))
             if row == len(names) - 1:
-                ax.set_xlabel("time in the step (s)")
+                ax.set_xlabel(_("time in the step (s)"))
             axb = fig.add_subplot(grid[row, 1])
             busy = np.sort(st.busy)[::-1]
             axb.fill_between(np.arange(busy.size), busy, step="post",
@@ -614,18 +629,20 @@ def timeline_figure(steps: dict):
             axb.axhline(st.compute_time, color=plots.color("ink"), lw=1.0, ls="--")
             axb.set_xlim(0, busy.size)
             axb.set_ylim(0, tmax * 1.02)
-            axb.set_ylabel("busy (s)")
-            ratio = f"{busy.max() / busy.min():.1f}×" if busy.min() > 0 else "idle ranks"
-            axb.set_title(f"busy {busy.min():.1f}–{busy.max():.1f} s ({ratio})")
+            axb.set_ylabel(_("busy (s)"))
+            ratio = f"{busy.max() / busy.min():.1f}×" if busy.min() > 0 else _("idle ranks")
+            axb.set_title(_("busy {lo:.1f}–{hi:.1f} s ({ratio})").format(
+                lo=busy.min(), hi=busy.max(), ratio=ratio))
             if row == len(names) - 1:
-                axb.set_xlabel("ranks, busiest first")
-        fig.legend(handles=[Patch(color=cols["ring"], label="ring piece: compute"),
-                            Patch(color=cols["exposed"], label="ring piece: transfer not hidden"),
-                            Patch(color=cols["pack"], label="pack on one rank (no ring)"),
+                axb.set_xlabel(_("ranks, busiest first"))
+        fig.legend(handles=[Patch(color=cols["ring"], label=_("ring piece: compute")),
+                            Patch(color=cols["exposed"],
+                                  label=_("ring piece: transfer not hidden")),
+                            Patch(color=cols["pack"], label=_("pack on one rank (no ring)")),
                             Patch(facecolor="white", edgecolor=plots.color("grey"),
-                                  label="idle"),
+                                  label=_("idle")),
                             Line2D([], [], color=plots.color("ink"), ls="--",
-                                   label="last rank done")],
+                                   label=_("last rank done"))],
                    loc="outside lower center", ncol=5, fontsize=plots.LEGEND)
     return fig
 
@@ -667,16 +684,17 @@ def context_figure(contexts, throughput: dict, *, dashed: dict | None = None,
     with plots.style():
         for name, v in throughput.items():
             ax.plot(x, np.asarray(v) / 1e6, marker="o", color=plots.color(name),
-                    label=f"{name}, Byted-like")
+                    label=_("{name}, Byted-like").format(name=_(name)))
         for name, v in dashed.items():
             ax.plot(x, np.asarray(v) / 1e6, marker="s", ms=4, ls="--", color=plots.color(name),
-                    label=f"{name}, GitHub-like")
+                    label=_("{name}, GitHub-like").format(name=_(name)))
         anchor = dashed or throughput
         for name, f in paper.items():
             if name in anchor:
                 y0 = float(anchor[name][0]) / 1e6
                 ax.plot(x, y0 / float(f) ** np.log2(x / x[0]), ls=":", lw=2.0,
-                        color=plots.color(name), label=f"{name}: {f:g}× per doubling [paper]")
+                        color=plots.color(name),
+                        label=_("{name}: {f:g}× per doubling [paper]").format(name=_(name), f=f))
         ax.set_xscale("log", base=2)
         ax.set_xticks(x, [_k(int(c)) for c in x])
         ax.minorticks_off()
@@ -687,10 +705,10 @@ def context_figure(contexts, throughput: dict, *, dashed: dict | None = None,
         ax.set_yticks(ticks, [f"{t:g}" for t in ticks])
         ax.set_ylim(ticks[0], ticks[-1])
         ax.yaxis.set_minor_locator(NullLocator())
-        ax.set_xlabel("context length (tokens; static mesh d_cp = context / 8K)")
-        ax.set_ylabel("throughput (M tokens/s, log)")
-        ax.set_title("32M tokens per step on 1,024 GPUs (model; dotted: the paper's average "
-                     "slopes)")
+        ax.set_xlabel(_("context length (tokens; static mesh d_cp = context / 8K)"))
+        ax.set_ylabel(_("throughput (M tokens/s, log)"))
+        ax.set_title(_("32M tokens per step on 1,024 GPUs (model; dotted: the paper's average "
+                       "slopes)"))
         plots.legend(ax, "right")
     return fig
 
@@ -719,10 +737,10 @@ def ablation_figure(rungs, paper, models: dict):
     with plots.style():
         vals = [np.nan if v is None else v for v in paper]
         bars = ax.bar(x - 0.4 + wd / 2, vals, wd, color=plots.color("paper"),
-                      label="ByteScale [paper, production cluster]")
+                      label=_("ByteScale [paper, production cluster]"))
         series = [(bars, vals)]
         for j, (label, v) in enumerate(models.items()):
-            b = ax.bar(x - 0.4 + wd * (j + 1.5), v, wd, color=shades[j % 3], label=label)
+            b = ax.bar(x - 0.4 + wd * (j + 1.5), v, wd, color=shades[j % 3], label=_(label))
             series.append((b, v))
         for b, v in series:
             for rect, val in zip(b, v, strict=True):
@@ -731,13 +749,13 @@ def ablation_figure(rungs, paper, models: dict):
                     ax.text(x_mid, val, f"{val:.2f}", ha="center", va="bottom",
                             fontsize=plots.SMALL)
                 else:
-                    ax.text(x_mid, 0.1, "not modelled", ha="center", va="bottom",
+                    ax.text(x_mid, 0.1, _("not modelled"), ha="center", va="bottom",
                             fontsize=plots.TINY,
                             rotation=90, color=plots.color("grey"))
         ax.axhline(1.0, color=plots.color("ink"), lw=0.7)
-        ax.set_xticks(x, rungs)
-        ax.set_ylabel("speed-up over the static mesh (×)")
-        ax.set_title("the ablation ladder, cumulative")
+        ax.set_xticks(x, [_(r) for r in rungs])
+        ax.set_ylabel(_("speed-up over the static mesh (×)"))
+        ax.set_title(_("the ablation ladder, cumulative"))
         ax.grid(axis="x", visible=False)
         plots.legend(ax, "right")
     return fig
@@ -755,9 +773,9 @@ def alg2_figure(plans: dict):
         check_instance(f"plans[{k!r}]", v, BalancePlan, "from balance_rounds(...)")
         if v.bucket.max() >= 8 or v.load.size > 64:
             raise ValueError(f"plans[{k!r}] must have at most 8 buckets and 64 ranks")
-    names = {"dp": "DP-Balance: a round takes the first bucket",
-             "pp": "PP-Balance: each rank keeps to its own bucket",
-             "longest-first": "longest-first (model variant)"}
+    names = {"dp": _("DP-Balance: a round takes the first bucket"),
+             "pp": _("PP-Balance: each rank keeps to its own bucket"),
+             "longest-first": _("longest-first (model variant)")}
     shades = [plots.color(c) for c in ("red", "orange", "blue", "green", "grey", "sky",
                                        "purple", "ink")]
     fig, axes = plots.figure(11.0, 3.4, ncols=len(plans))
@@ -768,16 +786,19 @@ def alg2_figure(plans: dict):
                 for r in rr:
                     ax.barh(r, plan.finish[i] - plan.start[i], left=plan.start[i], height=0.8,
                             color=shades[int(plan.bucket[i])], edgecolor="white", lw=0.8)
-            ax.set_yticks(range(plan.load.size), [f"rank {r}" for r in range(plan.load.size)])
+            ax.set_yticks(range(plan.load.size),
+                          [_("rank {r}").format(r=r) for r in range(plan.load.size)])
             ax.invert_yaxis()
-            ax.set_xlabel("time (s)")
-            ax.set_title(f"{names.get(key, key)}\nmakespan {plan.makespan:g} s",
+            ax.set_xlabel(_("time (s)"))
+            ax.set_title(names.get(key, key) + "\n"
+                         + _("makespan {t:g} s").format(t=plan.makespan),
                          fontsize=plots.SMALL)
             ax.grid(axis="y", visible=False)
         from matplotlib.patches import Patch
 
         n_b = int(max(p.bucket.max() for p in plans.values())) + 1
-        handles = [Patch(color=shades[b], label=f"bucket {b}" + (" (longest)" if b == 0 else ""))
+        handles = [Patch(color=shades[b], label=(_("bucket {b} (longest)") if b == 0
+                                                  else _("bucket {b}")).format(b=b))
                    for b in range(n_b)]
         axes[-1].legend(handles=handles, loc="center left", bbox_to_anchor=(1.01, 0.5),
                         fontsize=plots.LEGEND, frameon=False)
@@ -807,23 +828,24 @@ def length_facts(x, gh, context: int) -> SimpleNamespace:
 
     K = _K
     shares = {
-        "samples with at most 4K tokens": (np.mean(x <= 4 * K), 0.80),
-        "tokens in samples of 128K or more": (token_share_above(x, 128 * K), 0.443),
-        "tokens in samples longer than 256K": (token_share_above(x, 256 * K + 1), 0.37),
-        "tokens in samples of 2M": (token_share_above(x, context), 0.121),
+        N_("samples with at most 4K tokens"): (np.mean(x <= 4 * K), 0.80),
+        N_("tokens in samples of 128K or more"): (token_share_above(x, 128 * K), 0.443),
+        N_("tokens in samples longer than 256K"): (token_share_above(x, 256 * K + 1), 0.37),
+        N_("tokens in samples of 2M"): (token_share_above(x, context), 0.121),
     }
     short_tokens = x[x <= 4 * K].sum() / x.sum()
-    lines = [f"Byted-like batch: {x.size:,} sequences, {x.sum():,} tokens, the longest {x.max():,}"]
-    lines += [f"  {name:36s} {100 * model:5.1f}% (model)  {100 * paper:5.1f}% [paper]"
+    lines = [_("Byted-like batch: {n:,} sequences, {tokens:,} tokens, the longest {longest:,}")
+             .format(n=x.size, tokens=x.sum(), longest=x.max())]
+    lines += [f"  {pad(_(name), 36)} {100 * model:5.1f}% (model)  {100 * paper:5.1f}% [paper]"
               for name, (model, paper) in shares.items()]
-    lines.append(f"  the {np.sum(x <= 4 * K):,} samples of at most 4K hold "
-                 f"{100 * short_tokens:.0f}% of the tokens; the {np.sum(x == context)} samples of "
-                 f"2M hold "
-                 f"{100 * shares['tokens in samples of 2M'][0]:.1f}%")
-    lines.append(f"GitHub-like batch: {gh.size:,} sequences; tokens above 128K "
-                 f"{100 * token_share_above(gh, 128 * K + 1):.1f}% (16.2% [paper]), above 256K "
-                 f"{100 * token_share_above(gh, 256 * K + 1):.1f}% (9.8% [paper]); the longest "
-                 f"{gh.max():,}")
+    lines.append("  " + _("the {n:,} samples of at most 4K hold {share:.0f}% of the tokens; the "
+                          "{n2m} samples of 2M hold {share2m:.1f}%").format(
+        n=np.sum(x <= 4 * K), share=100 * short_tokens, n2m=np.sum(x == context),
+        share2m=100 * shares["tokens in samples of 2M"][0]))
+    lines.append(_("GitHub-like batch: {n:,} sequences; tokens above 128K {a:.1f}% (16.2% "
+                   "[paper]), above 256K {b:.1f}% (9.8% [paper]); the longest {longest:,}").format(
+        n=gh.size, a=100 * token_share_above(gh, 128 * K + 1),
+        b=100 * token_share_above(gh, 256 * K + 1), longest=gh.max()))
     return SimpleNamespace(shares=shares, short_tokens=short_tokens, report="\n".join(lines))
 
 
@@ -840,10 +862,10 @@ def length_histogram(x, context: int) -> dict:
     srt = np.sort(x)
     cdf = {"length": srt, "samples": np.arange(1, srt.size + 1) / srt.size,
            "tokens": np.cumsum(srt) / srt.sum()}
-    paper_points = {"80% of samples ≤ 4K": (4 * K, 0.80),
-                    "tokens below 128K: 55.7%": (128 * K, 1 - 0.443),
-                    "below 256K: 63%": (256 * K, 1 - 0.37),
-                    "below 2M: 87.9%": (context, 1 - 0.121)}
+    paper_points = {N_("80% of samples ≤ 4K"): (4 * K, 0.80),
+                    N_("tokens below 128K: 55.7%"): (128 * K, 1 - 0.443),
+                    N_("below 256K: 63%"): (256 * K, 1 - 0.37),
+                    N_("below 2M: 87.9%"): (context, 1 - 0.121)}
     return dict(labels=labels, sample_share=sample_share, token_share=token_share, cdf=cdf,
                 facts=paper_points)
 
@@ -859,13 +881,14 @@ def cost_fit(cost, mlp_only) -> SimpleNamespace:
     misfit_att = cost.attention(s6) / (np.array(FIG6A["attention_ms"]) * 1e-3) - 1
     misfit_mlp = mlp_only.linear(s6) / (np.array(FIG6A["mlp_ms"]) * 1e-3) - 1
     report = "\n".join([
-        f"alpha = {cost.alpha:.3e} s/token², beta_attn = {cost.beta_attn:.3e} s/token, MLP "
-        f"{mlp_only.beta_linear:.3e} s/token, projections "
-        f"+{100 * LLAMA_7B_GQA.projection_over_mlp:.0f}%",
-        f"largest misfit: attention {100 * np.abs(misfit_att).max():.1f}%, MLP "
-        f"{100 * np.abs(misfit_mlp).max():.1f}%",
-        f"attention = MLP at {mlp_only.crossover() / _K:.1f}K tokens (model; the paper: about "
-        "8K)"])
+        _("alpha = {alpha:.3e} s/token², beta_attn = {beta:.3e} s/token, MLP {mlp:.3e} s/token, "
+          "projections +{proj:.0f}%").format(
+            alpha=cost.alpha, beta=cost.beta_attn, mlp=mlp_only.beta_linear,
+            proj=100 * LLAMA_7B_GQA.projection_over_mlp),
+        _("largest misfit: attention {att:.1f}%, MLP {mlp:.1f}%").format(
+            att=100 * np.abs(misfit_att).max(), mlp=100 * np.abs(misfit_mlp).max()),
+        _("attention = MLP at {k:.1f}K tokens (model; the paper: about 8K)").format(
+            k=mlp_only.crossover() / _K)])
     return SimpleNamespace(misfit_att=misfit_att, misfit_mlp=misfit_mlp, report=report)
 
 
@@ -886,10 +909,11 @@ def full_packs(short, cost, pack_tokens: int) -> SimpleNamespace:
     pack_times = np.array([cost.layer_time(p) for p in full])
     spread = pack_times.max() / pack_times.min()
     report = "\n".join([
-        f"{len(full):,} full micro-batches of 32K tokens: {1e3 * pack_times.min():.1f} to "
-        f"{1e3 * pack_times.max():.1f} ms per layer, forward; {spread:.2f}x apart (model)",
-        f"one 32K sequence: {1e3 * cost.layer_time([32 * _K]):.1f} ms; sixteen of 2K: "
-        f"{1e3 * cost.layer_time([2 * _K] * 16):.1f} ms (model)"])
+        _("{n:,} full micro-batches of 32K tokens: {lo:.1f} to {hi:.1f} ms per layer, forward; "
+          "{spread:.2f}x apart (model)").format(n=len(full), lo=1e3 * pack_times.min(),
+                                                hi=1e3 * pack_times.max(), spread=spread),
+        _("one 32K sequence: {one:.1f} ms; sixteen of 2K: {many:.1f} ms (model)").format(
+            one=1e3 * cost.layer_time([32 * _K]), many=1e3 * cost.layer_time([2 * _K] * 16))])
     return SimpleNamespace(pack_times=pack_times, spread=spread, report=report)
 
 
@@ -911,14 +935,15 @@ def ring_hiding(setup, cost) -> SimpleNamespace:
     t_closed = 8 * _K * kvb / hops["inter_bw"] + hops["inter_lat"]
     c = np.geomspace(1 * _K, 128 * _K, 60)
     curves = dict(chunk=c, compute=cost.alpha * c**2,
-                  comm={"8 KV groups (Table 1), 2 × 50 GB/s": c * kvb / hops["inter_bw"],
-                        "32 KV heads (counterfactual)": c * kv_mha / hops["inter_bw"]},
-                  thresholds={"8 KV groups": th_gqa, "32 KV heads": th_mha})
+                  comm={N_("8 KV groups (Table 1), 2 × 50 GB/s"): c * kvb / hops["inter_bw"],
+                        N_("32 KV heads (counterfactual)"): c * kv_mha / hops["inter_bw"]},
+                  thresholds={N_("8 KV groups"): th_gqa, N_("32 KV heads"): th_mha})
     report = "\n".join([
-        f"a ring step hides its transfer from {th_gqa / _K:.1f}K tokens per rank (8 KV groups) "
-        f"or, in a counterfactual with 32 KV heads, {th_mha / _K:.1f}K (model)",
-        f"one step, 8K tokens per rank: link-load engine {t_engine * 1e6:.0f} µs, closed form "
-        f"{t_closed * 1e6:.0f} µs"])
+        _("a ring step hides its transfer from {gqa:.1f}K tokens per rank (8 KV groups) or, in a "
+          "counterfactual with 32 KV heads, {mha:.1f}K (model)").format(gqa=th_gqa / _K,
+                                                                       mha=th_mha / _K),
+        _("one step, 8K tokens per rank: link-load engine {engine:.0f} µs, closed form "
+          "{closed:.0f} µs").format(engine=t_engine * 1e6, closed=t_closed * 1e6)])
     return SimpleNamespace(th_gqa=th_gqa, th_mha=th_mha, t_engine=t_engine, t_closed=t_closed,
                            curves=curves, report=report)
 
@@ -929,12 +954,13 @@ def static_report(setup, static) -> str:
     # one pack, all layers, forward + backward
     pack_s = (1 + setup.backward_factor) * setup.model.layers * static.items.fwd_inter
     return "\n".join([
-        f"{setup.d_hdp} ranks, d_cp = {setup.d_cp}, d_dp = {setup.d_dp}; {static.items.n} packs; "
-        f"micro-batches per DP group: {sorted(set(static.microbatches.tolist()))}",
-        f"a pack without a 2M sequence: {np.median(pack_s):.1f} s; with one: {pack_s.max():.1f} s "
-        "(model)",
-        f"step {static.step_time:.1f} s; ring transfer not hidden by compute: "
-        f"{100 * static.comm_share:.0f}% of the busy time (model)"])
+        _("{n} ranks, d_cp = {d_cp}, d_dp = {d_dp}; {packs} packs; micro-batches per DP group: "
+          "{mb}").format(n=setup.d_hdp, d_cp=setup.d_cp, d_dp=setup.d_dp, packs=static.items.n,
+                         mb=sorted(set(static.microbatches.tolist()))),
+        _("a pack without a 2M sequence: {short:.1f} s; with one: {long:.1f} s (model)").format(
+            short=np.median(pack_s), long=pack_s.max()),
+        _("step {t:.1f} s; ring transfer not hidden by compute: {share:.0f}% of the busy time "
+          "(model)").format(t=static.step_time, share=100 * static.comm_share)])
 
 
 @arguments(steps=per_key(SCHEME_NAMES, instance(_SEQ + "SequenceStep")))
@@ -944,16 +970,19 @@ def schemes_report(steps: dict) -> str:
     lines = []
     for st in steps.values():
         mb = st.microbatches
-        lines.append(f"{st.scheme:9s} step {st.step_time:5.1f} s   busy per rank "
-                     f"{st.busy.min():5.1f} to {st.busy.max():5.1f} s   micro-batches per rank "
-                     f"{mb.min()} to {mb.max()}   (model)")
+        lines.append(f"{pad(_(st.scheme, 'scheme'), 9)} " + _(
+            "step {t:5.1f} s   busy per rank {lo:5.1f} to {hi:5.1f} s   micro-batches per rank "
+            "{mb_lo} to {mb_hi}   (model)").format(t=st.step_time, lo=st.busy.min(),
+                                                   hi=st.busy.max(), mb_lo=mb.min(),
+                                                   mb_hi=mb.max()))
     lines += [
-        f"speed-up over the static mesh: naive HDP {static.step_time / naive.step_time:.2f}x, "
-        f"balanced HDP {static.step_time / balanced.step_time:.2f}x (model)",
-        f"balanced step / lower bound (longest item, or all work spread evenly): "
-        f"{balanced.step_time / balanced.lower_bound:.3f}",
-        f"naive HDP: step {naive.step_time:.1f} s, busiest rank {naive.busy.max():.1f} s of work "
-        "(model)"]
+        _("speed-up over the static mesh: naive HDP {naive:.2f}x, balanced HDP {balanced:.2f}x "
+          "(model)").format(naive=static.step_time / naive.step_time,
+                            balanced=static.step_time / balanced.step_time),
+        _("balanced step / lower bound (longest item, or all work spread evenly): "
+          "{ratio:.3f}").format(ratio=balanced.step_time / balanced.lower_bound),
+        _("naive HDP: step {t:.1f} s, busiest rank {busy:.1f} s of work (model)").format(
+            t=naive.step_time, busy=naive.busy.max())]
     return "\n".join(lines)
 
 
@@ -972,8 +1001,9 @@ def loss_gradients(lengths, together, spread_out) -> SimpleNamespace:
             for loss in losses:
                 g[loss, name] = assignment_gradient(lengths, a, loss=loss)
     g = {(loss, name): g[loss, name] for loss in losses for name in ("together", "spread")}
-    report = "\n".join(f"{loss:10s} together {np.round(g[loss, 'together'], 4)}   spread "
-                       f"{np.round(g[loss, 'spread'], 4)}" for loss in losses)
+    report = "\n".join(f"{loss:10s} " + _("together {together}   spread {spread}").format(
+        together=np.round(g[loss, "together"], 4), spread=np.round(g[loss, "spread"], 4))
+        for loss in losses)
     return SimpleNamespace(grad=g, report=report)
 
 
@@ -1018,23 +1048,26 @@ def calibration(x) -> SimpleNamespace:
     # the inverse problem: the NIC rate at which the static mesh takes the paper's 520 s
     lo, hi = fit.nic_bw / 16, fit.nic_bw
     if schedule_step(x, replace(fit.setup, nic_bw=lo), "static").step_time > paper["static mesh"]:
-        for _ in range(40):
+        for _step in range(40):
             mid = (lo * hi) ** 0.5
             slow = schedule_step(x, replace(fit.setup, nic_bw=mid), "static").step_time
             lo, hi = (mid, hi) if slow > paper["static mesh"] else (lo, mid)
     closing = replace(fit, setup=replace(fit.setup, nic_bw=hi), nic_bw=hi)
     closed = compare_schemes(x, closing.setup)
-    lines = [fit.report, "", f"{'case study, Byted, 2M':22s} {'paper':>8s} {'Fig. 6a':>9s} "
-             f"{'calibrated':>11s} {'model / paper':>14s}"]
+    lines = [fit.report, "", f"{pad(_('case study, Byted, 2M'), 22)} "
+             f"{pad(_('paper', 'column'), 8, '>')} {pad(_('Fig. 6a'), 9, '>')} "
+             f"{pad(_('calibrated'), 11, '>')} {pad(_('model / paper'), 14, '>')}"]
     for name in SCHEME_NAMES:
         t0, t1 = before[name].step_time, after[name].step_time
-        lines.append(f"{name:22s} {paper[name]:6.0f} s {t0:7.1f} s {t1:9.1f} s "
+        lines.append(f"{pad(_(name), 22)} {paper[name]:6.0f} s {t0:7.1f} s {t1:9.1f} s "
                      f"{t1 / paper[name]:13.2f}")
-    lines.append("(paper: production cluster [paper]; the rest: model)")
+    lines.append(_("(paper: production cluster [paper]; the rest: model)"))
     att256 = closing.rows[1][3]
-    lines.append(f"the static mesh takes 520 s at {hi * 8 / 1e9:.0f} Gb/s (balanced HDP then "
-                 f"{closed['balanced HDP'].step_time:.0f} s), but attention over 256 ranks then "
-                 f"takes {att256 * 1e3:.0f} ms, not Fig. 18a's 405 ms (model)")
+    lines.append(_("the static mesh takes 520 s at {gbps:.0f} Gb/s (balanced HDP then {bal:.0f} "
+                   "s), but attention over 256 ranks then takes {att:.0f} ms, not Fig. 18a's "
+                   "405 ms (model)").format(gbps=hi * 8 / 1e9,
+                                            bal=closed["balanced HDP"].step_time,
+                                            att=att256 * 1e3))
     return SimpleNamespace(fit=fit, before=before, after=after, paper=paper, closing=closing,
                            closed=closed, report="\n".join(lines))
 
@@ -1048,12 +1081,15 @@ def comm_bound_packs(static) -> SimpleNamespace:
     # a pack with no forward time (none in a real step) has no share: 0
     share = np.divide(exposed, fwd, out=np.zeros(fwd.shape), where=fwd > 0)
     bound = share > 0.5
-    spread = (f"in those, ring transfer is {100 * share[bound].min():.1f}-"
-              f"{100 * share[bound].max():.1f}% of a layer's time (median "
-              f"{100 * np.median(share[bound]):.1f}%)" if bound.any() else "none to compare")
-    report = (f"{int(bound.sum())} of {share.size} micro-batches are communication-bound (model); "
-              f"{spread} — the paper: 97.6% of one such micro-batch [paper, Fig. 18a]; over the "
-              f"whole step the model's share is {100 * static.comm_share:.0f}%")
+    spread = (_("in those, ring transfer is {lo:.1f}-{hi:.1f}% of a layer's time (median "
+                "{median:.1f}%)").format(lo=100 * share[bound].min(), hi=100 * share[bound].max(),
+                                         median=100 * np.median(share[bound]))
+              if bound.any() else _("none to compare"))
+    report = _("{n} of {total} micro-batches are communication-bound (model); {spread} — the "
+               "paper: 97.6% of one such micro-batch [paper, Fig. 18a]; over the whole step the "
+               "model's share is {share:.0f}%").format(n=int(bound.sum()), total=share.size,
+                                                       spread=spread,
+                                                       share=100 * static.comm_share)
     return SimpleNamespace(share=share, bound=bound, step_share=static.comm_share,
                            report=report)
 
@@ -1079,13 +1115,13 @@ def alg2_example(stages: int = 1) -> SimpleNamespace:
     for b, plan in plans.items():
         levels[b] = ["".join(str(int(plan.bucket[i])) for i in np.argsort(plan.start, kind="stable")
                              if plan.ranks[i] == (r,)) for r in range(R)]
-    lines = [f"{len(d)} items, {sum(d):.0f} s of work on {R} ranks: {B} buckets of "
-             f"{sum(d) / B:.0f} s; bucket per item: "
+    lines = [_("{n} items, {work:.0f} s of work on {R} ranks: {B} buckets of {each:.0f} s; "
+               "bucket per item: ").format(n=len(d), work=sum(d), R=R, B=B, each=sum(d) / B)
              + " ".join(str(int(v)) for v in plans["dp"].bucket)]
     for b, plan in plans.items():
         name = {"dp": "DP-Balance", "pp": "PP-Balance"}[b]
-        lines.append(f"{name}: makespan {plan.makespan:.0f} s; buckets each rank runs, in order: "
-                     + "  ".join(levels[b]))
+        lines.append(_("{name}: makespan {t:.0f} s; buckets each rank runs, in order: ").format(
+            name=name, t=plan.makespan) + "  ".join(levels[b]))
     return SimpleNamespace(plans=plans, levels=levels, report="\n".join(lines))
 
 
@@ -1121,14 +1157,16 @@ def offload_ladder(x, setup, probe) -> SimpleNamespace:
                "balanced HDP": schedule_step(x, setup, "balanced", items=low, _naive=nv_min)}
     lad_minimal = [base / v.step_time for v in minimal.values()]
     names = " / ".join(_k(int(s)) for s in probe)
-    lines = [f"{names}: ceil(s/C) = {cap.tolist()} ranks; the paper's D(s) = {D.tolist()} with "
-             f"r = {np.round(r, 2).tolist()}; the model's rule gives {n.tolist()} ranks, "
-             f"offloading r = {np.round(ratio, 2).tolist()}",
-             f"ablation: naive HDP {lad[0]:.2f}x, + offload {lad[1]:.2f}x, + balance "
-             f"{lad[2]:.2f}x the static mesh (model)",
-             f"D(s) read literally (every long sequence on its fewest ranks): naive HDP "
-             f"{lad_minimal[0]:.2f}x, balanced {lad_minimal[1]:.2f}x; its 2M ring alone lasts "
-             f"{_longest(nv_min):.0f} s (model)"]
+    lines = [_("{names}: ceil(s/C) = {cap} ranks; the paper's D(s) = {D} with r = {r}; the "
+               "model's rule gives {n} ranks, offloading r = {ratio}").format(
+                 names=names, cap=cap.tolist(), D=D.tolist(), r=np.round(r, 2).tolist(),
+                 n=n.tolist(), ratio=np.round(ratio, 2).tolist()),
+             _("ablation: naive HDP {a:.2f}x, + offload {b:.2f}x, + balance {c:.2f}x the static "
+               "mesh (model)").format(a=lad[0], b=lad[1], c=lad[2]),
+             _("D(s) read literally (every long sequence on its fewest ranks): naive HDP "
+               "{naive:.2f}x, balanced {balanced:.2f}x; its 2M ring alone lasts {t:.0f} s "
+               "(model)").format(naive=lad_minimal[0], balanced=lad_minimal[1],
+                                 t=_longest(nv_min))]
     return SimpleNamespace(D=D, r=r, ranks=n, ratio=ratio, base=base, plain=plain, off=off,
                            lad=lad, minimal=minimal, lad_minimal=lad_minimal,
                            report="\n".join(lines))
@@ -1168,16 +1206,15 @@ def context_sweep(contexts, setup) -> SimpleNamespace:
                           for name, v in d.items()} for mix, d in thr.items()}
     at_2m = {mix: thr[mix]["balanced HDP"][-1] / thr[mix]["static mesh"][-1] for mix in thr}
     naive_at_2m = {mix: thr[mix]["naive HDP"][-1] / thr[mix]["static mesh"][-1] for mix in thr}
-    lines = [f"{mix:7s} throughput lost per doubling of context: "
-             + ", ".join(f"{name} {v:.2f}x" for name, v in d.items()) + " (model)"
-             for mix, d in per_doubling.items()]
-    lines.append("the paper, averaged over its models and data: static mesh about 2x, naive HDP "
-                 "1.23x, balanced HDP 1.08x [paper]")
-    lines.append(f"balanced HDP over the static mesh at 2M: Byted-like {at_2m['byted']:.2f}x, "
-                 f"GitHub-like {at_2m['github']:.2f}x (model)")
-    lines += [f"Byted-like, {ctx // _K}K: naive HDP / static mesh = "
-              f"{st.step_time / nv.step_time:.2f}x (model)"
-              for ctx, (st, nv) in naive_vs_static.items()]
+    lines = [f"{mix:7s} " + _("throughput lost per doubling of context: {slopes} (model)").format(
+        slopes=_(", ").join(f"{_(name)} {v:.2f}x" for name, v in d.items()))
+        for mix, d in per_doubling.items()]
+    lines.append(_("the paper, averaged over its models and data: static mesh about 2x, naive HDP "
+                   "1.23x, balanced HDP 1.08x [paper]"))
+    lines.append(_("balanced HDP over the static mesh at 2M: Byted-like {byted:.2f}x, GitHub-like "
+                   "{github:.2f}x (model)").format(byted=at_2m["byted"], github=at_2m["github"]))
+    lines += [_("Byted-like, {k}K: naive HDP / static mesh = {x:.2f}x (model)").format(
+        k=ctx // _K, x=st.step_time / nv.step_time) for ctx, (st, nv) in naive_vs_static.items()]
     return SimpleNamespace(thr=thr, per_doubling=per_doubling, at_2m=at_2m,
                            naive_at_2m=naive_at_2m, naive_vs_static=naive_vs_static,
                            report="\n".join(lines))
@@ -1197,10 +1234,11 @@ def pipeline_balance(gh, context: int, setup) -> SimpleNamespace:
         base = runs["dp"]["static mesh"].step_time
         rows[pp] = (base, runs["dp"]["naive HDP"].step_time,
                     *(runs[b]["balanced HDP"].step_time for b in BALANCES))
-        lines.append(f"d_pp = {pp}: {s_pp.d_hdp} pipelines, static {base:5.1f} s; speed-up: naive "
-                     f"{base / rows[pp][1]:.2f}x, DP-Balance {base / rows[pp][2]:.2f}x, "
-                     f"PP-Balance {base / rows[pp][3]:.2f}x, longest-first (variant) "
-                     f"{base / rows[pp][4]:.2f}x (model)")
+        lines.append(_("d_pp = {pp}: {n} pipelines, static {base:5.1f} s; speed-up: naive "
+                       "{naive:.2f}x, DP-Balance {dp:.2f}x, PP-Balance {ppb:.2f}x, longest-first "
+                       "(variant) {lf:.2f}x (model)").format(
+            pp=pp, n=s_pp.d_hdp, base=base, naive=base / rows[pp][1], dp=base / rows[pp][2],
+            ppb=base / rows[pp][3], lf=base / rows[pp][4]))
     speedups = {pp: tuple(r[0] / v for v in r[1:]) for pp, r in rows.items()}
     return SimpleNamespace(rows=rows, speedups=speedups, report="\n".join(lines))
 
@@ -1227,14 +1265,17 @@ def scale_out(batches: dict, context: int) -> SimpleNamespace:
         s_max = int(wide.items.tokens[i])
         widest[mix] = (s_max, -(-s_max // big.capacity), int(wide.items.width[i]))
         speedups[mix] = (st.step_time / bal.step_time, st.step_time / wide.step_time)
-        lines.append(f"{mix}: static {st.step_time:.1f} s; naive {nv.step_time:.1f} s "
-                     f"({st.step_time / nv.step_time:.2f}x); balanced (Alg. 2) "
-                     f"{bal.step_time:.1f} s ({speedups[mix][0]:.2f}x); with the widening "
-                     f"variant {wide.step_time:.1f} s ({speedups[mix][1]:.2f}x) (model)")
-        lines.append(f"  longest sequence {s_max:,} tokens: {big.d_cp} ranks on the static mesh, "
-                     f"{widest[mix][1]} under Alg. 1 and 2, {widest[mix][2]} widened (model)")
-    lines.append(f"a ring of these 8-GPU ranks hides its transfer from {threshold / _K:.2f}K "
-                 "tokens per rank (model)")
+        lines.append(_("{mix}: static {st:.1f} s; naive {nv:.1f} s ({nv_x:.2f}x); balanced "
+                       "(Alg. 2) {bal:.1f} s ({bal_x:.2f}x); with the widening variant {wide:.1f} "
+                       "s ({wide_x:.2f}x) (model)").format(
+            mix=_(mix), st=st.step_time, nv=nv.step_time, nv_x=st.step_time / nv.step_time,
+            bal=bal.step_time, bal_x=speedups[mix][0], wide=wide.step_time,
+            wide_x=speedups[mix][1]))
+        lines.append("  " + _("longest sequence {s:,} tokens: {d_cp} ranks on the static mesh, "
+                              "{alg} under Alg. 1 and 2, {wide} widened (model)").format(
+            s=s_max, d_cp=big.d_cp, alg=widest[mix][1], wide=widest[mix][2]))
+    lines.append(_("a ring of these 8-GPU ranks hides its transfer from {k:.2f}K tokens per rank "
+                   "(model)").format(k=threshold / _K))
     return SimpleNamespace(setup=big, threshold=threshold, runs=runs, widest=widest,
                            speedups=speedups, report="\n".join(lines))
 
@@ -1251,33 +1292,35 @@ def paper_vs_model(case, packs, ladder, sweep) -> SimpleNamespace:
     static, naive, bal = after.values()
     nvs = min(st.step_time / nv.step_time for st, nv in sweep.naive_vs_static.values())
     rows = [
-        ("1 static mesh step, case study (s)", paper["static mesh"], static.step_time),
-        ("2 naive HDP step (s)", paper["naive HDP"], naive.step_time),
-        ("3 balanced HDP step (s)", paper["balanced HDP"], bal.step_time),
-        ("4 balanced over static, case study (x) [derived]", 520 / 157,
+        (N_("1 static mesh step, case study (s)"), paper["static mesh"], static.step_time),
+        (N_("2 naive HDP step (s)"), paper["naive HDP"], naive.step_time),
+        (N_("3 balanced HDP step (s)"), paper["balanced HDP"], bal.step_time),
+        (N_("4 balanced over static, case study (x) [derived]"), 520 / 157,
          static.step_time / bal.step_time),
-        ("5 naive HDP busiest / least busy rank (x)", 279 / 60, naive.busy_spread),
-        ("6 P2P share, comm.-bound micro-batch (%) [Fig. 18a]", 97.6,
+        (N_("5 naive HDP busiest / least busy rank (x)"), 279 / 60, naive.busy_spread),
+        (N_("6 P2P share, comm.-bound micro-batch (%) [Fig. 18a]"), 97.6,
          100 * float(np.median(packs.share[packs.bound]))),
-        ("7 ablation: dynamic communication (x)", 1.59, ladder.lad[0]),
-        ("8 ablation: + selective offload (x)", 2.01, ladder.lad[1]),
-        ("9 ablation: + balance (x)", 3.69, ladder.lad[2]),
-        ("10 naive HDP over static, worst context (x)", None, nvs),
-        ("11 GitHub, 2M: balanced over static (x) [up to]", 7.89, sweep.at_2m["github"]),
-        ("12 Byted: balanced over static (x) [up to]", 4.26, sweep.at_2m["byted"]),
-        ("13 throughput lost per doubling, static (x)", 2.0,
+        (N_("7 ablation: dynamic communication (x)"), 1.59, ladder.lad[0]),
+        (N_("8 ablation: + selective offload (x)"), 2.01, ladder.lad[1]),
+        (N_("9 ablation: + balance (x)"), 3.69, ladder.lad[2]),
+        (N_("10 naive HDP over static, worst context (x)"), None, nvs),
+        (N_("11 GitHub, 2M: balanced over static (x) [up to]"), 7.89, sweep.at_2m["github"]),
+        (N_("12 Byted: balanced over static (x) [up to]"), 4.26, sweep.at_2m["byted"]),
+        (N_("13 throughput lost per doubling, static (x)"), 2.0,
          sweep.per_doubling["github"]["static mesh"]),
-        ("14 ... naive HDP (x)", 1.23, sweep.per_doubling["github"]["naive HDP"]),
-        ("15 ... balanced HDP (x)", 1.08, sweep.per_doubling["github"]["balanced HDP"]),
+        (N_("14 ... naive HDP (x)"), 1.23, sweep.per_doubling["github"]["naive HDP"]),
+        (N_("15 ... balanced HDP (x)"), 1.08, sweep.per_doubling["github"]["balanced HDP"]),
     ]
-    lines = [f"{'claim':52s} {'paper':>8s} {'model':>8s} {'ratio':>6s}"]
+    lines = [f"{pad(_('claim'), 52)} {pad(_('paper', 'column'), 8, '>')} "
+             f"{pad(_('model', 'column'), 8, '>')} {pad(_('ratio'), 6, '>')}"]
     for claim, p, m in rows:
         if p is None:
-            lines.append(f"{claim:52s} {'> 1':>8s} {m:8.2f} {'':>6s}")
+            lines.append(f"{pad(_(claim), 52)} {'> 1':>8s} {m:8.2f} {'':>6s}")
         else:
-            lines.append(f"{claim:52s} {p:8.2f} {m:8.2f} {m / p:6.2f}")
-    lines.append("paper: production cluster, 1,024 GPUs for the case study [paper]; model: the "
-                 "Fig. 18 calibration, Byted-like or GitHub-like batches (rows 13-15 GitHub-like)")
+            lines.append(f"{pad(_(claim), 52)} {p:8.2f} {m:8.2f} {m / p:6.2f}")
+    lines.append(_("paper: production cluster, 1,024 GPUs for the case study [paper]; model: the "
+                   "Fig. 18 calibration, Byted-like or GitHub-like batches (rows 13-15 "
+                   "GitHub-like)"))
     return SimpleNamespace(rows=rows, report="\n".join(lines))
 
 

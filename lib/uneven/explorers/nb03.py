@@ -24,10 +24,11 @@ from .._validate import (
     check_int,
     check_real,
 )
+from ..i18n import gettext as _
 from ..topology import h800_cluster
 from ..units import gbit_per_s, to_us
 from ..widgets import Explorer, dropdown, explore, int_slider, reuse, slider
-from ._common import check_dict, is_int, is_real, show_grid
+from ._common import N_, check_dict, is_int, is_real, pad, show_grid
 from ._common import curve as _curve
 
 __all__ = ["DeepSeekState", "deepseek_state", "draw_deepseek", "deepseek_explorer", "DEEPEP",
@@ -37,6 +38,9 @@ __all__ = ["DeepSeekState", "deepseek_state", "draw_deepseek", "deepseek_explore
 
 #: The control ``benchmarks/bench_widgets.py`` moves, and the values it moves it through.
 BENCH_CONTROL = ("ib_gbps", (200.0, 300.0, 400.0, 500.0, 600.0))
+# Names drawn or printed in the language in force but kept in English in code: the resources a
+# phase can be bound by (``deepep_benchmark``'s ``*_bound``) and the phases.
+_SHOWN = (N_("forwarding", "bound"), N_("spine", "bound"))
 
 
 
@@ -107,7 +111,7 @@ def deepseek_state(ib_gbps: float = 400.0, nvl_ratio: float = 3.2, max_nodes: in
 
 
 @plots.recipe
-def draw_deepseek(fig, state: DeepSeekState, **_):
+def draw_deepseek(fig, state: DeepSeekState, **_values):
     """Bars: how long the busiest network-side and NVLink-side links are busy in dispatch and
     combine, as a share of each phase (the taller bar binds). Heatmap: how long each GPU's busier
     incoming port is busy in dispatch, as a share of the phase. Absolute times are in the title.
@@ -125,15 +129,16 @@ def draw_deepseek(fig, state: DeepSeekState, **_):
         if fig.get_layout_engine() is None:
             fig.subplots_adjust(left=0.08, right=0.97, bottom=0.16, top=0.74, wspace=0.3)
         x = np.arange(2)
-        nic = ax_bar.bar(x - 0.18, [0, 0], 0.36, color=plots.color("blue"), label="network side")
+        nic = ax_bar.bar(x - 0.18, [0, 0], 0.36, color=plots.color("blue"),
+                         label=_("network side"))
         nvl = ax_bar.bar(x + 0.18, [0, 0], 0.36, color=plots.color("orange"), label="NVLink")
-        ax_bar.set_xticks(x, ["dispatch", "combine"])
-        ax_bar.set_ylabel("busiest link busy / phase time")
+        ax_bar.set_xticks(x, [_("dispatch"), _("combine")])
+        ax_bar.set_ylabel(_("busiest link busy / phase time"))
         ax_bar.legend(loc="upper center", ncol=2)
-        ax_bar.set_title("which resource binds")
+        ax_bar.set_title(_("which resource binds"))
         plots.link_heatmap(ax_map, state.recv, col_label="GPU", unit="B", vmax=1.0,
-                           title="receive-side busy share per GPU", colorbar=True)
-        ax_map.figure.axes[-1].set_ylabel("share of the phase")
+                           title=_("receive-side busy share per GPU"), colorbar=True)
+        ax_map.figure.axes[-1].set_ylabel(_("share of the phase"))
         title = fig.suptitle("", fontsize=plots.PANEL, x=0.02, ha="left")
         image = ax_map.images[0]
         return {"nic": nic, "nvl": nvl, "ax_bar": ax_bar, "ax_map": ax_map, "image": image,
@@ -146,37 +151,37 @@ def draw_deepseek(fig, state: DeepSeekState, **_):
         bar.set_height(v)
     show_grid(art["image"], art["ax_map"], state.recv)
     art["ax_bar"].set_ylim(0, ytop)
-    art["title"].set_text(
-        f"dispatch {to_us(state.dispatch_time):,.0f} µs, combine {to_us(state.combine_time):,.0f}"
-        f" µs (model) · per GPU {state.logical_bw / 1e9:.0f} GB/s DeepEP-style, "
-        f"{state.true_bw / 1e9:.0f} GB/s through the NIC\n"
-        f"node cap M = {state.max_nodes}; per token {state.ib_copies:.2f} IB and "
-        f"{state.nvl_copies:.2f} NVLink copies; NVLink/NIC bandwidth {state.ratio:g}"
-    )
+    art["title"].set_text(_(
+        "dispatch {dispatch:,.0f} µs, combine {combine:,.0f} µs (model) · per GPU {logical:.0f} "
+        "GB/s DeepEP-style, {true:.0f} GB/s through the NIC\nnode cap M = {m}; per token "
+        "{ib:.2f} IB and {nvl:.2f} NVLink copies; NVLink/NIC bandwidth {ratio:g}"
+    ).format(dispatch=to_us(state.dispatch_time), combine=to_us(state.combine_time),
+             logical=state.logical_bw / 1e9, true=state.true_bw / 1e9, m=state.max_nodes,
+             ib=state.ib_copies, nvl=state.nvl_copies, ratio=state.ratio))
     return state.recv.shape  # the layout key: the background changes only with the grid
 
 
 def deepseek_explorer(show: bool = True) -> Explorer:
     """Notebook 03's widget: bandwidths, node cap, experts per token, skew, dtype, size."""
     controls = {
-        "ib_gbps": slider(100.0, 800.0, 50.0, 400.0, "NIC (Gb/s)"),
+        "ib_gbps": slider(100.0, 800.0, 50.0, 400.0, _("NIC (Gb/s)")),
         "nvl_ratio": slider(1.0, 10.0, 0.2, 3.2, "NVLink / NIC"),
-        "max_nodes": int_slider(1, 8, 1, 4, "node cap M"),
-        "k": int_slider(4, 16, 1, 8, "experts per token"),
-        "skew": slider(0.0, 2.0, 0.25, 0.0, "expert skew"),
-        "dispatch_dtype": dropdown([("FP8 + scales", "fp8"), ("BF16", "bf16")], "fp8",
-                                   "dispatch"),
-        "tokens_per_gpu": int_slider(128, 2048, 128, 512, "tokens per GPU"),
-        "n_nodes": dropdown([2, 4, 8, 16], 8, "nodes"),
+        "max_nodes": int_slider(1, 8, 1, 4, _("node cap M")),
+        "k": int_slider(4, 16, 1, 8, _("experts per token")),
+        "skew": slider(0.0, 2.0, 0.25, 0.0, _("expert skew")),
+        "dispatch_dtype": dropdown([(_("FP8 + scales"), "fp8"), ("BF16", "bf16")], "fp8",
+                                   _("dispatch", "control")),
+        "tokens_per_gpu": int_slider(128, 2048, 128, 512, _("tokens per GPU")),
+        "n_nodes": dropdown([2, 4, 8, 16], 8, _("nodes")),
     }
     presets = {
-        "DeepSeek-V3 training (EP64)": {"ib_gbps": 400.0, "nvl_ratio": 3.2, "max_nodes": 4,
-                                        "k": 8, "skew": 0.0, "dispatch_dtype": "fp8",
-                                        "n_nodes": 8},
-        "no node cap (M = 8)": {"max_nodes": 8},
-        "13 experts, M = 4": {"k": 13, "max_nodes": 4},
-        "NVLink 9× the NIC": {"nvl_ratio": 9.0},
-        "a hot expert group (skew 2)": {"skew": 2.0},
+        _("DeepSeek-V3 training (EP64)"): {"ib_gbps": 400.0, "nvl_ratio": 3.2, "max_nodes": 4,
+                                           "k": 8, "skew": 0.0, "dispatch_dtype": "fp8",
+                                           "n_nodes": 8},
+        _("no node cap (M = 8)"): {"max_nodes": 8},
+        _("13 experts, M = 4"): {"k": 13, "max_nodes": 4},
+        _("NVLink 9× the NIC"): {"nvl_ratio": 9.0},
+        _("a hot expert group (skew 2)"): {"skew": 2.0},
     }
     return explore(deepseek_state, draw_deepseek, controls, presets=presets, show=show,
                    figsize=(8.5, 3.4))
@@ -215,22 +220,22 @@ def bytes_per_token_figure(caps, sweep: dict, limit: float):
             ax_ib.plot(caps, [s["nvlink_copies"] for s in rows], color=col, ls="--",
                        marker=".", label=f"NVLink, k = {k}")
             ax_fan.plot(caps, [s["nvlink_copies"] / s["ib_copies"] for s in rows], color=col,
-                        marker="o", label=f"NVLink copies per IB copy, k = {k}")
+                        marker="o", label=_("NVLink copies per IB copy, k = {k}").format(k=k))
             ax_fan.plot(caps, [s["experts_per_node"] for s in rows], color=col, ls=":",
-                        label=f"experts per node reached, k = {k}")
-        ax_ib.set_xlabel("node cap M")
-        ax_ib.set_ylabel("copies per token (× 7,392 B in FP8)")
-        ax_ib.set_title("copies per token (model)")
+                        label=_("experts per node reached, k = {k}").format(k=k))
+        ax_ib.set_xlabel(_("node cap M"))
+        ax_ib.set_ylabel(_("copies per token (× 7,392 B in FP8)"))
+        ax_ib.set_title(_("copies per token (model)"))
         plots.legend(ax_ib, "below", ncol=3)
         ax_fan.axhline(limit, color=plots.color("red"), lw=1.2, zorder=1)
-        ax_fan.annotate(f"NVLink / IB = {limit:g}: above it NVLink binds",
+        ax_fan.annotate(_("NVLink / IB = {limit:g}: above it NVLink binds").format(limit=limit),
                         xy=(1.0, limit), xycoords=("axes fraction", "data"), xytext=(-4, 6),
                         textcoords="offset points", ha="right", va="bottom",
                         color=plots.color("red"), fontsize=plots.NOTE,
                         bbox=dict(fc="white", ec="none", alpha=0.85, pad=1))
-        ax_fan.set_xlabel("node cap M")
-        ax_fan.set_ylabel("copies or experts")
-        ax_fan.set_title("fan-out per node (model)")
+        ax_fan.set_xlabel(_("node cap M"))
+        ax_fan.set_ylabel(_("copies or experts"))
+        ax_fan.set_title(_("fan-out per node (model)"))
         plots.legend(ax_fan, "below", ncol=2)
     return fig
 
@@ -271,31 +276,31 @@ def deepep_figure(rows: list, measured: dict, labels: dict, rows_fwd: list | Non
     with plots.style():
         for ax, phase, col in zip(axes, ("dispatch", "combine"), (0, 1), strict=True):
             ax.axhline(50, color=plots.color("grey"), lw=0.8, zorder=1,
-                       label="NIC line rate, 50 GB/s")
+                       label=_("NIC line rate, 50 GB/s"))
             ax.plot(eps, [r[f"{phase}_logical_GBps"] for r in rows], marker="o",
-                    color=plots.color("model"), label="DeepEP's definition (model)")
+                    color=plots.color("model"), label=_("DeepEP's definition (model)"))
             if rows_fwd is not None:
                 ax.plot(eps, [r[f"{phase}_logical_GBps"] for r in rows_fwd], marker="D",
                         ms=4, ls=":", color=plots.color("purple"),
-                        label="… with forwarders' local writes (model)")
+                        label=_("… with forwarders' local writes (model)"))
             ax.plot(eps, [r[f"{phase}_true_GBps"] for r in rows], marker="o", ls="--",
-                    color=plots.color("sky"), label="bytes through the NIC (model)")
+                    color=plots.color("sky"), label=_("bytes through the NIC (model)"))
             tags = "; ".join(f"EP{e} {t}" for e, t in labels.items() if t != "repo")
             ax.plot(eps, [measured[e][col] for e in eps], marker="s", ls="-",
                     color=plots.color("paper"),
                     label=f"DeepEP, H800 + CX7 [repo{'; ' + tags if tags else ''}]")
             for r in rows:
-                ax.annotate(r[f"{phase}_bound"], (r["ep"], r[f"{phase}_logical_GBps"]),
+                ax.annotate(_(r[f"{phase}_bound"], "bound"), (r["ep"], r[f"{phase}_logical_GBps"]),
                             textcoords="offset points", xytext=(0, 8), ha="center",
                             fontsize=plots.SMALL)
             ax.set_xscale("log", base=2)
             ax.set_xlim(12, 160)
             ax.set_xticks(eps, [str(e) for e in eps])
             ax.minorticks_off()
-            ax.set_xlabel("EP size (GPUs)")
+            ax.set_xlabel(_("EP size (GPUs)"))
             ax.set_ylim(0, 85)
-            ax.set_title(f"{phase}, 4,096 tokens per GPU")
-        axes[0].set_ylabel("bandwidth per GPU (GB/s)")
+            ax.set_title(_("{phase}, 4,096 tokens per GPU").format(phase=_(phase)))
+        axes[0].set_ylabel(_("bandwidth per GPU (GB/s)"))
         plots.legend(axes[1], "right")
     return fig
 
@@ -329,30 +334,31 @@ def planes_figure(times: dict, sizes, curve: dict, *, deployed: int = 2048):
         for y, lab in enumerate(labels):
             ax_t.text(times[lab] * 1e3, y, f" {times[lab] * 1e3:.2f}", va="center",
                       fontsize=plots.NOTE)
-        ax_t.set_yticks(range(len(labels)), labels)
+        ax_t.set_yticks(range(len(labels)), [_(lab) for lab in labels])
         ax_t.invert_yaxis()
         ax_t.set_xlim(0, max(times.values()) * 1e3 * 1.25)
-        ax_t.set_xlabel("all-to-all, 256 GPUs, 1 MB per pair (ms, model)")
-        ax_t.set_title("speed: parity with PXN (spines 2:1)")
+        ax_t.set_xlabel(_("all-to-all, 256 GPUs, 1 MB per pair (ms, model)"))
+        ax_t.set_title(_("speed: parity with PXN (spines 2:1)"))
         ax_t.grid(axis="y", visible=False)
         sizes = np.asarray(sizes)
         ax_c.plot(sizes, curve["single plane"] / 1e3, "o-", color=plots.color("FT3"),
-                  label="single plane: FT2 while it fits, then FT3")
+                  label=_("single plane: FT2 while it fits, then FT3"))
         ax_c.plot(sizes, curve["MPFT"] / 1e3, "s--", color=plots.color("MPFT"),
-                  label="MPFT, 8 planes of FT2")
+                  label=_("MPFT, 8 planes of FT2"))
         top = np.nanmax(curve["MPFT"])
         last = sizes[~np.isnan(curve["MPFT"])].max()
-        ax_c.annotate(f"MPFT's two layers reach {last:,} GPUs\n(theoretical [paper]; about "
-                      f"{deployed:,} deployed)", (last, top / 1e3), xytext=(0, -34),
+        ax_c.annotate(_("MPFT's two layers reach {last:,} GPUs\n(theoretical [paper]; about "
+                        "{deployed:,} deployed)").format(last=last, deployed=deployed),
+                      (last, top / 1e3), xytext=(0, -34),
                       textcoords="offset points", ha="center", fontsize=plots.SMALL,
                       arrowprops=dict(arrowstyle="->", lw=0.6))
         ax_c.set_ylim(3.0, 8.5)
         ax_c.set_xscale("log", base=2)
         ax_c.set_xticks(sizes, [f"{s // 1024}K" for s in sizes])
         ax_c.minorticks_off()
-        ax_c.set_xlabel("GPUs (endpoints)")
-        ax_c.set_ylabel("network cost per endpoint (k$)")
-        ax_c.set_title("cost of what is built, radix-64 switches [derived]")
+        ax_c.set_xlabel(_("GPUs (endpoints)"))
+        ax_c.set_ylabel(_("network cost per endpoint (k$)"))
+        ax_c.set_title(_("cost of what is built, radix-64 switches [derived]"))
         plots.legend(ax_c, "inside")
     return fig
 
@@ -369,15 +375,16 @@ def tpot_figure(bws, tpot, tpot_lat, points: dict, *, latency_us: float):
     latency_us = check_real("latency_us", latency_us, lo=0.0, unit="µs")
     fig, ax = plots.figure(7.5, 3.4)
     with plots.style():
-        ax.plot(bws, np.asarray(tpot) * 1e3, label="bandwidth only (the paper's bound)")
+        ax.plot(bws, np.asarray(tpot) * 1e3, label=_("bandwidth only (the paper's bound)"))
         ax.plot(bws, np.asarray(tpot_lat) * 1e3, ls="--",
-                label=f"+ {latency_us:g} µs per exchange (IB cross-leaf latency)")
+                label=_("+ {latency:g} µs per exchange (IB cross-leaf latency)").format(
+                    latency=latency_us))
         ax.plot(list(points), list(points.values()), "s", color=plots.color("paper"),
-                label="the paper's two points [paper]")
-        ax.set_xlabel("bandwidth per GPU for EP traffic (GB/s; 900 = a scale-up fabric)")
-        ax.set_ylabel("time per output token (ms)")
+                label=_("the paper's two points [paper]"))
+        ax.set_xlabel(_("bandwidth per GPU for EP traffic (GB/s; 900 = a scale-up fabric)"))
+        ax.set_ylabel(_("time per output token (ms)"))
         ax.set_yscale("log")
-        ax.set_title("decode: EP communication's lower bound on TPOT")
+        ax.set_title(_("decode: EP communication's lower bound on TPOT"))
         plots.legend(ax, "inside", loc="upper right")
     return fig
 
@@ -407,32 +414,36 @@ def deepep_table(rows: list, rows_fwd: list) -> SimpleNamespace:
     if [r["ep"] for r in rows] != [f["ep"] for f in rows_fwd]:
         raise ValueError("rows and rows_fwd must hold the same EP sizes in the same order; got "
                          f"{[r['ep'] for r in rows]} and {[f['ep'] for f in rows_fwd]}")
-    lines = [f"{'EP':>5} | {'DeepEP disp / comb':>19} | {'model: links only':>17} | "
-             f"{'+ local writes':>14} | {'measured / model':>16}"]
+    lines = [f"{'EP':>5} | {pad(_('DeepEP disp / comb'), 19, '>')} | "
+             f"{pad(_('model: links only'), 17, '>')} | {pad(_('+ local writes'), 14, '>')} | "
+             f"{pad(_('measured / model'), 16, '>')}"]
     ratio = {}
     for r, f in zip(rows, rows_fwd, strict=True):
         d = DEEPEP[r["ep"]]
         ratio[r["ep"]] = (d[0] / r["dispatch_logical_GBps"], d[0] / f["dispatch_logical_GBps"])
         lines.append(f"EP{r['ep']:<3} | {d[0]:>7} / {d[1]:<5} [{DEEPEP_LABEL[r['ep']]}] | "
-                     f"{r['dispatch_logical_GBps']:8.1f} {r['dispatch_bound']:>8} | "
-                     f"{f['dispatch_logical_GBps']:6.1f} {f['dispatch_bound']:>7} | "
+                     f"{r['dispatch_logical_GBps']:8.1f} "
+                     f"{pad(_(r['dispatch_bound'], 'bound'), 8, '>')} | "
+                     f"{f['dispatch_logical_GBps']:6.1f} "
+                     f"{pad(_(f['dispatch_bound'], 'bound'), 7, '>')} | "
                      f"{ratio[r['ep']][0]:.2f} → {ratio[r['ep']][1]:.2f}")
     # calibrate: one efficiency for the NIC-bound rows DeepEP itself measured (EP32, EP64)
     fit_eps = [e for e in (32, 64) if e in ratio and DEEPEP_LABEL.get(e) == "repo"]
     eta = float(np.mean([ratio[e][0] for e in fit_eps])) if fit_eps else 1.0
     residual = {e: ratio[e][0] / eta - 1.0 for e in ratio}
-    lines.append(f"one efficiency fitted to EP{' and EP'.join(map(str, fit_eps))} (NIC-bound, "
-                 f"[repo]): η = {eta:.2f} of the model's rate (model); measured / (η × model) − 1: "
-                 + ", ".join(f"EP{e} {100 * v:+.0f}%" for e, v in residual.items()))
+    lines.append(_("one efficiency fitted to {eps} (NIC-bound, [repo]): η = {eta:.2f} of the "
+                   "model's rate (model); measured / (η × model) − 1: {residuals}").format(
+        eps=_(" and ").join(f"EP{e}" for e in fit_eps), eta=eta,
+        residuals=_(", ").join(f"EP{e} {100 * v:+.0f}%" for e, v in residual.items())))
     return SimpleNamespace(ratio=ratio, eta=eta, residual=residual, report="\n".join(lines))
 
 
 #: Section 2's settings for :func:`copy_table`: label -> (node cap M, experts per token k, nodes).
-COPY_SETTINGS = {"DeepSeek-V3: M = 4, k = 8, 8 nodes": (4, 8, 8),
-                 "free routing: M = 8, k = 8": (8, 8, 8),
-                 "13 experts: M = 4, k = 13": (4, 13, 8),
-                 "32 experts on one node: M = 1, k = 32": (1, 32, 8),
-                 "the same on 4 nodes": (1, 32, 4)}
+COPY_SETTINGS = {N_("DeepSeek-V3: M = 4, k = 8, 8 nodes"): (4, 8, 8),
+                 N_("free routing: M = 8, k = 8"): (8, 8, 8),
+                 N_("13 experts: M = 4, k = 13"): (4, 13, 8),
+                 N_("32 experts on one node: M = 1, k = 32"): (1, 32, 8),
+                 N_("the same on 4 nodes"): (1, 32, 4)}
 
 
 def copy_table(settings: dict | None = None, n_tokens: int = 8192) -> SimpleNamespace:
@@ -453,22 +464,25 @@ def copy_table(settings: dict | None = None, n_tokens: int = 8192) -> SimpleName
     n_tokens = check_int("n_tokens", n_tokens, lo=1, hi=1 << 20)
     rows = {label: fanout_per_token(m, k, n_nodes=n, n_tokens=n_tokens)
             for label, (m, k, n) in settings.items()}
-    lines = [f"{'per token (model)':38s} {'IB':>5s} {'NVLink':>7s} {'of which':>9s} {'NVL':>6s} "
-             f"{'NVLink / IB':>11s} {'bound':>6s}",
-             f"{'':38s} {'copies':>5s} {'copies':>7s} {'own node':>9s} {'writes':>6s}"]
+    lines = [f"{pad(_('per token (model)'), 38)} {'IB':>5s} {'NVLink':>7s} "
+             f"{pad(_('of which'), 9, '>')} {'NVL':>6s} {'NVLink / IB':>11s} "
+             f"{pad(_('bound', 'column'), 6, '>')}",
+             f"{'':38s} {pad(_('copies'), 5, '>')} {pad(_('copies'), 7, '>')} "
+             f"{pad(_('own node'), 9, '>')} {pad(_('writes'), 6, '>')}"]
     for label, r in rows.items():
         n = settings[label][2]
-        lines.append(f"{label:38s} {r['ib_copies']:5.2f} {r['nvlink_copies']:7.2f} "
+        lines.append(f"{pad(_(label), 38)} {r['ib_copies']:5.2f} {r['nvlink_copies']:7.2f} "
                      f"{r['own_node_sends']:9.2f} {r['nvl_writes']:6.2f} "
                      f"{r['nvlink_copies'] / r['ib_copies']:11.2f} {7 * n / (n - 1):6.2f}")
-    lines.append("(the bound holds on average over tokens; a sample's ratio scatters around it)")
+    lines.append(_("(the bound holds on average over tokens; a sample's ratio scatters around "
+                   "it)"))
     return SimpleNamespace(rows=rows, report="\n".join(lines))
 
 
 #: Section 4's fabrics: label -> (fabric, cross-rail path) of :func:`uneven.topology.h800_cluster`.
-FABRIC_CASES = {"MPFT (8 planes), PXN": ("multi_plane", "pxn"),
-                "MRFT (shared spines), PXN": ("multi_rail", "pxn"),
-                "MRFT (shared spines), no PXN": ("multi_rail", "spine")}
+FABRIC_CASES = {N_("MPFT (8 planes), PXN"): ("multi_plane", "pxn"),
+                N_("MRFT (shared spines), PXN"): ("multi_rail", "pxn"),
+                N_("MRFT (shared spines), no PXN"): ("multi_rail", "spine")}
 
 
 @arguments(n_nodes=integer(lo=8, hi=256), nbytes=real(lo=0.0, hi=1e12, unit="bytes"),
@@ -483,12 +497,12 @@ def fabric_times(n_nodes: int = 32, nbytes: float = 1e6, overs=(1.0, 2.0)) -> Si
 
     times, lines = {}, []
     for over in overs:
-        lines.append(f"spine oversubscription {over:g}:1")
+        lines.append(_("spine oversubscription {over:g}:1").format(over=over))
         for label, (fabric, cr) in FABRIC_CASES.items():
             t = h800_cluster(n_nodes, fabric=fabric, cross_rail=cr, nodes_per_leaf=8,
                              oversubscription=over)
             times[label, over] = all_to_all(t, nbytes).time
-            lines.append(f"  {label:30s} {to_ms(times[label, over]):7.2f} ms (model)")
+            lines.append(f"  {pad(_(label), 30)} {to_ms(times[label, over]):7.2f} ms (model)")
     return SimpleNamespace(times=times, report="\n".join(lines))
 
 
