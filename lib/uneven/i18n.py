@@ -133,7 +133,7 @@ def gettext(message: str, context: str | None = None) -> str:
     return _catalog(language).get((context, message), message)
 
 
-#: The conventional short name, for the call sites: ``from uneven.i18n import _``.
+#: The conventional short name; call sites import ``gettext as _`` (no private name crosses).
 _ = gettext
 
 __all__ = ["LANGUAGES", "ENV", "set_language", "get_language", "gettext", "catalog_path",

@@ -44,7 +44,8 @@ from ._validate import (
     check_real,
     check_str,
 )
-from .i18n import _, get_language
+from .i18n import get_language
+from .i18n import gettext as _
 from .limits import PY_STEP, check_bytes, check_steps
 
 __all__ = [

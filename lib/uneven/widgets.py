@@ -39,7 +39,7 @@ from ._validate import (
     check_real,
     check_str,
 )
-from .i18n import _
+from .i18n import gettext as _
 from .plots import DISPLAY_DPI, MAX_INCHES, blank_figure, color, style
 
 __all__ = ["Explorer", "explore", "reuse", "slider", "int_slider", "dropdown", "toggle"]

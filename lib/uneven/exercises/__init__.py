@@ -58,7 +58,7 @@ from dataclasses import dataclass, field
 from numbers import Integral, Real
 
 from .._fields import Checked, flag, text
-from ..i18n import _
+from ..i18n import gettext as _
 from ._derive import agree, arity_problem, draw_inputs, library_names, run_student, show_args
 
 __all__ = ["Feedback", "Exercise", "register", "check", "registered", "exercise", "KINDS"]

@@ -28,7 +28,7 @@ from numbers import Real
 
 import numpy as np
 
-from ..i18n import _
+from ..i18n import gettext as _
 
 #: Most draws to find inputs that differ from the page's examples (they are few and drawn from
 #: ranges of thousands of values, so this is never reached in practice).

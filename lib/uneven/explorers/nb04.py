@@ -35,7 +35,7 @@ from .._validate import (
     check_real,
     trusted,
 )
-from ..i18n import _
+from ..i18n import gettext as _
 from ..widgets import Explorer, dropdown, explore, int_slider, reuse, slider, toggle
 from ._common import check_dict, curve, instances, is_real
 

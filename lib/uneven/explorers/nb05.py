@@ -101,7 +101,7 @@ from ..ep.transport import (
     decode_traffic,
     expected_remote_hosts,
 )
-from ..i18n import _
+from ..i18n import gettext as _
 from ..units import gbit_per_s, gbyte_per_s, to_us
 from ..widgets import Explorer, dropdown, explore, int_slider, reuse, slider, toggle
 from ._common import check_dict, handed_on, is_real

@@ -36,7 +36,7 @@ from .._validate import (
     check_real,
     trusted,
 )
-from ..i18n import _
+from ..i18n import gettext as _
 from ..widgets import Explorer, dropdown, explore, int_slider, reuse, slider
 from ._common import check_dict, curve, handed_on, instances, is_int, is_real
 

@@ -79,7 +79,7 @@ from .._validate import (
     check_str,
     trusted,
 )
-from ..i18n import _
+from ..i18n import gettext as _
 from ..papers import PAPERS
 from ..unevenness import PAPER_KEYS, SlowPiece
 from ..widgets import Explorer, explore, reuse, slider

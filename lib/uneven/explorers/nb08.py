@@ -26,7 +26,7 @@ import numpy as np
 from .. import plots
 from .._validate import _show
 from ..engines.linkload import LinkLoads
-from ..i18n import _
+from ..i18n import gettext as _
 from ..topology import LINK_KINDS
 
 __all__ = ["binding_report", "binding_figure", "sweep_figure", "anomaly_figure"]
