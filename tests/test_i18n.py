@@ -4,8 +4,10 @@
   every block translated, none stale (its English changed since: the test names the notebook and
   the cell), none left over; a notebook without one FAILS, it is never skipped;
 * every translated entry keeps its English's formulas, inline code, link targets, evidence
-  labels, numbers, units and structure (``editions.i18n_rules``), uses the term table's words
-  (``locale/zh_TW/terms.tsv``) and no forbidden variant or Simplified-only character;
+  labels (a compound one, ``[paper, Table 3]``, by its keyword), numbers, units and structure
+  (``editions.i18n_rules``), uses the term table's words (``locale/zh_TW/terms.tsv``), no
+  forbidden variant or Simplified-only character, and full-width punctuation between Chinese
+  characters;
 * the machinery: blocks round-trip, extract marks changes stale and keeps the old translation as
   a hint, build keeps code cells byte for byte, the zh-TW start page executes with the figure
   contract of the English one, and ``uneven.set_language`` reads the library's catalog.
@@ -83,6 +85,26 @@ def test_translations_use_the_term_table_and_taiwan_usage(path):
     assert not problems, "\n".join(problems)
 
 
+@pytest.mark.parametrize("path", CATALOGUED, ids=lambda p: p.name)
+def test_translations_use_full_width_punctuation(path):
+    problems = [f"{path.name} {e.msgctxt}: {p}"
+                for e in _translated(path) for p in rules.punctuation_problems(e.msgstr)]
+    assert not problems, "\n".join(problems)
+
+
+def test_the_punctuation_check_flags_half_width_marks_between_chinese_characters():
+    for mark, full in rules.FULL_WIDTH.items():
+        found = rules.punctuation_problems(f"第一句{mark}第二句。")
+        assert len(found) == 1 and repr(mark) in found[0] and repr(full) in found[0], mark
+        assert rules.punctuation_problems(f"第一句{full}第二句。") == []
+    # emphasis and a space after the mark do not hide it: **開始之前:** 只需要
+    assert rules.punctuation_problems("**開始之前:** 只需要 Python。")
+    # never inside code, formulas, link targets or labels, nor between numbers or Latin words
+    fine = ("見 `f(a, b)` 與 $x(t)$，[01](01_x.ipynb)(英文)；比例 1:1、共 1,024 顆 GPU，"
+            "詳見 [paper, 表 3] 與 (model；擬合)，以及 DeepSeek-AI, ISCA 2025。")
+    assert rules.punctuation_problems(fine) == []
+
+
 def test_the_library_catalogs_use_taiwan_usage():
     for po in sorted(lib_i18n.LOCALE_DIR.glob("*/LC_MESSAGES/*.po")):
         for e in polib.pofile(str(po)):
@@ -109,6 +131,23 @@ def test_the_invariant_check_catches_each_kind_of_slip():
         assert found and found[0].startswith(kind), (kind, found)
     # the chapter's own way of writing a ratio is allowed: 1.36× or 1.36 倍
     assert rules.invariant_problems("1.36× ZeroBubble", "ZeroBubble 的 1.36 倍") == []
+    # "N times" that counts may be N 次, but a ratio written N× may not
+    assert rules.invariant_problems("it crosses 3.5 times", "它跨越 3.5 次") == []
+    assert rules.invariant_problems("it crosses 3.5 times", "它跨越 3.5 倍") == []
+    assert rules.invariant_problems("1.36× ZeroBubble", "ZeroBubble 的 1.36 次")
+    assert rules.invariant_problems("it crosses 3.5 times", "它跨越 3.5 份")
+    # a compound label keeps its keyword, as often as the English has it; the rest may be
+    # translated
+    en = "as [paper, Table 3] says, and [repo: the artifact] (model; fitted to [repo])"
+    assert rules.invariant_problems(
+        en, "如 [paper, 表 3] 所說，以及 [repo：artifact] (model；擬合自 [repo])") == []
+    for bad in ("如表 3 所說，以及 [repo：artifact] (model；擬合自 [repo])",
+                "如 [paper, 表 3] 所說，以及 artifact (model；擬合自 [repo])",
+                "如 [paper, 表 3] 所說，以及 [repo：artifact]（模型；擬合自 [repo]）"):
+        found = rules.invariant_problems(en, bad)
+        assert found and found[0].startswith("labels"), (bad, found)
+    assert rules.invariant_problems("[derived from Table 3]", "[derived，由表 3 算出]") == []
+    assert rules.invariant_problems("[paper,\nTable 3]", "[paper, 表 3]") == []
     assert rules.invariant_problems("| a | b |\n|---|---|", "| 甲 | 乙 | 丙 |\n|---|---|")
 
 
@@ -124,6 +163,32 @@ def test_the_term_check_catches_another_rendering_and_mainland_words():
     # a visible exemption for a word that means something else here
     assert rules.term_problems("No Binder link.", "沒有 Binder 連結。", TERMS)
     assert rules.term_problems("No Binder link.", "沒有 Binder 連結。", TERMS, {"link"}) == []
+    # a term of several words is found across a line break
+    en = "Under context\nparallelism the ring is the hidden\nratio's whole story."
+    assert any("context parallelism" in p for p in rules.term_problems(en, "在序列切分下。", TERMS))
+    # every form of offload, and "die" rendered 晶粒 (the English word only in code)
+    for en in ("Offloading helps.", "It is offloaded.", "It offloads."):
+        assert any("offload" in p for p in rules.term_problems(en, "它有幫助。", TERMS)), en
+        assert rules.term_problems(en, "卸載有幫助。", TERMS) == [], en
+    assert rules.term_problems("A 48-core die.", "一個 48 核心的晶粒。", TERMS) == []
+    assert any("dies?" in p for p in rules.term_problems("A die.", "一個晶片。", TERMS))
+    # the renderings of this edition's newer terms, and their forbidden variants
+    for en, good, bad in (("the relay", "轉送", None),
+                          ("a replica", "副本", None),
+                          ("a baseline", "基準", "基線"),
+                          ("a collective", "集合通訊", "集體通訊"),
+                          ("the operator", "運算子", "操作符"),
+                          ("the closed form", "封閉形式", "封閉解"),
+                          ("the critical\npath", "關鍵路徑", "關鍵路線"),
+                          ("jitter", "抖動", None),
+                          ("the hiding ratio", "隱藏比", "隱藏率"),
+                          ("an ablation", "消融實驗", None),
+                          ("to re-plan", "重新規劃", "重規劃"),
+                          ("one copy", "一份複本", "拷貝"),
+                          ("the host", "主機", None)):
+        assert rules.term_problems(en, good + "。", TERMS) == [], en
+        if bad:
+            assert any(repr(bad) in p for p in rules.term_problems(en, good + bad, TERMS)), en
 
 
 def test_the_term_table_is_consistent():
@@ -147,6 +212,13 @@ def test_the_simplified_only_list_holds_no_traditional_character():
     assert not set(text) & set(rules.SIMPLIFIED_ONLY)
     assert {"这", "们", "为", "时", "个", "说", "对", "发", "与", "进", "过", "网", "络", "数",
             "据", "内"} <= set(rules.SIMPLIFIED_ONLY)
+    # Traditional characters that Taiwan writes every day and that look like (or are also)
+    # Simplified ones: none is listed (缺 was, and flagged correct text)
+    traditional = ("缺才了干台面只后谷系准周几云采卷千斗升仆姜志制症朴杰凶借向局占表咸征曲松舍余"
+                   "冬合游致郁欲御岳")
+    assert not set(traditional) & set(rules.SIMPLIFIED_ONLY)
+    assert rules.forbidden_problems("記憶體缺一塊，預算拮据；夸克。", TERMS) == []
+    assert rules.forbidden_problems("预算拮据", TERMS) == ["Simplified-only characters: 预"]
 
 
 # ---- blocks -----------------------------------------------------------------------------------
