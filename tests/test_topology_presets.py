@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import sys
+import warnings
 
 import numpy as np
 import pytest
@@ -408,3 +409,18 @@ def test_a_bad_dict_is_refused_naming_its_key(data, key):
 def test_to_dict_refuses_what_is_not_a_topology():
     with pytest.raises(ValueError, match="topology must be"):
         topology_to_dict({"n_nodes": 2})
+
+
+def test_a_bare_number_in_a_dict_that_looks_like_a_unit_slip_warns_naming_the_entry():
+    from uneven.quantities import UnitWarning
+
+    with pytest.warns(UnitWarning, match=r"data\['nic_bw'\]=400 B/s .*'400 Gb/s'"):
+        t = topology_from_dict({"n_nodes": 2, "nvlink_bw": 160e9, "nic_bw": 400})
+    assert t.capacity[t.links_of_kind("nic_up")[0]] == 400.0  # still runs, as a bare call does
+    with pytest.warns(UnitWarning, match=r"data\['link_capacity'\]\['nic_up\[node 0, nic 1\]'\]"):
+        topology_from_dict({"n_nodes": 2, "nvlink_bw": 160e9, "nic_bw": 50e9,
+                            "link_capacity": {"nic_up[node 0, nic 1]": 25}})
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # plausible numbers and strings with units: silent
+        topology_from_dict({"n_nodes": 2, "nvlink_bw": "160 GB/s", "nic_bw": 50e9,
+                            "nic_latency": 3e-6, "link_capacity": {"nic_up[node 0, nic 1]": 25e9}})

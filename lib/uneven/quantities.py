@@ -163,12 +163,13 @@ def plausible(name: str, value, unit: str) -> bool:
     return not ((low is not None and lo_v < low) or (high is not None and hi_v > high))
 
 
-def warn_implausible(name: str, value, unit: str) -> None:
+def warn_implausible(name: str, value, unit: str, *, passed: bool = False) -> None:
     """Warn (:class:`UnitWarning`) that a plain number the caller passed is outside the
     plausible range of its kind, saying what was probably meant; nothing for the library's
-    own intermediate values."""
+    own intermediate values. ``passed=True``: the caller gave ``value`` inside a structure
+    (an entry of a dict, a file), so warn without asking the call stack who passed it."""
     kind = _KIND.get(unit)
-    if kind is None or plausible(name, value, unit) or not _from_caller(name):
+    if kind is None or plausible(name, value, unit) or not (passed or _from_caller(name)):
         return
     low, _high = _bounds(kind, name)
     a = np.abs(np.atleast_1d(np.asarray(value, dtype=float))) * _factor(unit)

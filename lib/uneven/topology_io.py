@@ -47,6 +47,7 @@ import numpy as np
 
 from ._validate import _show, check_choice, check_real
 from .hardware import PRESETS
+from .quantities import warn_implausible
 from .topology import LINK_KINDS, Topology, cluster, superpod
 
 __all__ = ["topology_to_dict", "topology_from_dict"]
@@ -152,6 +153,10 @@ def topology_from_dict(data: Mapping) -> Topology:
         if p.default is inspect.Parameter.empty and key not in data:
             raise ValueError(f"data lacks the key {key!r}, which {builder.__name__}() needs")
     kwargs = {k: v for k, v in data.items() if k in params}
+    for key, value in kwargs.items():  # a number in a file is the caller's too: check its unit
+        unit = "bytes/s" if key.endswith("_bw") else "s" if key.endswith("_latency") else None
+        if unit and isinstance(value, (int, float)) and not isinstance(value, bool):
+            warn_implausible(f"data[{key!r}]", value, unit, passed=True)
     t = _rebuilt(data, builder, kwargs)
     if "hop_latency" in data and t.kind == "cluster":
         try:  # the topology's own check names the entry (hop_latency[1] ...)
@@ -239,6 +244,8 @@ def _changed_links(t, key, entries, base, unit) -> np.ndarray:
     out = base.copy()
     for name, value in entries.items():
         link = _link_id(t, name, where)
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            warn_implausible(f"{where}[{name!r}]", value, unit, passed=True)
         out[link] = check_real(f"{where}[{name!r}]", value, lo=0.0, lo_open=unit != "s",
                                unit=unit)
     return out
