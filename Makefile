@@ -10,6 +10,25 @@ LAB_ROOT ?= $(CURDIR)
 # Jupyter refuses to run as root unless told; CI and containers run as root.
 ROOT_ARG := $(if $(filter 0,$(shell id -u)),--allow-root,)
 
+# The edition `make lab` opens: en (the default) or zh_TW, the Traditional Chinese one
+# (`make lab EDITION=zh_TW`; its notebooks are generated first, into notebooks/zh_TW/).
+# LANG is the system's locale variable, so EDITION is the name to use; `make lab LANG=zh_TW`
+# is accepted too: a LANG given on make's command line that names an edition is taken as
+# EDITION and not passed on to the programs make runs (they keep the locale LC_ALL/LC_CTYPE give
+# them, or Python's UTF-8 default), never a locale "zh_TW" that the system may not have.
+EDITIONS := en zh_TW
+ifeq ($(origin LANG),command line)
+ifneq ($(filter $(subst -,_,$(LANG)),$(EDITIONS)),)
+EDITION := $(subst -,_,$(LANG))
+unexport LANG
+endif
+endif
+EDITION ?= en
+ifeq ($(filter $(EDITION),$(EDITIONS)),)
+$(error EDITION must be one of: $(EDITIONS) (got "$(EDITION)"))
+endif
+LAB_START := notebooks/$(if $(filter en,$(EDITION)),,$(EDITION)/)00_start_here.ipynb
+
 .PHONY: install lab test figures bench lint clean stamp assignments site
 
 # The venv's own kernel must win over a user-level "python3" kernelspec (ipython kernel install).
@@ -40,10 +59,11 @@ $(LAB_OVERRIDES): tools/lab_overrides.json $(STAMP)
 install: $(STAMP) $(LAB_OVERRIDES)
 
 # Localhost only; Jupyter's token auth stays on (never pass an empty token here). The URL it prints
-# (and opens) lands on the start page.
+# (and opens) lands on the start page of the EDITION (see above).
 lab: install
+	$(if $(filter en,$(EDITION)),,$(BIN)/python tools/editions i18n build --lang $(EDITION))
 	$(BIN)/jupyter lab --ServerApp.ip=127.0.0.1 --ServerApp.port=$(LAB_PORT) \
-		--ServerApp.root_dir=$(LAB_ROOT) --LabApp.default_url=/lab/tree/notebooks/00_start_here.ipynb \
+		--ServerApp.root_dir=$(LAB_ROOT) --LabApp.default_url=/lab/tree/$(LAB_START) \
 		--config=tools/lab_config.py \
 		$(ROOT_ARG) $(LAB_ARGS)
 
@@ -54,8 +74,12 @@ test: install
 	$(BIN)/ruff check .
 	$(BIN)/python -m pytest $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadgroup)
 
+# Both editions: the English notebooks write figures/, the zh-TW ones (generated first into
+# notebooks/zh_TW/) figures/zh_TW/ (git-ignored, like notebooks/zh_TW/: both are built, not kept).
 figures: install
 	$(BIN)/python tools/run_notebooks.py notebooks/*.ipynb
+	$(BIN)/python tools/editions i18n build
+	$(BIN)/python tools/run_notebooks.py notebooks/zh_TW/*.ipynb
 
 bench: install
 	$(BIN)/python benchmarks/run.py
@@ -71,7 +95,8 @@ stamp: install
 assignments: install
 	$(BIN)/python tools/editions assignments
 
-# The self-study site under _build/html/ (notebooks executed into _build/executed/, a cache).
+# The self-study site in both languages: English under _build/html/, zh-TW under
+# _build/html/zh_TW/ (notebooks executed into _build/executed/, a cache).
 site: install
 	$(BIN)/python tools/editions site
 

@@ -618,3 +618,82 @@ def test_notebook_runs_and_renders_in_jupyterlab(path, lab, browser):
             lab.stop_kernels()
         except Exception:
             pass
+
+
+# ---- the zh-TW edition ------------------------------------------------------------------------
+
+#: The zh-TW notebook the browser opens: the quickstart (three figures, prose, exercises, checks).
+ZH_NOTEBOOK = "08_research_quickstart.ipynb"
+
+# A glyph the font lacks is drawn as the same box (tofu) whatever the character: two different
+# CJK characters drawn in the font the page uses must differ, and neither may be blank.
+GLYPHS = """(sel) => {
+  const el = document.querySelector(sel);
+  if (!el) return null;
+  const font = getComputedStyle(el).font.replace(/\\d+(\\.\\d+)?px/, '40px');
+  const draw = ch => {
+    const c = document.createElement('canvas');
+    c.width = 96; c.height = 64;
+    const x = c.getContext('2d');
+    x.font = font;
+    x.fillText(ch, 4, 48);
+    return Array.from(x.getImageData(0, 0, 96, 64).data).join(',');
+  };
+  return {font, differ: draw('管') !== draw('線'), blank: draw('管') === draw(' '),
+          text: el.textContent.slice(0, 200)};
+}"""
+
+CJK = re.compile(r"[\u4e00-\u9fff]")
+
+
+def test_a_zh_tw_notebook_renders_chinese_prose_and_figures(lab, browser):
+    """The zh-TW quickstart, generated from the English notebook and its catalog, runs in
+    JupyterLab with every figure an image, Chinese prose whose glyphs are not boxes, and figures
+    drawn without a missing glyph (matplotlib warns 'missing from font' for each)."""
+    import nbformat
+
+    sys.path.insert(0, str(ROOT / "tools"))
+    from editions import i18n  # the build the edition is made with
+
+    nb, untranslated = i18n.translated_notebook(ROOT / "notebooks" / ZH_NOTEBOOK)
+    assert not untranslated, f"{ZH_NOTEBOOK}: blocks without a zh-TW translation"
+    dest = lab.notebooks / "zh_TW" / ZH_NOTEBOOK
+    dest.parent.mkdir(exist_ok=True)
+    nbformat.write(nb, dest)
+    name = f"zh_TW/{ZH_NOTEBOOK}"
+    tags = _tags(dest)
+    figure_cells = {i for i, t in tags.items() if t & {"figure", "explorer"}}
+    shots = SHOTS / "zh_TW"
+    shutil.rmtree(shots, ignore_errors=True)
+    shots.mkdir(parents=True)
+    page = browser.new_page()
+    try:
+        _open(page, lab, name)
+        _run_all(page, name)
+        cells, _ = _scroll_and_collect(page, name, shots)
+        problems = [f"cell {i}: {err[:300]!r}" for i in sorted(tags) if i in cells
+                    for err in cells[i]["errors"]]
+        problems += [f"cell {i}: {cells.get(i, {}).get('images', 0)} image(s), want 1"
+                     for i in sorted(figure_cells) if cells.get(i, {}).get("images") != 1]
+        assert not problems, f"{name}: what the reader sees is wrong:\n" + "\n".join(problems)
+        text = page.evaluate("() => document.querySelector("
+                             "'.jp-NotebookPanel .jp-Notebook').textContent")
+        assert "missing from font" not in text, f"{name}: a figure lacks a glyph"
+        assert len(CJK.findall(text)) > 500, f"{name}: the page shows little Chinese"
+        glyphs = page.evaluate(GLYPHS, ".jp-NotebookPanel .jp-RenderedMarkdown p")
+        assert glyphs and glyphs["differ"] and not glyphs["blank"], (
+            f"{name}: CJK glyphs render as boxes in {glyphs and glyphs['font']!r}")
+        zh_figures = sorted((lab.figures / "zh_TW").glob("08_*.png"))
+        assert len(zh_figures) == 3, f"{name}: figures written {zh_figures}"
+        for fig in zh_figures:  # the English run of the same notebook wrote its own, if it ran
+            english = lab.figures / fig.name
+            if english.exists():
+                assert fig.read_bytes() != english.read_bytes(), (
+                    f"{fig.name}: the zh-TW figure is the English one")
+        page.screenshot(path=str(shots / "last.png"))
+    finally:
+        page.close()
+        try:
+            lab.stop_kernels()
+        except Exception:
+            pass

@@ -14,6 +14,7 @@ import html
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import time
@@ -351,20 +352,62 @@ def test_autograder_gives_the_solutions_full_marks_and_the_blank_notebook_zero(
             assert score == want, f"{kind}: {name} scored {score} of {best}"
 
 
+# ---- make lab EDITION=zh_TW ---------------------------------------------------------------------
+
+def _make_shows(*args: str) -> str:
+    """What the Makefile makes of ``args``: the edition, the start page, and the LANG its
+    recipes get (an extra rule given with --eval; nothing is built)."""
+    rule = 'uneven-show: ; @echo "$(EDITION) $(LAB_START) [$$LANG]"'
+    done = subprocess.run(["make", "-s", "--no-print-directory", "--eval", rule, "uneven-show",
+                           *args], cwd=ROOT, env=dict(os.environ, LANG="C.UTF-8"),
+                          capture_output=True, text=True, timeout=60)
+    return (done.stdout + done.stderr).strip()
+
+
+@pytest.mark.skipif(shutil.which("make") is None, reason="no make")
+def test_make_lab_opens_the_edition_asked_for_and_never_passes_lang_zh_tw_as_a_locale():
+    zh = "zh_TW notebooks/zh_TW/00_start_here.ipynb"
+    assert _make_shows() == "en notebooks/00_start_here.ipynb [C.UTF-8]"
+    assert _make_shows("EDITION=zh_TW") == f"{zh} [C.UTF-8]"
+    # LANG=zh_TW on the command line is read as the edition and not handed on as a locale
+    assert _make_shows("LANG=zh_TW") == f"{zh} []"
+    assert _make_shows("LANG=zh-TW") == f"{zh} []"
+    # a LANG that names no edition is the locale, left alone
+    assert _make_shows("LANG=C.UTF-8") == "en notebooks/00_start_here.ipynb [C.UTF-8]"
+    assert 'EDITION must be one of: en zh_TW (got "fr")' in _make_shows("EDITION=fr")
+    dry = subprocess.run(["make", "-n", "lab", "EDITION=zh_TW"], cwd=ROOT, capture_output=True,
+                         text=True, timeout=60).stdout
+    build = dry.find("tools/editions i18n build --lang zh_TW")
+    assert 0 <= build < dry.find("jupyter lab"), dry[-2000:]  # the notebooks first, then the lab
+    assert "default_url=/lab/tree/notebooks/zh_TW/00_start_here.ipynb" in dry
+    figures = subprocess.run(["make", "-n", "figures"], cwd=ROOT, capture_output=True,
+                             text=True, timeout=60).stdout
+    assert "run_notebooks.py notebooks/*.ipynb" in figures
+    assert 0 <= figures.find("i18n build") < figures.find("notebooks/zh_TW/*.ipynb")
+    post = (ROOT / "binder" / "postBuild").read_text()
+    assert "python tools/editions i18n build --lang zh_TW" in post
+    assert 0 <= post.find("i18n build") < post.find("uneven.warmup")
+
+
 # ---- the self-study site -------------------------------------------------------------------------
 
 @pytest.fixture(scope="module")
 def site(tmp_path_factory, numba_cache):
     copy = clean_copy(tmp_path_factory.mktemp("site-checkout") / "uneven")
     dead = "http://127.0.0.1:9"  # any web request during the build fails at once
-    env = dict(os.environ, NUMBA_CACHE_DIR=numba_cache, PYTHONPATH=str(copy / "lib"),
+    # the copy's library first (what is installed, polib say, stays importable after it)
+    path = os.pathsep.join(filter(None, [str(copy / "lib"), os.environ.get("PYTHONPATH")]))
+    env = dict(os.environ, NUMBA_CACHE_DIR=numba_cache, PYTHONPATH=path,
                http_proxy=dead, https_proxy=dead, HTTP_PROXY=dead, HTTPS_PROXY=dead,
                ALL_PROXY=dead, NO_PROXY="", no_proxy="")
     t0 = time.perf_counter()
     done = subprocess.run([sys.executable, "tools/editions", "site"], cwd=copy, env=env,
                           capture_output=True, text=True, timeout=1500)
     seconds = time.perf_counter() - t0
-    print(f"site built from a clean copy in {seconds:.1f} s")
+    print(f"site (both languages) built from a clean copy in {seconds:.1f} s")
+    for line in done.stdout.splitlines():
+        if line.startswith(("site written to", "untranslated:")):
+            print(line)
     return {"copy": copy, "done": done, "html": copy / "_build" / "html", "seconds": seconds}
 
 
@@ -470,3 +513,240 @@ def test_no_broken_internal_link_in_the_built_site(site):
     for line in pending:  # only links to notebooks this checkout does not have become text
         number = re.search(r": (\d{2})_\w+\.ipynb is not in this checkout", line)
         assert number and number.group(1) not in present, line
+
+
+# ---- the site in Traditional Chinese (zh-TW) ---------------------------------------------------
+
+ZH = "zh_TW"
+SWITCH = re.compile(r'<a class="[^"]*\buneven-language-switch\b[^"]*" href="([^"]*)"')
+HTML_LANG = re.compile(r"<html\b[^>]*\blang=\"([^\"]+)\"")
+CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
+
+
+def _built_or_fail(site) -> None:
+    if site["done"].returncode != 0:
+        pytest.fail("the site did not build:\n" + site["done"].stdout[-2000:]
+                    + site["done"].stderr[-3000:])
+
+
+def _site_pages(root: Path, skip: tuple[str, ...] = ()) -> list[Path]:
+    """The HTML pages of one language's tree (not the theme's templates, not the other tree)."""
+    return sorted(p for p in root.rglob("*.html")
+                  if not {"_static", "_sources", *skip} & set(p.relative_to(root).parts))
+
+
+def _search_terms(tree: Path) -> dict:
+    text = (tree / "searchindex.js").read_text(encoding="utf-8")
+    return json.loads(text[text.index("(") + 1:text.rindex(")")])["terms"]
+
+
+@pytest.mark.slow
+@pytest.mark.editions
+@pytest.mark.xdist_group("site")
+def test_zh_tw_site_builds_from_a_clean_checkout_without_the_web(site):
+    """The same build (no web, a clean copy: the zh-TW notebooks are generated from the catalogs,
+    nothing git-ignored is needed) also writes the zh-TW site under html/zh_TW/, with the same
+    pages in the same order, its own Chinese search and the start page offering both editions."""
+    _built_or_fail(site)
+    out, zh = site["html"], site["html"] / ZH
+    for name in ("index", "glossary", "accuracy", "search", "genindex"):
+        assert (zh / f"{name}.html").exists(), name
+    nav = (zh / "index.html").read_text(encoding="utf-8")
+    pages = [p.stem for p in NOTEBOOKS[1:]] + ["glossary", "accuracy"]
+    where = [nav.find(f'href="{p}.html"') for p in pages]
+    assert all(w > 0 for w in where) and where == sorted(where), where
+    # the start pages offer both editions, each linking the other's start page
+    assert 'class="uneven-edition-link" href="../index.html"' in nav and "繁體中文" in nav
+    english = (out / "index.html").read_text(encoding="utf-8")
+    assert 'class="uneven-edition-link" href="zh_TW/index.html"' in english
+    assert "make lab EDITION=zh_TW" in nav and "make lab EDITION=zh_TW" in english
+    # the zh-TW glossary page and the search: the terms and the notebooks' Chinese text
+    glossary = (zh / "glossary.html").read_text(encoding="utf-8")
+    assert "管線平行" in glossary and "專家平行" in glossary
+    terms = _search_terms(zh)
+    for term in ("管線", "管線平行", "氣泡", "nvlink"):
+        assert term in terms, term
+    accuracy = (zh / "accuracy.html").read_text(encoding="utf-8")
+    assert "準確度表" in accuracy and accuracy.count("(model)") >= 10
+    # the build writes only to _build/: no zh-TW notebook or figure in the checkout's folders
+    copy = site["copy"]
+    assert not (copy / "notebooks" / ZH).exists() and not (copy / "figures" / ZH).exists()
+    assert sorted(p.name for p in (copy / "_build" / "notebooks" / ZH).glob("*.ipynb")) == ids
+    assert list((copy / "_build" / "figures" / ZH).glob("*.png"))  # its figures, apart
+
+
+def _plain_headings(nb) -> list[str]:
+    """The headings of the notebook's markdown that are plain text (no markup that the page
+    would render differently)."""
+    out = []
+    for cell in nb.cells:
+        if cell.cell_type != "markdown" or discover.is_stamp(cell):
+            continue
+        for line in cell.source.splitlines():
+            m = re.match(r"#{1,3}\s+(.+?)\s*$", line)
+            if m and not re.search(r"[*_`\[\]$<>&'\"\\]|--", m.group(1)):
+                out.append(" ".join(m.group(1).split()))
+    return out
+
+
+@pytest.mark.slow
+@pytest.mark.editions
+@pytest.mark.xdist_group("site")
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=ids)
+def test_every_zh_tw_site_page_shows_its_figures_as_images_and_chinese_text(site, path):
+    _built_or_fail(site)
+    zh = site["html"] / ZH
+    page_path = zh / f"{_page(path)}.html"
+    assert page_path.exists(), f"no zh-TW page for {path.name}"
+    page = page_path.read_text(encoding="utf-8")
+    assert HTML_LANG.search(page).group(1) == "zh-Hant-TW"
+    cells = [c for c in nbformat.read(path, as_version=4).cells if c.cell_type == "code"]
+    wanted = {t: sum(t in discover.tags(c) for c in cells) for t in ("figure", "explorer")}
+    chunks = page.split('<div class="cell ')[1:]
+    for tag, n in wanted.items():
+        shown = [c for c in chunks if c.startswith(f"tag_{tag}")]
+        assert len(shown) == n, f"{path.name}: {len(shown)} '{tag}' cells on the page, want {n}"
+        for chunk in shown:
+            srcs = re.findall(r'<img[^>]*src="(_images/[^"]+\.png)"', chunk)
+            assert srcs, f"{path.name}: a '{tag}' cell shows no image"
+            assert all((zh / s).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" for s in srcs)
+    assert page.count("explorer 在預設設定下畫出的靜態圖") == wanted["explorer"]
+    assert "widget-view" not in page and "<Figure size" not in page and "tag_i18n" not in page
+    assert "tag_check" not in page
+    # Chinese text: the title, and every plain heading of the zh-TW notebook, on the page
+    title = re.search(r"<h1>(.*?)<", page).group(1)
+    assert CJK.search(title), f"{path.name}: the zh-TW page's title {title!r} has no Chinese"
+    generated = nbformat.read(site["copy"] / "_build" / "notebooks" / ZH / path.name,
+                              as_version=4)
+    shown_headings = {" ".join(html.unescape(re.sub(r"<[^>]+>", "", h)).replace("#", "").split())
+                      for h in re.findall(r"<h[123][^>]*>(.*?)</h[123]>", page, re.S)}
+    headings = _plain_headings(generated)
+    assert sum(bool(CJK.search(h)) for h in headings) >= 3, headings
+    missing = [h for h in headings if h not in shown_headings]
+    assert not missing, f"{path.name}: headings not on the zh-TW page: {missing[:5]}"
+    article = re.sub(r"<[^>]+>", " ", page.split('<article class="bd-article">', 1)[1])
+    assert len(CJK.findall(article)) > 300, f"{path.name}: little Chinese on the page"
+
+
+@pytest.mark.slow
+@pytest.mark.editions
+@pytest.mark.xdist_group("site")
+def test_every_site_page_in_both_languages_has_the_switch_to_the_same_page(site):
+    """Every page of either tree has one switch in its header, pointing at an existing page of
+    the other language whose own switch points back; and says its language."""
+    _built_or_fail(site)
+    out = site["html"].resolve()
+    trees = {"en": (out, _site_pages(out, skip=(ZH, "jupyter_execute"))),
+             ZH: (out / ZH, _site_pages(out / ZH))}
+    names = {lang: {p.relative_to(root).as_posix() for p in pages}
+             for lang, (root, pages) in trees.items()}
+    assert names["en"] == names[ZH], f"pages in one language only: {names['en'] ^ names[ZH]}"
+    assert len(names[ZH]) >= len(NOTEBOOKS) + 4  # + glossary, accuracy, search, genindex
+    wrong = []
+    for lang, (root, pages) in trees.items():
+        for page in pages:
+            text = page.read_text(encoding="utf-8")
+            where = page.relative_to(out)
+            want = "en" if lang == "en" else "zh-Hant-TW"
+            if HTML_LANG.search(text).group(1) != want:
+                wrong.append(f"{where}: lang={HTML_LANG.search(text).group(1)}")
+            links = SWITCH.findall(text)
+            if len(links) != 1:
+                wrong.append(f"{where}: {len(links)} language switches")
+                continue
+            target = (page.parent / unquote(links[0])).resolve()
+            other = out if lang == ZH else out / ZH
+            if not target.exists() or target.parent != (other / page.relative_to(root)).parent:
+                wrong.append(f"{where}: switch to {links[0]} (no such page in the other tree)")
+                continue
+            if target.name != page.name:
+                wrong.append(f"{where}: switch to another page, {links[0]}")
+            back = SWITCH.findall(target.read_text(encoding="utf-8"))
+            if not back or (target.parent / unquote(back[0])).resolve() != page.resolve():
+                wrong.append(f"{where}: the other page's switch does not come back")
+            alternate = re.search(r'<link rel="alternate" hreflang="[^"]+" href="([^"]+)"', text)
+            if not alternate or alternate.group(1) != links[0]:
+                wrong.append(f"{where}: no rel=alternate link to {links[0]}")
+    assert not wrong, wrong[:20]
+
+
+@pytest.mark.slow
+@pytest.mark.editions
+@pytest.mark.xdist_group("site")
+def test_links_inside_the_zh_tw_site_stay_inside_it(site):
+    """A zh-TW page links zh-TW pages, its own images and static files; only the language switch,
+    its rel=alternate twin and the start page's offer of the English edition leave the tree."""
+    _built_or_fail(site)
+    zh = (site["html"] / ZH).resolve()
+    leaving, seen = [], 0
+    allowed = re.compile(r'<a class="[^"]*\b(uneven-language-switch|uneven-edition-link)\b[^"]*"'
+                         r' href="[^"]*"|<link rel="alternate" hreflang="en" href="[^"]*"')
+    for page in _site_pages(zh):
+        text = page.read_text(encoding="utf-8")
+        kept = allowed.sub("", text)
+        for url, target, _fragment in _local_targets(page, kept):
+            seen += 1
+            if not target.exists() or not target.is_relative_to(zh):
+                leaving.append(f"{page.relative_to(zh)}: {url}")
+    assert seen > 200 and not leaving, leaving[:20]
+    # and notebook pages link each other inside the tree (the toctree, the "next" links)
+    start = (zh / "index.html").read_text(encoding="utf-8")
+    assert 'href="01_attack_of_the_bubbles.html"' in start
+
+
+@pytest.mark.slow
+@pytest.mark.editions
+@pytest.mark.browser
+@pytest.mark.xdist_group("site")
+def test_site_search_and_switch_work_offline_in_a_browser_in_both_languages(site):
+    """In headless Chromium, the pages opened from disk with every web request refused: the
+    zh-TW search finds 管線 on zh-TW pages, the English one finds "pipeline" on English pages,
+    and the switch of a zh-TW notebook page opens the same page in English and back."""
+    _built_or_fail(site)
+    exe = os.environ.get("UNEVEN_CHROMIUM") or "/usr/bin/chromium"
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        reason = "Playwright for Python is not importable"
+    else:
+        reason = None if os.access(exe, os.X_OK) else f"no Chromium at {exe}"
+    if reason:
+        if os.environ.get("UNEVEN_REQUIRE_BROWSER") == "1":
+            pytest.fail(f"UNEVEN_REQUIRE_BROWSER=1 but {reason}")
+        pytest.skip(reason)
+    out = site["html"].resolve()
+    web = []
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=exe, args=["--no-sandbox"])
+        try:
+            page = browser.new_page()
+
+            def refuse(route):
+                if route.request.url.startswith(("http:", "https:")):
+                    web.append(route.request.url)
+                    return route.abort()
+                return route.continue_()
+
+            page.route("**/*", refuse)
+            for tree, query, lang in ((out / ZH, "管線", "zh-Hant-TW"),
+                                      (out, "pipeline", "en")):
+                page.goto((tree / "search.html").as_uri() + "?q=" + query)
+                page.wait_for_selector("#search-results li a", timeout=60_000)
+                hrefs = page.eval_on_selector_all("#search-results li a",
+                                                  "links => links.map(a => a.href)")
+                assert page.evaluate("document.documentElement.lang") == lang
+                assert hrefs and all(h.startswith(tree.as_uri() + "/") for h in hrefs), hrefs[:5]
+                if tree == out:
+                    assert not any("/zh_TW/" in h for h in hrefs), hrefs[:5]
+            name = "01_attack_of_the_bubbles.html"
+            page.goto((out / ZH / name).as_uri())
+            page.click("a.uneven-language-switch")
+            page.wait_for_load_state()
+            assert page.url == (out / name).as_uri()
+            assert page.evaluate("document.documentElement.lang") == "en"
+            page.click("a.uneven-language-switch")
+            page.wait_for_load_state()
+            assert page.url == (out / ZH / name).as_uri()
+        finally:
+            browser.close()
+    assert not web, web[:5]

@@ -92,6 +92,16 @@ def test_translations_use_full_width_punctuation(path):
     assert not problems, "\n".join(problems)
 
 
+@pytest.mark.parametrize("path", CATALOGUED, ids=lambda p: p.name)
+def test_translations_render_their_emphasis(path):
+    """No '*' shows on the page that the English does not show (emphasis closed after a
+    full-width mark and before a CJK character stays literal in CommonMark)."""
+    pytest.importorskip("markdown_it")
+    problems = [f"{path.name} {e.msgctxt}: {p}" for e in _translated(path)
+                for p in rules.emphasis_problems(e.msgid, e.msgstr)]
+    assert not problems, "\n".join(problems)
+
+
 def test_the_punctuation_check_flags_half_width_marks_between_chinese_characters():
     for mark, full in rules.FULL_WIDTH.items():
         found = rules.punctuation_problems(f"第一句{mark}第二句。")

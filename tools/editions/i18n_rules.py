@@ -319,3 +319,35 @@ def punctuation_problems(translation: str) -> list[str]:
         problems.append(f"half-width {mark!r} between CJK characters "
                         f"(write {FULL_WIDTH[mark]!r}): {context!r}")
     return problems
+
+
+
+def emphasis_problems(english: str, translation: str) -> list[str]:
+    """Emphasis marks the translation shows as literal asterisks where the English has none.
+
+    CommonMark closes ``*``/``**`` after a punctuation mark only before white space or
+    punctuation, so ``*尚未公開：*這套`` renders its asterisks; ``*尚未公開*：這套`` does not.
+    Both texts are rendered with markdown-it (CommonMark) and the asterisks left in their text,
+    code aside, are counted.
+
+    >>> emphasis_problems("*Not yet:* here", "*尚未公開：*這套")
+    ['2 literal asterisk(s) in the rendered translation, 0 in the English: close emphasis before full-width punctuation (*尚未公開*：), not after it']
+    >>> emphasis_problems("*Not yet:* here", "*尚未公開*：這套")
+    []
+    """
+    def stars(text: str) -> int:
+        html = _markdown().render(text)
+        html = re.sub(r"<code>.*?</code>|<pre>.*?</pre>", "", html, flags=re.S)
+        return html.count("*")
+
+    extra = stars(translation) - stars(english)
+    if extra <= 0:
+        return []
+    return [f"{extra} literal asterisk(s) in the rendered translation, {stars(english)} in the "
+            "English: close emphasis before full-width punctuation (*尚未公開*：), not after it"]
+
+
+def _markdown():
+    from markdown_it import MarkdownIt  # with the site's MyST (the site extra)
+
+    return MarkdownIt("commonmark")

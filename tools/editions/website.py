@@ -1,23 +1,40 @@
 """The self-study edition: a static site of the executed notebooks (Sphinx + MyST-NB, the engine
-of Jupyter Book 1, with the book theme).
+of Jupyter Book 1, with the book theme), in English and in Traditional Chinese (zh-TW).
 
 ``python tools/editions site`` (``make site``):
 
-1. executes every notebook (``notebooks/NN_*.ipynb``, found, not listed) headless, two at a time,
-   into a cache of executed copies, ``_build/executed/`` — keyed by the notebook and the library's
-   sources, so an unchanged notebook is not run again (the committed notebooks keep no outputs;
-   the figures they save go to ``_build/figures/``, not to ``figures/``);
-2. writes the site's sources, ``_build/site-src/``: the start page as ``index`` with the glossary
-   moved to a page of its own, every other notebook under its own name, in order; each page keeps
-   its Binder/Colab badges (from :mod:`uneven.online`, put there by the stamp tool) under its
-   title; an explorer shows its static figure, followed by a note with a Binder link that makes it
-   live (the widget itself needs a kernel); a link to a notebook that this checkout does not have
-   yet becomes plain text (and is reported);
-3. builds the HTML with ``sphinx-build -W`` into ``_build/html/`` (a broken cross-reference is an
-   error) and runs Sphinx's link check on every internal link (``_build/linkcheck/``; web
-   addresses are not fetched: the build needs no network).
+1. writes the zh-TW notebooks (``i18n.translated_notebook``: the English notebook and its
+   catalog ``locale/zh_TW/LC_MESSAGES/NN_name.po``, as ``python tools/editions i18n build``
+   writes them into ``notebooks/zh_TW/``) into ``_build/notebooks/zh_TW/``, so a site build
+   never rewrites a notebook someone has open; a block without a current translation stays
+   English and is reported (``untranslated: ...``);
+2. executes every notebook of both languages (``notebooks/NN_*.ipynb``, found, not listed)
+   headless, two at a time from one queue (the English first, so the zh-TW runs find numba's
+   cache warm: both share it), into a cache of executed copies, ``_build/executed/`` and
+   ``_build/executed/zh_TW/`` — keyed by the notebook and the library's sources (for zh-TW also
+   the library's zh-TW catalogs), so an unchanged notebook is not run again (the committed
+   notebooks keep no outputs; the figures they save go to ``_build/figures/`` and
+   ``_build/figures/zh_TW/``, not to ``figures/``);
+3. writes each language's site sources, ``_build/site-src/`` and ``_build/site-src-zh_TW/``: the
+   start page as ``index`` with the glossary moved to a page of its own and a line offering both
+   editions, every other notebook under its own name, in order; each page keeps its Binder/Colab
+   badges (from :mod:`uneven.online`, put there by the stamp tool) under its title; an explorer
+   shows its static figure, followed by a note with a Binder link that makes it live (the widget
+   itself needs a kernel); a link to a notebook that this checkout does not have yet becomes
+   plain text (and is reported);
+4. builds the HTML with ``sphinx-build -W`` (a broken cross-reference is an error), the English
+   into ``_build/html/`` and the zh-TW into ``_build/html/zh_TW/`` (the two builds side by side),
+   and runs Sphinx's link check on every internal link (``_build/linkcheck/``; web addresses are
+   not fetched: the build needs no network).
+
+Both languages have the same pages under the same names, so every page carries a switch in its
+header (English ↔ 繁體中文) that links the same page in the other language: a relative link,
+written by a small template (``language-switch.html``), that works offline and from any folder
+the site is copied to. Pages say their language (``<html lang="en">``, ``lang="zh-Hant-TW"``), and
+each language has its own search index.
 
 Options: ``--out DIR`` (instead of ``_build``), ``--jobs N`` (notebooks run at once, default 2),
+``--languages en,zh_TW`` (the default; ``en`` alone builds the English site without a switch),
 ``--no-linkcheck``, ``--no-execute`` (the pages from the notebooks as committed, without outputs:
 a quick look at the text, the formulas and the search).
 
@@ -37,6 +54,7 @@ import subprocess
 import sys
 import time
 from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 
 import nbformat
@@ -57,10 +75,13 @@ sys.path.insert(0, {lib!r})
 sys.path.insert(0, {tools!r})
 from uneven import online  # noqa: E402
 
-project = "When ranks are not equal"
+project = {title!r}
 author = "the uneven authors"
-html_title = "When ranks are not equal"
+html_title = {title!r}
 root_doc = "index"
+# The site's language ({language}): the theme's own words, and (through editions.website) the
+# pages' lang attribute {html_lang!r}.
+language = {language!r}
 # editions.website (tools/editions/website.py): formulas as MathML, converted here, so no MathJax
 # and nothing from the web; and a Chinese search whose page script runs.
 extensions = ["myst_nb", "editions.website"]
@@ -76,7 +97,16 @@ html_theme_options = {{
     "home_page_in_toc": True,
     "show_toc_level": 2,
     "navigation_with_keys": False,
+    # the language switch (_templates/language-switch.html) before the theme's own buttons
+    "article_header_end": {header_end!r},
 }}
+templates_path = ["_templates"]
+# The switch sits in one row with the theme's header buttons, as a small labelled button.
+html_static_path = ["_static"]
+html_css_files = ["uneven-site.css"]
+# The language switch's target (the same page in the other language; None: no switch) and the
+# lang attribute of every page (editions.website puts it there).
+html_context = {context!r}
 # A repository button only once the collection is published (pyproject's [project.urls]).
 if online.published():
     html_theme_options.update(repository_url=online.repository_url(),
@@ -93,9 +123,16 @@ html_search_options = {{"dict": str(Path(__file__).with_name({terms!r}))}}
 
 # ---- 1. execute (cached) -----------------------------------------------------------------------
 
-def _library_digest() -> str:
+def _library_digest(lang: str = "en") -> str:
+    """A hash of the library's sources and, for another language than English, of its catalogs
+    in that language (``lib/uneven/locale/<lang>/``): what an executed copy depends on besides
+    the notebook itself."""
     h = hashlib.sha256()
-    for p in sorted((discover.ROOT / "lib" / "uneven").rglob("*.py")):
+    lib = discover.ROOT / "lib" / "uneven"
+    files = sorted(lib.rglob("*.py"))
+    if lang != "en":
+        files += sorted((lib / "locale" / lang).rglob("*.po"))
+    for p in files:
         h.update(p.relative_to(discover.ROOT).as_posix().encode())
         h.update(p.read_bytes())
     return h.hexdigest()
@@ -111,33 +148,89 @@ def _execute(path: str, target: str, figures: str, numba_cache: str) -> tuple[st
     return path, seconds
 
 
-def execute_all(paths: list[Path], cache: Path, jobs: int = 2) -> dict[str, Path]:
-    """Executed copies of ``paths`` in ``cache``, running only the ones whose notebook or library
-    changed since they were cached."""
-    cache.mkdir(parents=True, exist_ok=True)
-    lib = _library_digest()
-    figures = cache.parent / "figures"
+def execute_groups(groups: list[tuple[list[Path], Path, str]], jobs: int = 2,
+                   figures: Path | None = None,
+                   numba_cache: str | None = None) -> list[dict[str, Path]]:
+    """Executed copies of several sets of notebooks, one queue for all: each group is
+    ``(paths, cache folder, language)``; returns, per group, notebook name -> executed copy.
+    Only the notebooks whose source or library (:func:`_library_digest` of the group's language)
+    changed since they were cached run, ``jobs`` at a time, in the order given (so a second
+    language finds the kernels the first one compiled in the shared numba cache).
+
+    >>> execute_groups([], jobs=2)
+    []
+    """
+    if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
+        raise ValueError(f"jobs must be a whole number >= 1 (notebooks run at once); got {jobs!r}")
+    if not groups:
+        return []
+    root = groups[0][1].parent
+    figures = Path(figures) if figures is not None else root / "figures"
     figures.mkdir(parents=True, exist_ok=True)
-    numba_cache = os.environ.get("NUMBA_CACHE_DIR") or str(cache.parent / "numba-cache")
-    out, todo = {}, []
-    for p in paths:
-        key = hashlib.sha256(p.read_bytes() + lib.encode()).hexdigest()
-        target, stamp = cache / p.name, cache / (p.name + ".key")
-        out[p.name] = target
-        if target.exists() and stamp.exists() and stamp.read_text() == key:
-            print(f"{p.name}: executed copy is current")
-            continue
-        stamp.unlink(missing_ok=True)
-        todo.append((p, target, stamp, key))
+    numba_cache = numba_cache or os.environ.get("NUMBA_CACHE_DIR") or str(root / "numba-cache")
+    outs: list[dict[str, Path]] = []
+    todo = []
+    for paths, cache, lang in groups:
+        cache.mkdir(parents=True, exist_ok=True)
+        lib = _library_digest(lang)
+        out: dict[str, Path] = {}
+        label = "" if lang == "en" else f"{lang}/"
+        for p in paths:
+            key = hashlib.sha256(p.read_bytes() + lib.encode()).hexdigest()
+            target, stamp = cache / p.name, cache / (p.name + ".key")
+            out[p.name] = target
+            if target.exists() and stamp.exists() and stamp.read_text() == key:
+                print(f"{label}{p.name}: executed copy is current")
+                continue
+            stamp.unlink(missing_ok=True)
+            todo.append((p, target, stamp, key, label))
+        outs.append(out)
     if todo:
         with ProcessPoolExecutor(max_workers=max(1, min(jobs, len(todo)))) as pool:
-            futures = [(pool.submit(_execute, str(p), str(t), str(figures), numba_cache), s, k)
-                       for p, t, s, k in todo]
-            for fut, stamp, key in futures:
+            futures = [(pool.submit(_execute, str(p), str(t), str(figures), numba_cache), s, k, lb)
+                       for p, t, s, k, lb in todo]
+            for fut, stamp, key, label in futures:
                 name, seconds = fut.result()
                 stamp.write_text(key)
-                print(f"{Path(name).name}: executed in {seconds:.1f} s")
-    return out
+                print(f"{label}{Path(name).name}: executed in {seconds:.1f} s")
+    return outs
+
+
+def execute_all(paths: list[Path], cache: Path, jobs: int = 2) -> dict[str, Path]:
+    """Executed copies of ``paths`` in ``cache``, running only the ones whose notebook or library
+    changed since they were cached (English; :func:`execute_groups` runs several languages)."""
+    return execute_groups([(list(paths), Path(cache), "en")], jobs=jobs)[0]
+
+
+def translated_sources(paths: list[Path], folder: Path, lang: str) -> tuple[list[Path], list[str]]:
+    """Write the ``lang`` edition of each English notebook in ``paths`` into ``folder`` (the
+    notebooks ``python tools/editions i18n build`` writes into ``notebooks/<lang>/``; here under
+    the build folder, so a build never rewrites one open in JupyterLab). A file whose content is
+    unchanged is not rewritten. Returns the written paths and ``"NN_name.ipynb: k"`` for every
+    notebook with k blocks left English (no current translation).
+
+    >>> translated_sources([], Path("/tmp/nowhere"), "fr")
+    Traceback (most recent call last):
+    ...
+    ValueError: lang must be one of ('zh_TW'); got 'fr'
+    """
+    from . import i18n
+
+    if lang not in i18n.LANGUAGES:
+        raise ValueError(f"lang must be one of ({', '.join(map(repr, i18n.LANGUAGES))}); "
+                         f"got {lang!r}")
+    folder.mkdir(parents=True, exist_ok=True)
+    written, left = [], []
+    for path in paths:
+        nb, fallbacks = i18n.translated_notebook(path, lang)
+        dest = folder / Path(path).name
+        text = nbformat.writes(nb) + "\n"
+        if not dest.exists() or dest.read_text(encoding="utf-8") != text:
+            dest.write_text(text, encoding="utf-8")
+        written.append(dest)
+        if fallbacks:
+            left.append(f"{dest.name}: {len(fallbacks)}")
+    return written, left
 
 
 # ---- 2. the site's pages -----------------------------------------------------------------------
@@ -167,17 +260,121 @@ def _relink(text: str, present: dict[str, str], pending: list[str], page: str) -
     return LINK.sub(swap, text)
 
 
-def _explorer_note(name: str) -> str:
+@dataclass(frozen=True)
+class Language:
+    """One language of the site: its code (``uneven.set_language``'s), the folder of its pages
+    under the HTML root (``""``: the root), Sphinx's ``language``, the pages' ``lang`` attribute,
+    its name in itself (the switch's label), and the site's title in it."""
+
+    code: str
+    folder: str
+    sphinx: str
+    html_lang: str
+    name: str
+    title: str
+
+
+#: The site's languages, English first (the root of the site; the others in their folder).
+LANGUAGES = {
+    "en": Language("en", "", "en", "en", "English", "When ranks are not equal"),
+    "zh_TW": Language("zh_TW", "zh_TW", "zh_TW", "zh-Hant-TW", "繁體中文", "當各 rank 並不相同"),
+}
+
+#: The site's own words (the notebooks' words come from their catalogs). The English texts are
+#: the ones the English site always had.
+TEXT = {
+    "en": {
+        "glossary_stub": ("## Glossary · 詞彙表\n\nThe terms the notebooks use, English and "
+                          "繁體中文, are on a page of their own: [Glossary](glossary.md)."),
+        "explorer_unpublished": (
+            "*This is the explorer's static figure, drawn at its default setting. Its "
+            "sliders and menus need a running Python kernel: run this notebook from a "
+            "checkout of the collection (`make lab`) to make the explorer live; it is not "
+            "published yet, so there is no Binder or Colab link.*"),
+        "explorer_published": (
+            "*This is the explorer's static figure, drawn at its default setting. Its sliders and "
+            "menus need a running Python kernel: [launch this notebook on Binder]"
+            "({binder}) (or [open it in Colab]({colab})) and "
+            "run its cells to make the explorer live.*"),
+        "accuracy_title": "Paper against model: the accuracy table",
+        "accuracy_intro": (
+            "Every headline number of the six papers that the model also computes, with where we "
+            "read it ([paper], [repo], [chapter]) and where it was measured, the model's value "
+            "under the assumptions in the last column, and their ratio. The values come from "
+            "`uneven.accuracy`, which makes the same library calls as the notebook named in the "
+            "first column; a test recomputes them. A ratio near 1 under matched assumptions is "
+            "agreement; under unmatched ones it is only a comparison of scale."),
+        "editions": (
+            '<p class="uneven-editions">This collection comes in two languages: '
+            '<strong>English</strong> (this edition) and <a class="uneven-edition-link" '
+            'href="{other}index.html" hreflang="zh-Hant-TW" lang="zh-Hant-TW">繁體中文</a>. '
+            'Every page has a switch to the same page in the other language (at the top right); '
+            'to run the Chinese notebooks on your own machine, type <code>make lab '
+            'EDITION=zh_TW</code> in the repository.</p>'),
+        "switch_title": "This page in English",
+    },
+    "zh_TW": {
+        "glossary_stub": ("## Glossary · 詞彙表\n\n這些筆記本用到的術語，英文與繁體中文對照，"
+                          "放在獨立的一頁：[詞彙表](glossary.md)。"),
+        "explorer_unpublished": (
+            "*這是 explorer 在預設設定下畫出的靜態圖。它的滑桿和選單需要一個執行中的 Python "
+            "kernel：在這套教材的工作目錄裡執行這本筆記本（`make lab EDITION=zh_TW`），"
+            "explorer 就能即時互動；這套教材尚未公開，所以還沒有 Binder 或 Colab 連結。*"),
+        "explorer_published": (
+            "*這是 explorer 在預設設定下畫出的靜態圖。它的滑桿和選單需要一個執行中的 Python "
+            "kernel：[在 Binder 上開啟這本筆記本]({binder})，執行它的儲存格，explorer "
+            "就能即時互動（Colab 只有英文版：[在 Colab 開啟英文版]({colab})）。*"),
+        "accuracy_title": "論文與模型對照：準確度表",
+        "accuracy_intro": (
+            "六篇論文裡模型也算得出的每個主要數字：我們從哪裡讀到它（[paper]、[repo]、"
+            "[chapter]）、在哪裡量測，模型在最後一欄所列假設下的數值，以及兩者的比值。數值來自 "
+            "`uneven.accuracy`，它使用的函式庫呼叫和第一欄所列的筆記本相同；有一個測試會重新"
+            "計算它們。假設相符時，比值接近 1 就是吻合；假設不相符時，只是在比較數量級。"
+            "表格各列的文字取自函式庫，與英文版相同。"),
+        "accuracy_header": ("| 筆記本 | 論文 | 量 | 論文（標籤；量測地點；硬體） | 模型 | "
+                            "模型 / 論文 | 假設相符 |"),
+        "editions": (
+            '<p class="uneven-editions">這套教材有兩種語言：<strong>繁體中文</strong>（本版本）'
+            '與 <a class="uneven-edition-link" href="{other}index.html" hreflang="en" '
+            'lang="en">English</a>。每一頁右上角都有切換鈕，直接跳到另一種語言的同一頁；'
+            '要在自己的電腦上執行繁體中文版的筆記本，請在儲存庫中輸入 <code>make lab '
+            'EDITION=zh_TW</code>。</p>'),
+        "switch_title": "這一頁的繁體中文版",
+    },
+}
+
+
+def _language(lang: str) -> Language:
+    if lang not in LANGUAGES:
+        raise ValueError(f"lang must be one of {tuple(LANGUAGES)}; got {lang!r}")
+    return LANGUAGES[lang]
+
+
+def _other_root(lang: str) -> str:
+    """From a page at the root of ``lang``'s tree, the root of the other language's tree (the
+    site has two languages: English at the root, zh-TW in ``zh_TW/``)."""
+    return "../" if LANGUAGES[lang].folder else LANGUAGES["zh_TW"].folder + "/"
+
+
+def _binder_url(name: str, lang: str) -> str:
+    """A Binder link to the ``lang`` edition of notebook ``name`` (Binder's postBuild writes the
+    zh-TW notebooks into ``notebooks/zh_TW/``)."""
+    url = _online().binder_url(name)
+    return url if lang == "en" else url.replace(f"%2F{name}", f"%2F{lang}%2F{name}")
+
+
+def _explorer_note(name: str, lang: str = "en") -> str:
+    """The note under an explorer's static figure, in ``lang``.
+
+    >>> _explorer_note("01_attack_of_the_bubbles.ipynb").startswith("*This is the explorer")
+    True
+    """
     online = _online()
+    text = TEXT[_language(lang).code]
     if not online.published():
-        return ("*This is the explorer's static figure, drawn at its default setting. Its "
-                "sliders and menus need a running Python kernel: run this notebook from a "
-                "checkout of the collection (`make lab`) to make the explorer live; it is not "
-                "published yet, so there is no Binder or Colab link.*")
-    return (f"*This is the explorer's static figure, drawn at its default setting. Its sliders and "
-            f"menus need a running Python kernel: [launch this notebook on Binder]"
-            f"({online.binder_url(name)}) (or [open it in Colab]({online.colab_url(name)})) and "
-            f"run its cells to make the explorer live.*")
+        return text["explorer_unpublished"]
+    return text["explorer_published"].format(binder=_binder_url(name, lang),
+                                             colab=online.colab_url(name))
 
 
 def _with_badges_under_title(cells, badges: str):
@@ -192,8 +389,34 @@ def _with_badges_under_title(cells, badges: str):
     cells.insert(0, nbformat.v4.new_markdown_cell(badges))
 
 
-def site_page(executed: Path, page_name: str, present: dict[str, str], pending: list[str]):
-    """The executed notebook as a site page; returns (notebook, glossary markdown or None)."""
+def _under_title(cells, markdown: str) -> None:
+    """Put ``markdown`` just under the page title (the first ``# `` line), a block of its own."""
+    for cell in cells:
+        if cell.cell_type == "markdown":
+            lines = cell.source.splitlines()
+            for i, line in enumerate(lines):
+                if line.startswith("# "):
+                    cell.source = "\n".join([*lines[:i + 1], "", markdown, "", *lines[i + 1:]])
+                    return
+    cells.insert(0, nbformat.v4.new_markdown_cell(markdown))
+
+
+def glossary_cells(path: Path) -> set[str]:
+    """The ids of the cells of notebook ``path`` that open with the ``## Glossary`` heading (the
+    zh-TW start page's glossary cell has the same id, whatever its heading says)."""
+    nb = nbformat.read(path, as_version=4)
+    return {c.get("id") for c in nb.cells
+            if c.cell_type == "markdown" and GLOSSARY_HEADING.match(c.source.lstrip())}
+
+
+def site_page(executed: Path, page_name: str, present: dict[str, str], pending: list[str],
+              lang: str = "en", glossary_ids: set[str] | frozenset = frozenset(),
+              editions: bool = False):
+    """The executed notebook as a site page; returns (notebook, glossary markdown or None).
+    ``lang`` is the page's language (its explorer notes and glossary stub), ``glossary_ids``
+    the ids of the start page's glossary cells besides the ones found by their heading, and
+    ``editions`` adds the start page's line that offers both languages."""
+    text = TEXT[_language(lang).code]
     nb = nbformat.read(executed, as_version=4)
     nb.metadata.pop("widgets", None)  # no widget state: the page shows static figures
     badges, cells, glossary = None, [], None
@@ -204,18 +427,22 @@ def site_page(executed: Path, page_name: str, present: dict[str, str], pending: 
             continue  # the install cell is for Colab, not for a static page
         if discover.is_check(cell):
             continue  # a section's regression pins: for the tests, not for the reader
+        if "i18n" in discover.tags(cell):
+            continue  # the zh-TW edition's set_language cell: how it runs, not what it says
         if cell.cell_type == "markdown":
             cell.source = _relink(cell.source, present, pending, page_name)
-            if GLOSSARY_HEADING.match(cell.source.lstrip()) and page_name == "index":
+            if page_name == "index" and (GLOSSARY_HEADING.match(cell.source.lstrip())
+                                         or cell.get("id") in glossary_ids):
                 glossary = cell.source
-                cell.source = ("## Glossary · 詞彙表\n\nThe terms the notebooks use, English and "
-                               "繁體中文, are on a page of their own: [Glossary](glossary.md).")
+                cell.source = text["glossary_stub"]
         cells.append(cell)
         if cell.cell_type == "code":
             cell.outputs = [o for o in cell.get("outputs", [])
                             if WIDGET not in o.get("data", {})]
             if "explorer" in discover.tags(cell):
-                cells.append(nbformat.v4.new_markdown_cell(_explorer_note(executed.name)))
+                cells.append(nbformat.v4.new_markdown_cell(_explorer_note(executed.name, lang)))
+    if editions:  # under the title, after the badges (put there next)
+        _under_title(cells, text["editions"].format(other=_other_root(lang)))
     if badges:
         _with_badges_under_title(cells, badges)
     nb.cells = cells
@@ -246,17 +473,50 @@ def search_terms(text: str) -> str:
     return "".join(f"{w}\n" for w in words)
 
 
-ACCURACY_INTRO = (
-    "Every headline number of the six papers that the model also computes, with where we read "
-    "it ([paper], [repo], [chapter]) and where it was measured, the model's value under the "
-    "assumptions in the last column, and their ratio. The values come from `uneven.accuracy`, "
-    "which makes the same library calls as the notebook named in the first column; a test "
-    "recomputes them. A ratio near 1 under matched assumptions is agreement; under unmatched "
-    "ones it is only a comparison of scale.")
+#: The English accuracy page's introduction (as it always was).
+ACCURACY_INTRO = TEXT["en"]["accuracy_intro"]
+
+#: The language switch: the same page in the other language (``uneven_switch`` in the page's
+#: context, None in a site of one language), written into each page's header.
+SWITCH_TEMPLATE = """\
+{%- if uneven_switch %}
+<a class="btn btn-sm uneven-language-switch" \
+href="{{ '../' * pagename.count('/') }}{{ uneven_switch.root }}{{ pagename }}.html" \
+hreflang="{{ uneven_switch.lang }}" lang="{{ uneven_switch.lang }}" \
+title="{{ uneven_switch.title }}">{{ uneven_switch.label }}</a>
+{%- endif %}
+"""
+
+#: The switch in one row with the theme's header buttons, smaller than their icons, framed.
+SITE_CSS = """\
+.bd-header-article .header-article-items__end { display: flex; align-items: center; }
+.bd-header-article .btn.uneven-language-switch {
+  font-size: 0.85rem; line-height: 1.4; padding: 0.1rem 0.5rem; margin-right: 0.4rem;
+  border: 1px solid var(--pst-color-border); border-radius: 0.25rem;
+}
+"""
 
 
-def write_sources(executed: dict[str, Path], src: Path) -> list[str]:
-    """Write the site's sources into ``src``; return the links left as text (see ``_relink``)."""
+def _accuracy_page(lang: str) -> str:
+    from uneven import accuracy
+
+    text = TEXT[lang]
+    table = accuracy.render_markdown()
+    if "accuracy_header" in text:
+        first, rest = table.split("\n", 1)
+        table = text["accuracy_header"] + "\n" + rest
+    return f"# {text['accuracy_title']}\n\n{text['accuracy_intro']}\n\n{table}\n"
+
+
+def write_sources(executed: dict[str, Path], src: Path, lang: str = "en",
+                  languages: tuple[str, ...] = ("en",),
+                  glossary_ids: set[str] | frozenset = frozenset()) -> list[str]:
+    """Write the ``lang`` site's sources into ``src``; return the links left as text (see
+    ``_relink``). ``languages`` are all the languages the site is built in: with more than one,
+    every page gets the switch to the other language and the start page the line that offers
+    both; ``glossary_ids`` as for :func:`site_page`."""
+    language = _language(lang)
+    bilingual = len(languages) > 1
     shutil.rmtree(src, ignore_errors=True)
     src.mkdir(parents=True)
     names = list(executed)
@@ -267,7 +527,8 @@ def write_sources(executed: dict[str, Path], src: Path) -> list[str]:
     glossary = None
     for name in names:
         page = "index" if name == start else Path(name).stem
-        nb, found = site_page(executed[name], page, present, pending)
+        nb, found = site_page(executed[name], page, present, pending, lang=lang,
+                              glossary_ids=glossary_ids, editions=bilingual and page == "index")
         glossary = glossary or found
         if page != "index":
             toc.append(page)
@@ -280,64 +541,149 @@ def write_sources(executed: dict[str, Path], src: Path) -> list[str]:
                                                  pending, "glossary") + "\n", encoding="utf-8")
         toc.append("glossary")
     # The accuracy table: every paper's headline numbers beside the model's (uneven.accuracy).
-    from uneven import accuracy
-
-    (src / "accuracy.md").write_text(
-        "# Paper against model: the accuracy table\n\n" + ACCURACY_INTRO + "\n\n"
-        + accuracy.render_markdown() + "\n", encoding="utf-8")
+    (src / "accuracy.md").write_text(_accuracy_page(lang), encoding="utf-8")
     toc.append("accuracy")
     index_nb.cells.append(nbformat.v4.new_markdown_cell(
         "```{toctree}\n:hidden:\n:maxdepth: 1\n\n" + "\n".join(toc) + "\n```"))
     nbformat.write(index_nb, src / "index.ipynb")
     (src / SEARCH_TERMS).write_text(search_terms(glossary or ""), encoding="utf-8")
+    (src / "_templates").mkdir()
+    (src / "_templates" / "language-switch.html").write_text(SWITCH_TEMPLATE, encoding="utf-8")
+    (src / "_static").mkdir()
+    (src / "_static" / "uneven-site.css").write_text(SITE_CSS, encoding="utf-8")
+    other = next((LANGUAGES[code] for code in languages if code != lang), None)
+    switch = None if not bilingual or other is None else {
+        "root": _other_root(lang), "lang": other.html_lang, "label": other.name,
+        "title": TEXT[other.code]["switch_title"]}
+    context = {"uneven_switch": switch, "uneven_html_lang": language.html_lang}
+    header_end = (["language-switch.html"] if switch else []) + ["article-header-buttons.html"]
     (src / "conf.py").write_text(CONF.format(lib=str(discover.ROOT / "lib"),
                                              tools=str(discover.ROOT / "tools"),
-                                             terms=SEARCH_TERMS), encoding="utf-8")
+                                             terms=SEARCH_TERMS, title=language.title,
+                                             language=language.sphinx,
+                                             html_lang=language.html_lang,
+                                             header_end=header_end, context=context),
+                                 encoding="utf-8")
     return pending
 
 
 # ---- 3. sphinx ---------------------------------------------------------------------------------
 
+def _sphinx_cmd(builder: str, src: Path, out: Path, doctrees: Path) -> list[str]:
+    return [sys.executable, "-m", "sphinx", "-b", builder, "-W", "--keep-going", "-q",
+            "-d", str(doctrees), str(src), str(out)]
+
+
 def _sphinx(builder: str, src: Path, out: Path, doctrees: Path) -> None:
-    cmd = [sys.executable, "-m", "sphinx", "-b", builder, "-W", "--keep-going", "-q",
-           "-d", str(doctrees), str(src), str(out)]
-    done = subprocess.run(cmd, capture_output=True, text=True)
-    if done.returncode != 0:
-        raise discover.EditionError(f"sphinx-build -b {builder} failed:\n{done.stdout}\n"
-                                    f"{done.stderr}")
+    _sphinx_all([(builder, src, out, doctrees)])
+
+
+def _sphinx_all(runs: list[tuple[str, Path, Path, Path]]) -> None:
+    """Run the sphinx-builds ``(builder, src, out, doctrees)`` side by side; fail naming every
+    one that failed."""
+    procs = [(run, subprocess.Popen(_sphinx_cmd(*run), stdout=subprocess.PIPE,
+                                    stderr=subprocess.PIPE, text=True)) for run in runs]
+    failed = []
+    for (builder, src, _out, _d), proc in procs:
+        stdout, stderr = proc.communicate()
+        if proc.returncode != 0:
+            failed.append(f"sphinx-build -b {builder} {src.name} failed:\n{stdout}\n{stderr}")
+    if failed:
+        raise discover.EditionError("\n".join(failed))
+
+
+def _check_languages(languages) -> tuple[str, ...]:
+    if isinstance(languages, str):
+        languages = tuple(x.strip() for x in languages.split(",") if x.strip())
+    languages = tuple(languages)
+    unknown = [x for x in languages if x not in LANGUAGES]
+    if not languages or unknown or languages[0] != "en" or len(set(languages)) != len(languages):
+        raise ValueError(f"languages must start with 'en' and name each of {tuple(LANGUAGES)} "
+                         f"at most once (e.g. ('en', 'zh_TW')); got {languages!r}")
+    return languages
 
 
 def build(out: Path = BUILD, jobs: int = 2, linkcheck: bool = True,
-          paths: list[Path] | None = None, execute: bool = True) -> dict:
-    """Build the site under ``out``; return timings and what the link check found. With
-    ``execute=False`` the pages are the notebooks as committed (no outputs, nothing run)."""
+          paths: list[Path] | None = None, execute: bool = True,
+          languages: tuple[str, ...] = tuple(LANGUAGES)) -> dict:
+    """Build the site under ``out``, one tree per language (English in ``out/html``, zh-TW in
+    ``out/html/zh_TW``); return timings and what the link check found. With ``execute=False`` the
+    pages are the notebooks as committed (no outputs, nothing run). ``times`` holds the wall time
+    of each phase (the two languages' notebooks run in one queue, their Sphinx builds side by
+    side) and ``notebook_seconds``, per language, the summed run time of its notebooks."""
+    languages = _check_languages(languages)
     out = Path(out)
     times = {}
     t0 = time.perf_counter()
-    paths = paths or discover.notebook_paths()
-    executed = (execute_all(paths, out / "executed", jobs=jobs) if execute
-                else {p.name: p for p in paths})
+    paths = list(paths or discover.notebook_paths())
+    sources = {"en": paths}
+    untranslated: dict[str, list[str]] = {}
+    for lang in languages[1:]:
+        sources[lang], untranslated[lang] = translated_sources(
+            paths, out / "notebooks" / LANGUAGES[lang].folder, lang)
+        for item in untranslated[lang]:
+            print(f"untranslated: {LANGUAGES[lang].folder}/{item} block(s) left English")
+    if execute:
+        groups = [(sources[lang], out / "executed" / LANGUAGES[lang].folder, lang)
+                  for lang in languages]
+        executed = dict(zip(languages, execute_groups(groups, jobs=jobs), strict=True))
+    else:
+        executed = {lang: {p.name: p for p in sources[lang]} for lang in languages}
     times["execute"] = time.perf_counter() - t0
     t1 = time.perf_counter()
-    pending = write_sources(executed, out / "site-src")
+    glossary_ids = glossary_cells(paths[0])
+    pending: list[str] = []
+    trees = {}
+    for lang in languages:
+        suffix = "" if lang == "en" else f"-{lang}"
+        src = out / f"site-src{suffix}"
+        found = write_sources(executed[lang], src, lang=lang, languages=languages,
+                              glossary_ids=glossary_ids)
+        if lang == "en":
+            pending = found
+        trees[lang] = (src, out / "html" / LANGUAGES[lang].folder, out / f".doctrees{suffix}",
+                       out / f"linkcheck{suffix}")
     for item in pending:
         print(f"note: {item} is not in this checkout yet; its link is shown as text")
     shutil.rmtree(out / "html", ignore_errors=True)
-    _sphinx("html", out / "site-src", out / "html", out / ".doctrees")
+    _sphinx_all([("html", src, html, doctrees) for src, html, doctrees, _ in trees.values()])
     times["html"] = time.perf_counter() - t1
     report = []
     if linkcheck:
         t2 = time.perf_counter()
-        _sphinx("linkcheck", out / "site-src", out / "linkcheck", out / ".doctrees")
-        lines = (out / "linkcheck" / "output.json").read_text().splitlines()
-        report = [json.loads(line) for line in lines if line.strip()]
+        _sphinx_all([("linkcheck", src, check, doctrees)
+                     for src, _, doctrees, check in trees.values()])
+        for lang, (_, _, _, check) in trees.items():
+            lines = (check / "output.json").read_text().splitlines()
+            found = [json.loads(line) for line in lines if line.strip()]
+            report += [dict(r, language=lang) for r in found]
         broken = [r for r in report if r.get("status") == "broken"]
         if broken:
             raise discover.EditionError("broken links: " + "; ".join(
-                f"{r['filename']}:{r['lineno']} {r['uri']}" for r in broken))
+                f"{r['language']} {r['filename']}:{r['lineno']} {r['uri']}" for r in broken))
         times["linkcheck"] = time.perf_counter() - t2
+    seconds = {lang: _notebook_seconds(executed[lang].values()) for lang in languages}
     return {"times": times, "pending": pending, "links": report, "html": out / "html",
-            "internal": internal_links(out / "html")}
+            "languages": languages, "untranslated": untranslated, "notebook_seconds": seconds,
+            "internal": sum(internal_links(out / "html" / LANGUAGES[lang].folder)
+                            for lang in languages)}
+
+
+def _notebook_seconds(executed) -> float:
+    """The summed run time of executed notebooks (nbclient stamps each cell's start and end)."""
+    from datetime import datetime
+
+    total = 0.0
+    for path in executed:
+        nb = nbformat.read(path, as_version=4)
+        stamps = [c.get("metadata", {}).get("execution", {}) for c in nb.cells]
+        starts = [s["iopub.execute_input"] for s in stamps if "iopub.execute_input" in s]
+        ends = [s["shell.execute_reply"] for s in stamps if "shell.execute_reply" in s]
+        if starts and ends:
+            parse = [datetime.fromisoformat(t.replace("Z", "+00:00")) for t in (starts[0],
+                                                                                 ends[-1])]
+            total += (parse[1] - parse[0]).total_seconds()
+    return total
 
 
 def internal_links(html: Path) -> int:
@@ -392,22 +738,40 @@ def _chinese_search():
     return Search
 
 
+def _page_language(app, pagename, templatename, context, doctree):
+    """Every page says its language in the ``lang`` attribute its theme writes from
+    ``language`` (``zh-Hant-TW``, where Sphinx would write ``zh-TW``), and names the same page in
+    the other language as an alternate (``<link rel="alternate" hreflang=...>``)."""
+    lang = context.get("uneven_html_lang")
+    if lang:
+        context["language"] = lang
+    switch = context.get("uneven_switch")
+    if switch:
+        href = "../" * pagename.count("/") + switch["root"] + pagename + ".html"
+        context["metatags"] = context.get("metatags", "") + (
+            f'\n<link rel="alternate" hreflang="{switch["lang"]}" href="{href}" />')
+
+
 def setup(app):
-    """Sphinx extension (the site's ``conf.py`` names it): the ``mathml`` math renderer, and a
-    Chinese search whose page script runs."""
+    """Sphinx extension (the site's ``conf.py`` names it): the ``mathml`` math renderer, a
+    Chinese search whose page script runs, and each page's language (``lang`` attribute and the
+    alternate page in the other language)."""
     app.add_html_math_renderer("mathml", (_visit_math, None), (_visit_displaymath, None))
     app.add_search_language(_chinese_search())
+    app.connect("html-page-context", _page_language)
     return {"parallel_read_safe": True, "parallel_write_safe": True}
 
 
 def main(argv: list[str]) -> int:
-    out, jobs, linkcheck, execute = BUILD, 2, True, True
+    out, jobs, linkcheck, execute, languages = BUILD, 2, True, True, tuple(LANGUAGES)
     args = iter(argv)
     for a in args:
         if a == "--out":
             out = Path(next(args))
         elif a == "--jobs":
             jobs = int(next(args))
+        elif a == "--languages":
+            languages = _check_languages(next(args))
         elif a == "--no-linkcheck":
             linkcheck = False
         elif a == "--no-execute":
@@ -416,11 +780,14 @@ def main(argv: list[str]) -> int:
             print(__doc__)
             return 2
     t0 = time.perf_counter()
-    result = build(out, jobs=jobs, linkcheck=linkcheck, execute=execute)
+    result = build(out, jobs=jobs, linkcheck=linkcheck, execute=execute, languages=languages)
     spent = ", ".join(f"{k} {v:.1f} s" for k, v in result["times"].items())
     files = sum(1 for r in result["links"] if r.get("status") == "working")
-    print(f"site written to {result['html']}/index.html in {time.perf_counter() - t0:.1f} s "
-          f"({spent}); links: {result['internal']} between pages (resolved by Sphinx) and "
-          f"{files} to files, none broken" + ("" if linkcheck else " (link check skipped)"))
+    each = ", ".join(f"{lang} {s:.1f} s" for lang, s in result["notebook_seconds"].items())
+    trees = ", ".join(f"{result['html'] / LANGUAGES[lang].folder / 'index.html'} ({lang})"
+                      for lang in result["languages"])
+    print(f"site written to {trees} in {time.perf_counter() - t0:.1f} s "
+          f"({spent}; notebooks' own run time, summed: {each}); links: {result['internal']} "
+          f"between pages (resolved by Sphinx) and {files} to files, none broken"
+          + ("" if linkcheck else " (link check skipped)"))
     return 0
-
