@@ -443,15 +443,10 @@ def _page(path: Path) -> Path:
     return Path("index" if path == NOTEBOOKS[0] else path.stem)
 
 
-@pytest.mark.slow
-@pytest.mark.editions
-@pytest.mark.xdist_group("site")
-@pytest.mark.parametrize("path", NOTEBOOKS, ids=ids)
-def test_every_notebook_page_shows_its_figures_as_images(site, path):
-    if site["done"].returncode != 0:
-        pytest.fail("the site did not build")
-    out = site["html"]
-    page = (out / f"{_page(path)}.html").read_text(encoding="utf-8")
+def _figures_shown(page: str, root: Path, path: Path):
+    """Assert that the page of notebook ``path`` (HTML under ``root``) shows every cell tagged
+    figure or explorer, each as a PNG image; return the notebook's code cells and the count of
+    each tag."""
     cells = [c for c in nbformat.read(path, as_version=4).cells if c.cell_type == "code"]
     wanted = {t: sum(t in discover.tags(c) for c in cells) for t in ("figure", "explorer")}
     chunks = page.split('<div class="cell ')[1:]
@@ -461,7 +456,20 @@ def test_every_notebook_page_shows_its_figures_as_images(site, path):
         for chunk in shown:
             srcs = re.findall(r'<img[^>]*src="(_images/[^"]+\.png)"', chunk)
             assert srcs, f"{path.name}: a '{tag}' cell shows no image"
-            assert all((out / s).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" for s in srcs)
+            assert all((root / s).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" for s in srcs)
+    return cells, wanted
+
+
+@pytest.mark.slow
+@pytest.mark.editions
+@pytest.mark.xdist_group("site")
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=ids)
+def test_every_notebook_page_shows_its_figures_as_images(site, path):
+    if site["done"].returncode != 0:
+        pytest.fail("the site did not build")
+    out = site["html"]
+    page = (out / f"{_page(path)}.html").read_text(encoding="utf-8")
+    cells, wanted = _figures_shown(page, out, path)
     assert page.count("explorer’s static figure") == wanted["explorer"]
     # a section's regression pins run in the tests; the reader's page leaves them out
     assert any(discover.is_check(c) for c in cells) and "tag_check" not in page
@@ -600,16 +608,7 @@ def test_every_zh_tw_site_page_shows_its_figures_as_images_and_chinese_text(site
     assert page_path.exists(), f"no zh-TW page for {path.name}"
     page = page_path.read_text(encoding="utf-8")
     assert HTML_LANG.search(page).group(1) == "zh-Hant-TW"
-    cells = [c for c in nbformat.read(path, as_version=4).cells if c.cell_type == "code"]
-    wanted = {t: sum(t in discover.tags(c) for c in cells) for t in ("figure", "explorer")}
-    chunks = page.split('<div class="cell ')[1:]
-    for tag, n in wanted.items():
-        shown = [c for c in chunks if c.startswith(f"tag_{tag}")]
-        assert len(shown) == n, f"{path.name}: {len(shown)} '{tag}' cells on the page, want {n}"
-        for chunk in shown:
-            srcs = re.findall(r'<img[^>]*src="(_images/[^"]+\.png)"', chunk)
-            assert srcs, f"{path.name}: a '{tag}' cell shows no image"
-            assert all((zh / s).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" for s in srcs)
+    cells, wanted = _figures_shown(page, zh, path)
     assert page.count("explorer 在預設設定下畫出的靜態圖") == wanted["explorer"]
     assert "widget-view" not in page and "<Figure size" not in page and "tag_i18n" not in page
     assert "tag_check" not in page

@@ -14,9 +14,7 @@
 
 from __future__ import annotations
 
-import ast
 import re
-import string
 import sys
 from pathlib import Path
 
@@ -32,6 +30,7 @@ from uneven.explorers import _common, nb00, nb01, nb02, nb03
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tools"))
+from _i18n_msgids import catalog, fields, literal_msgids  # noqa: E402
 from editions import i18n_rules as rules  # noqa: E402
 
 matplotlib.use("Agg")
@@ -41,35 +40,7 @@ TERMS = rules.load_terms("zh_TW")
 
 
 def _msgids(module) -> list[tuple[str | None, str]]:
-    """(msgctxt, msgid) of every ``_("...")`` / ``N_("...")`` call with a literal message."""
-    tree = ast.parse(Path(module.__file__).read_text(encoding="utf-8"))
-    out = []
-    for node in ast.walk(tree):
-        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
-                and node.func.id in ("_", "N_") and node.args):
-            continue
-        first = node.args[0]
-        if not (isinstance(first, ast.Constant) and isinstance(first.value, str)):
-            assert node.func.id == "_", f"{module.__name__}:{node.lineno}: N_ of a non-literal"
-            continue  # _(name): a name marked with N_ where it is defined
-        ctx = None
-        if len(node.args) > 1:
-            assert isinstance(node.args[1], ast.Constant), f"{module.__name__}:{node.lineno}"
-            ctx = node.args[1].value
-        if (ctx, first.value) not in out:
-            out.append((ctx, first.value))
-    return out
-
-
-def _fields(text: str) -> list:
-    return sorted((name, spec, conv) for _lit, name, spec, conv in string.Formatter().parse(text)
-                  if name is not None)
-
-
-def _catalog(name: str) -> dict:
-    path = i18n.catalog_path("zh_TW", name)
-    assert path.is_file(), f"no catalog {path}"
-    return {(e.msgctxt, e.msgid): e for e in polib.pofile(str(path)) if not e.obsolete}
+    return literal_msgids(Path(module.__file__))
 
 
 @pytest.fixture
@@ -85,16 +56,16 @@ def lang():
 def test_every_msgid_has_a_current_translation_with_the_same_placeholders(name):
     ids = _msgids(MODULES[name])
     assert len(ids) >= 10, f"{name}: only {len(ids)} strings found; is the module wrapped?"
-    cat = _catalog(name)
+    cat = catalog(name)
     problems = []
     for key in ids:
         e = cat.get(key)
         if e is None or not e.msgstr or e.fuzzy:
             problems.append(f"untranslated {key}")
-        elif _fields(e.msgid) != _fields(e.msgstr):
-            problems.append(f"placeholders differ {key}: {_fields(e.msgstr)}")
+        elif fields(e.msgid) != fields(e.msgstr):
+            problems.append(f"placeholders differ {key}: {fields(e.msgstr)}")
         else:  # the template formats with the same arguments
-            dummy = {f[0]: 1 for f in _fields(e.msgid)}
+            dummy = {f[0]: 1 for f in fields(e.msgid)}
             e.msgstr.format(**dummy)
     problems += [f"left over (no longer in {name}.py) {k}" for k in cat if k not in ids]
     assert not problems, f"uneven-{name}.po:\n" + "\n".join(problems)
@@ -103,7 +74,7 @@ def test_every_msgid_has_a_current_translation_with_the_same_placeholders(name):
 @pytest.mark.parametrize("name", MODULES)
 def test_translations_keep_numbers_labels_and_terms(name):
     problems = []
-    for e in _catalog(name).values():
+    for e in catalog(name).values():
         problems += [f"{e.msgid!r}: {p}" for p in rules.invariant_problems(e.msgid, e.msgstr)]
         problems += [f"{e.msgid!r}: {p}"
                      for p in rules.term_problems(e.msgid, e.msgstr, TERMS,
@@ -116,7 +87,7 @@ def test_translations_keep_numbers_labels_and_terms(name):
 def test_no_other_library_catalog_translates_these_msgids_otherwise():
     ours = {}
     for name in MODULES:
-        for key, e in _catalog(name).items():
+        for key, e in catalog(name).items():
             assert ours.setdefault(key, e.msgstr) == e.msgstr, (name, key)
     clashes = []
     for path in i18n.catalog_paths("zh_TW"):

@@ -1,6 +1,6 @@
 """The zh-TW strings of the explorers of notebooks 04-08 (``uneven.explorers.nb04`` ... ``nb08``).
 
-Every literal msgid a module passes to ``_()`` (or marks with ``_N()``, for a label that is also a
+Every literal msgid a module passes to ``_()`` (or marks with ``N_()``, for a label that is also a
 key in code and is translated where it is drawn) has a current zh-TW entry in
 ``lib/uneven/locale/zh_TW/LC_MESSAGES/uneven-nbNN.po`` with the same ``{placeholders}`` (names and
 format specs), no entry is left over, the Chinese keeps the edition's words and full-width
@@ -10,9 +10,7 @@ binding figure) shows Chinese text under ``zh_TW`` and none under English.
 
 from __future__ import annotations
 
-import ast
 import re
-import string
 import sys
 from pathlib import Path
 
@@ -24,36 +22,11 @@ from uneven import i18n
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tools"))
+from _i18n_msgids import catalog, fields, literal_msgids  # noqa: E402
 from editions import i18n_rules as rules  # noqa: E402
 
 MODULES = ("nb04", "nb05", "nb06", "nb07", "nb08")
 CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
-
-
-def literal_msgids(path: Path) -> list[tuple[str | None, str]]:
-    """(msgctxt, msgid) of every ``_("...")`` / ``_N("...")`` call with a literal string in the
-    module at ``path``, in order of appearance.
-
-    >>> literal_msgids(ROOT / "lib/uneven/explorers/nb08.py")[0]
-    (None, 'interleaved')
-    """
-    tree = ast.parse(path.read_text(encoding="utf-8"))
-    calls = [n for n in ast.walk(tree) if isinstance(n, ast.Call)
-             and isinstance(n.func, ast.Name) and n.func.id in ("_", "_N")]
-    calls.sort(key=lambda n: (n.lineno, n.col_offset))
-    out = []
-    for call in calls:
-        if not call.args or not isinstance(call.args[0], ast.Constant) or not isinstance(
-                call.args[0].value, str):
-            continue  # a variable: its msgid is marked where the string is written
-        ctx = None
-        for kw in call.keywords:
-            if kw.arg == "context":
-                assert isinstance(kw.value, ast.Constant), f"{path.name}:{call.lineno}: " \
-                    "a context must be a literal string"
-                ctx = kw.value.value
-        out.append((ctx, call.args[0].value))
-    return list(dict.fromkeys(out))
 
 
 def dynamic_msgids(module: str) -> list[tuple[str | None, str]]:
@@ -72,18 +45,6 @@ def dynamic_msgids(module: str) -> list[tuple[str | None, str]]:
     out += [(None, p.short) for p in PAPERS if p.short not in ("NIC", "barrier")]
     # a name (UBEP) is not translated
     return [key for key in dict.fromkeys(out) if re.search("[a-z]{3}", key[1])]
-
-
-def fields(text: str) -> list[tuple[str, str]]:
-    """The replacement fields of a ``str.format`` template: (name, format spec)."""
-    return sorted((name, spec) for _, name, spec, _ in string.Formatter().parse(text)
-                  if name is not None)
-
-
-def catalog(module: str) -> dict[tuple[str | None, str], polib.POEntry]:
-    path = i18n.catalog_path("zh_TW", module)
-    assert path.exists(), f"{path} is missing"
-    return {(e.msgctxt, e.msgid): e for e in polib.pofile(str(path)) if not e.obsolete}
 
 
 @pytest.fixture

@@ -37,7 +37,7 @@ from .._validate import (
 )
 from ..i18n import gettext as _
 from ..widgets import Explorer, dropdown, explore, int_slider, reuse, slider, toggle
-from ._common import check_dict, curve, instances, is_real
+from ._common import N_, check_dict, curve, instances, is_real
 
 __all__ = ["MegaScaleState", "megascale_state", "draw_megascale", "megascale_explorer",
            "STRATEGY_LABELS", "volume_figure", "tile_figure", "layer_figure", "ablation_figure",
@@ -52,8 +52,6 @@ BENCH_CONTROL = ("h_ffn", (2048, 4096, 8192, 12288, 14336))
 
 #: Display names of the layer strategies.
 STRATEGY_LABELS = {"tp_tp": "TP+TP", "sp_ep": "SP+EP", "sp_agrs": "SP + EP by AG/RS"}
-#: Marks a msgid that is translated where it is drawn (a label that is also a key in code).
-_N = str
 
 
 def _strategy(key: str) -> str:
@@ -664,10 +662,10 @@ _PV, _MOE = "uneven.parallel_volumes:", "uneven.schedulers.moe_layer:"
 
 #: The paper's ablation: throughput over the baseline, 240 H800, global batch 720 [paper].
 PAPER_ABLATION = {
-    _N("baseline: TP+TP, no overlap"): 1.00,
+    N_("baseline: TP+TP, no overlap"): 1.00,
     "+ SP+EP": 1.13,
-    _N("+ inter-operator overlap"): 1.22,
-    _N("+ intra-operator overlap"): 1.28,
+    N_("+ inter-operator overlap"): 1.22,
+    N_("+ intra-operator overlap"): 1.28,
 }
 #: Table 3: GPUs -> (Megatron-LM, MegaScale-MoE) tokens/s, 352B model, H800 [paper].
 PAPER_TABLE3 = {
@@ -738,19 +736,19 @@ def volume_sweeps(shape, n: int) -> SimpleNamespace:
     ks = np.arange(1, 9)
     mix = {k: MIXTRAL_8X7B.with_(top_k=int(k)) for k in ks}
     ring_mb = [comm_volume(mix[k], n, "ffn", "ep_agrs") * 2 / _MB for k in ks]
-    ffn_mb = {_N("TP, or EP by AG/RS (the same bytes)"): [comm_volume(mix[k], n, "ffn", "tp")
+    ffn_mb = {N_("TP, or EP by AG/RS (the same bytes)"): [comm_volume(mix[k], n, "ffn", "tp")
                                                           * 2 / _MB for k in ks],
-              _N("EP all-to-all"): [comm_volume(mix[k], n, "ffn", "ep") * 2 / _MB for k in ks]}
+              N_("EP all-to-all"): [comm_volume(mix[k], n, "ffn", "ep") * 2 / _MB for k in ks]}
     nvl = H800["nvlink_bw"]
     ffn_ms = {"EP all-to-all": [to_ms(collective_time(v * _MB, n, "all_to_all", bandwidth=nvl))
                                 for v in ffn_mb["EP all-to-all"]],
-              _N("EP by AG/RS"): [to_ms(collective_time(v * _MB, n, "ring", bandwidth=nvl))
+              N_("EP by AG/RS"): [to_ms(collective_time(v * _MB, n, "ring", bandwidth=nvl))
                                   for v in ring_mb]}
     ms = [1, 2, 4, 8]
     attn_mb = {"TP": [comm_volume(shape, n, "attention", "tp") * 2 / _MB for _ in ms],
-               _N("SP (from the shapes)"): [comm_volume(shape.with_(kv_heads=32 // m), n,
+               N_("SP (from the shapes)"): [comm_volume(shape.with_(kv_heads=32 // m), n,
                                                         "attention", "sp") * 2 / _MB for m in ms],
-               _N("SP (paper's printed Eq. 2)"): [comm_volume(shape.with_(kv_heads=32 // m), n,
+               N_("SP (paper's printed Eq. 2)"): [comm_volume(shape.with_(kv_heads=32 // m), n,
                                                           "attention", "sp", formula="paper")
                                               * 2 / _MB for m in ms]}
     faster = [k for k, a, r in zip(ks, ffn_ms["EP all-to-all"], ffn_ms["EP by AG/RS"],
@@ -900,12 +898,12 @@ def tile_runs(shape) -> SimpleNamespace:
     G, C = span(sp, "fc13"), span(sp, "dispatch")
     G2, C2 = span(sp, "fc2"), span(sp, "combine")
     runs = {
-        _N("dispatch → fc1/fc3, unfused"): (G, C, "a2a_gemm"),
-        _N("fused, tokens sorted by source"): tile_overlap(G, C, n_tiles=16,
+        N_("dispatch → fc1/fc3, unfused"): (G, C, "a2a_gemm"),
+        N_("fused, tokens sorted by source"): tile_overlap(G, C, n_tiles=16,
                                                           direction="a2a_gemm"),
-        _N("fused, tokens in random order"): tile_overlap(G, C, n_tiles=16, direction="a2a_gemm",
+        N_("fused, tokens in random order"): tile_overlap(G, C, n_tiles=16, direction="a2a_gemm",
                                                          order="random"),
-        _N("fc2 → combine, fused (8 SMs send)"): tile_overlap(G2, C2, n_tiles=16, comm_sms=8),
+        N_("fc2 → combine, fused (8 SMs send)"): tile_overlap(G2, C2, n_tiles=16, comm_sms=8),
     }
     report = _("dispatch {dispatch:.0f} µs, fc1/fc3 {fc13:.0f} µs; fc2 {fc2:.0f} µs, "
                "combine {combine:.0f} µs (model)").format(dispatch=to_us(C), fc13=to_us(G),

@@ -104,7 +104,7 @@ from ..ep.transport import (
 from ..i18n import gettext as _
 from ..units import gbit_per_s, gbyte_per_s, to_us
 from ..widgets import Explorer, dropdown, explore, int_slider, reuse, slider, toggle
-from ._common import check_dict, handed_on, is_real
+from ._common import N_, check_dict, handed_on, is_real
 from ._common import curve as _curve
 
 __all__ = ["BalancingState", "balancing_state", "draw_balancing", "balancing_explorer",
@@ -125,13 +125,11 @@ TRANSPORTS = {"SM-resident": SM_RESIDENT, "SM-free": SM_FREE}
 STALE_STEP = 200
 _MAX_BARS = 4096  # NICs or GPUs one explorer figure draws
 _MAX_SECONDS = 1e6  # times a figure draws (s)
-#: Marks a msgid that is translated where it is drawn (a label that is also a key in code).
-_N = str
 # Names that are keys in code and shown translated: placements, copy modes, transports, the runs'
 # palette names, the notebook's panel titles.
-_SHOWN = (_N("contiguous"), _N("NIC-aware"), _N("NIC-aware + swaps"), _N("direct"),
-          _N("relay"), _N("SM-resident"), _N("SM-free"),
-          _N("19 tokens per GPU (the matched batch)"), _N("64 tokens per GPU"))
+_SHOWN = (N_("contiguous"), N_("NIC-aware"), N_("NIC-aware + swaps"), N_("direct"),
+          N_("relay"), N_("SM-resident"), N_("SM-free"),
+          N_("19 tokens per GPU (the matched batch)"), N_("64 tokens per GPU"))
 
 
 @dataclass(frozen=True)
@@ -701,13 +699,13 @@ def _positive_times(value, n) -> bool:
 
 #: Section 6's ablation, in order: label -> the keywords of :func:`uneven.ep.simulate_decode`.
 ABLATION = (
-    (_N("DeepEP default:\ncontiguous, direct"), dict(placement="contiguous")),
-    (_N("+ NIC-aware\nplacement"), dict(placement="NIC-aware")),
-    (_N("+ NVLink swaps"), dict(placement="NIC-aware", swaps=True)),
-    (_N("+ relay"), dict(placement="NIC-aware", swaps=True, mode="relay")),
-    (_N("+ per-expert\noverlap"), dict(placement="NIC-aware", swaps=True, mode="relay",
+    (N_("DeepEP default:\ncontiguous, direct"), dict(placement="contiguous")),
+    (N_("+ NIC-aware\nplacement"), dict(placement="NIC-aware")),
+    (N_("+ NVLink swaps"), dict(placement="NIC-aware", swaps=True)),
+    (N_("+ relay"), dict(placement="NIC-aware", swaps=True, mode="relay")),
+    (N_("+ per-expert\noverlap"), dict(placement="NIC-aware", swaps=True, mode="relay",
                                        overlap=True)),
-    (_N("+ SM-free\ntransport"), dict(placement="NIC-aware", swaps=True, mode="relay",
+    (N_("+ SM-free\ntransport"), dict(placement="NIC-aware", swaps=True, mode="relay",
                                       overlap=True, transport="SM-free")),
 )
 #: DeepEP's low-latency times, µs, H800 + CX7, per EP size: (dispatch, combine) now
@@ -1041,10 +1039,10 @@ def transport_table(setup) -> SimpleNamespace:
 
 
 #: Section 8's transport and overlap options.
-BATCH_OPTIONS = {_N("one copy per expert"): dict(mode="direct"),
-                 _N("one copy per expert, overlap"): dict(mode="direct", overlap=True),
+BATCH_OPTIONS = {N_("one copy per expert"): dict(mode="direct"),
+                 N_("one copy per expert, overlap"): dict(mode="direct", overlap=True),
                  "relay": dict(mode="relay"),
-                 _N("relay, overlap"): dict(mode="relay", overlap=True)}
+                 N_("relay, overlap"): dict(mode="relay", overlap=True)}
 
 
 @arguments(batches=items(integer(lo=1, hi=1024), hi=8))

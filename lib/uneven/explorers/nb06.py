@@ -38,7 +38,7 @@ from .._validate import (
 )
 from ..i18n import gettext as _
 from ..widgets import Explorer, dropdown, explore, int_slider, reuse, slider
-from ._common import check_dict, curve, handed_on, instances, is_int, is_real
+from ._common import N_, check_dict, curve, handed_on, instances, is_int, is_real
 
 __all__ = ["GANTT_KINDS", "GANTT_COLORS", "SCHEME_COLORS", "UbepState", "ubep_state",
            "draw_ubep", "ubep_explorer", "hop_cost_figure", "gantt_figure", "ablation_figure",
@@ -69,11 +69,9 @@ GANTT_COLORS = {
 SCHEME_COLORS = {name: plots.color(name)
                  for name in ("serialised baseline", "UBEP", "contiguous", "hop mix")}
 EP_SIZES = (8, 16, 32, 64, 128, 256, 320)
-#: Marks a msgid that is translated where it is drawn (a label that is also a key in code).
-_N = str
 # Scheme and assignment names (keys in code) as the figures show them.
-_SHOWN = (_N("serialised baseline"), _N("contiguous"), _N("hop mix"),
-          _N("baseline + hop mix"))
+_SHOWN = (N_("serialised baseline"), N_("contiguous"), N_("hop mix"),
+          N_("baseline + hop mix"))
 
 
 def _kind_labels() -> list:
@@ -641,26 +639,26 @@ _PARTS = ("count", "barrier", "send", "poll", "wait")
 #: Section 2's ablation: label -> the keywords of :func:`uneven.ep.superpod.scheme`.
 ABLATION_STEPS = (
     ("serialised baseline", dict(kind="baseline")),
-    (_N("+ equal hop mix"), dict(kind="baseline", assignment="hop_mix")),
-    (_N("+ concurrent core groups"), dict(kind="baseline", assignment="hop_mix", concurrent=True,
+    (N_("+ equal hop mix"), dict(kind="baseline", assignment="hop_mix")),
+    (N_("+ concurrent core groups"), dict(kind="baseline", assignment="hop_mix", concurrent=True,
                                           count_cores=1)),
-    (_N("+ no 2nd barrier: fence, then flags"), dict(kind="baseline", assignment="hop_mix",
+    (N_("+ no 2nd barrier: fence, then flags"), dict(kind="baseline", assignment="hop_mix",
                                                      concurrent=True, count_cores=1,
                                                      sync="flag")),
-    (_N("UBEP: the flag inside each block"), dict(kind="ubep")),
+    (N_("UBEP: the flag inside each block"), dict(kind="ubep")),
 )
 #: Dispatch latency (µs) at 128 tokens per rank, hidden 7,168, top-8, by EP size: CloudMatrix-
 #: Infer on CloudMatrix384 [paper] and DeepEP's low-latency kernels on H800 + 400 Gb/s IB [repo].
 PAPER_DISPATCH = {
-    _N("CloudMatrix-Infer dispatch, CloudMatrix384 [paper]"): {8: 116, 256: 152},
-    _N("DeepEP low-latency dispatch, H800 + 400 Gb/s IB [repo]"): {
+    N_("CloudMatrix-Infer dispatch, CloudMatrix384 [paper]"): {8: 116, 256: 152},
+    N_("DeepEP low-latency dispatch, H800 + 400 Gb/s IB [repo]"): {
         8: 163, 16: 173, 32: 182, 64: 186, 128: 192, 256: 194},
 }
 #: Dispatch latency up to 52.4% below CANN EP at 64 NPUs [chapter], at both readings of "64
 #: NPUs": label -> (EP, %).
 CHAPTER_CUT = {
-    _N("52.4% at 64 NPUs [chapter], read as 64 dies"): (64, 52.4),
-    _N("52.4% at 64 NPUs [chapter], read as 64 two-die NPUs"): (128, 52.4),
+    N_("52.4% at 64 NPUs [chapter], read as 64 dies"): (64, 52.4),
+    N_("52.4% at 64 NPUs [chapter], read as 64 two-die NPUs"): (128, 52.4),
 }
 
 
@@ -925,11 +923,11 @@ CHAPTER_P99_CUT = 0.111
 #: Section 5's straggler models: label -> keywords of :func:`uneven.ep.superpod.decode_steps`.
 #: The Pareto model has the exponential's mean per op (scale / (alpha - 1) = 2 µs).
 TAIL_MODELS = {
-    _N("light: exponential, mean 2 µs"): dict(jitter=2e-6),
-    _N("slow die: 0.1% of die-steps at 1.5×"): dict(jitter=2e-6, slow_prob=1e-3, slowdown=1.5),
-    _N("heavy: Pareto α = 1.5, mean 2 µs"): dict(jitter=0.0, pareto_alpha=1.5,
+    N_("light: exponential, mean 2 µs"): dict(jitter=2e-6),
+    N_("slow die: 0.1% of die-steps at 1.5×"): dict(jitter=2e-6, slow_prob=1e-3, slowdown=1.5),
+    N_("heavy: Pareto α = 1.5, mean 2 µs"): dict(jitter=0.0, pareto_alpha=1.5,
                                                  pareto_scale=1e-6),
-    _N("slow UB port: comm only at 1.5×"): dict(jitter=2e-6, slow_prob=1e-3, slowdown=1.5,
+    N_("slow UB port: comm only at 1.5×"): dict(jitter=2e-6, slow_prob=1e-3, slowdown=1.5,
                                                       slow_ops="comm"),
 }
 
@@ -1024,9 +1022,9 @@ def fit_sensitivity(barrier_us=(10, 20, 30), jitter=(0.0, FIT_JITTER)) -> Simple
 #: Appendix C's communication-only stragglers: label -> keywords of
 #: :func:`uneven.ep.superpod.decode_steps` (only the slow die's communication, or its counting).
 COMM_STRAGGLERS = {
-    _N("slow UB port: comm at 1.5×"): dict(jitter=2e-6, slow_prob=1e-3, slowdown=1.5,
+    N_("slow UB port: comm at 1.5×"): dict(jitter=2e-6, slow_prob=1e-3, slowdown=1.5,
                                            slow_ops="comm"),
-    _N("slow counting: count at 10×"): dict(jitter=2e-6, slow_prob=1e-3, slowdown=10.0,
+    N_("slow counting: count at 10×"): dict(jitter=2e-6, slow_prob=1e-3, slowdown=10.0,
                                             slow_ops="count"),
 }
 #: The three schemes of Appendix C: the baseline, the baseline with UBEP's hop mix (its barriers

@@ -83,7 +83,7 @@ from ..i18n import gettext as _
 from ..papers import PAPERS
 from ..unevenness import PAPER_KEYS, SlowPiece
 from ..widgets import Explorer, explore, reuse, slider
-from ._common import check_dict, instances
+from ._common import N_, check_dict, instances
 
 __all__ = [
     "SYSTEM_COLORS",
@@ -139,11 +139,9 @@ _BASE_COLOR = plots.color("grey")
 _UB_COLOR = plots.color("purple")
 _MAX_PLOT = 1e15  # largest magnitude a recipe plots (times in s, ratios, shares ...)
 _MAX_T = 1e9  # s: the longest time the section 3 and 5 recipes draw (in ms or µs)
-#: Marks a msgid that is translated where it is drawn (a label that is also a key in code).
-_N = str
 # Names that are keys in code and shown translated: evidence kinds, schemes, transports, states.
-_SHOWN = (_N("testbed"), _N("production"), _N("simulation"), _N("analysis"), _N("chapter-only"),
-          _N("serialised baseline"), _N("SM-resident"), _N("SM-free"))
+_SHOWN = (N_("testbed"), N_("production"), N_("simulation"), N_("analysis"), N_("chapter-only"),
+          N_("serialised baseline"), N_("SM-resident"), N_("SM-free"))
 
 
 def _values(name, value, *, n=None, lo=-_MAX_PLOT, lo_open=False, hi=_MAX_PLOT, max_n=10_000):
@@ -372,7 +370,7 @@ def policy_figure(tables: dict, *, defaults: dict | None = None,
             labels[t.fixed] = labels[t.fixed] + _("  ◀ best fixed")
             if title in defaults:
                 d = t.policies.index(defaults[title])
-                name = _(default_labels.get(title, _N("fixed in advance")))
+                name = _(default_labels.get(title, N_("fixed in advance")))
                 labels[d] = labels[d] + ("" if d == t.fixed else f"  ◀ {name}")
             ax.set_yticks(range(len(labels)), labels, fontsize=plots.SMALL)
             ax.get_yticklabels()[t.fixed].set_fontweight("bold")
@@ -382,7 +380,7 @@ def policy_figure(tables: dict, *, defaults: dict | None = None,
             text = _("{title}: best fixed in hindsight loses up to {loss:.0%}").format(
                 title=_(title), loss=t.loss.max())
             if title in defaults and defaults[title] != t.policies[t.fixed]:
-                name = _(default_labels.get(title, _N("fixed in advance")))
+                name = _(default_labels.get(title, N_("fixed in advance")))
                 text += _(", {name} up to {loss:.0%}").format(
                     name=name, loss=t.loss_of(defaults[title]).max())
             ax.set_title(text + " (model)", fontsize=plots.LABEL)
@@ -916,17 +914,17 @@ _PIECES = per_key(PAPER_KEYS, instance("uneven.unevenness:SlowPiece"))
 #: job replays it; relay with overlap at every batch; and notebook 06's EP64 split (count on
 #: 1, send on 47) kept at every EP size and batch. The last is the *model's* choice, not
 #: UBEP's: the chapter says UBEP's split follows the expert count and the batch.
-DEFAULT_POLICIES = {_N("PipeMorph: warm-ups per delay profile"): "ZB-H2, planned healthy",
-                    _N("Balancing and Beyond: transport and overlap per batch"):
+DEFAULT_POLICIES = {N_("PipeMorph: warm-ups per delay profile"): "ZB-H2, planned healthy",
+                    N_("Balancing and Beyond: transport and overlap per batch"):
                         "relay + overlap",
-                    _N("UBEP: counting cores per EP size and batch"): "count on 1, send on 47"}
+                    N_("UBEP: counting cores per EP size and batch"): "count on 1, send on 47"}
 #: How the figure and the report name each table's policy fixed in advance.
-DEFAULT_LABELS = {"PipeMorph: warm-ups per delay profile": _N("a production job's choice"),
+DEFAULT_LABELS = {"PipeMorph: warm-ups per delay profile": N_("a production job's choice"),
                   "Balancing and Beyond: transport and overlap per batch":
-                      _N("fixed in advance"),
-                  "UBEP: counting cores per EP size and batch": _N("notebook 06's fixed split")}
+                      N_("fixed in advance"),
+                  "UBEP: counting cores per EP size and batch": N_("notebook 06's fixed split")}
 #: Section 2's per-rank time distributions: label -> (name in uneven.order_stats, parameters).
-DISTRIBUTIONS = {_N("Gaussian"): ("gaussian", {}), _N("exponential"): ("exponential", {}),
+DISTRIBUTIONS = {N_("Gaussian"): ("gaussian", {}), N_("exponential"): ("exponential", {}),
                  "Pareto α = 3": ("pareto", {"alpha": 3.0}),
                  "Pareto α = 2.5": ("pareto", {"alpha": 2.5})}
 #: Batches (tokens per GPU) of the transport policy table, which Section 6 reads again.
@@ -1259,9 +1257,9 @@ def evidence_counts(rows) -> SimpleNamespace:
 # --------------------------------------------------------------------------- appendix D
 
 # what a critical path's time is, grouped for the figure
-_PATH_GROUPS = ((_N("compute"), "compute"), (_N("communication"), "purple"),
-                (_N("memory"), "grey"), (_N("injected delay"), "red"),
-                (_N("CPU, launches, waits"), "sky"))
+_PATH_GROUPS = ((N_("compute"), "compute"), (N_("communication"), "purple"),
+                (N_("memory"), "grey"), (N_("injected delay"), "red"),
+                (N_("CPU, launches, waits"), "sky"))
 
 
 def _replays(**named) -> list:

@@ -28,6 +28,7 @@ from .._validate import _show
 from ..engines.linkload import LinkLoads
 from ..i18n import gettext as _
 from ..topology import LINK_KINDS
+from ._common import N_
 
 __all__ = ["binding_report", "binding_figure", "sweep_figure", "anomaly_figure"]
 
@@ -36,10 +37,8 @@ KIND_LABELS = {"gpipe": "GPipe", "1f1b": "1F1B", "interleaved": "interleaved", "
                "zb-h2": "ZB-H2", "zb-v": "ZB-V", "dualpipe": "DualPipe",
                "dualpipe-v": "DualPipeV", "interleaved-zb": "interleaved ZB",
                "looped-bfs": "looped BFS", "zb": "ZB", "greedy": "greedy"}
-#: Marks a msgid that is translated where it is drawn (a label that is also a key in code).
-_N = str
 # The kind labels with words in them, shown translated.
-_SHOWN = (_N("interleaved"), _N("interleaved ZB"), _N("looped BFS"), _N("greedy"))
+_SHOWN = (N_("interleaved"), N_("interleaved ZB"), N_("looped BFS"), N_("greedy"))
 
 
 def _steps(steps) -> dict:
