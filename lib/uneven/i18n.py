@@ -19,11 +19,12 @@ by ``python tools/editions i18n build``) set the language in their first code ce
 from __future__ import annotations
 
 import os
+import re
 import warnings
 from functools import lru_cache
 from pathlib import Path
 
-from ._validate import check_choice
+from ._validate import _show, check_choice
 
 #: The languages there is an edition of; English is the source and the fallback.
 LANGUAGES = ("en", "zh_TW")
@@ -84,6 +85,10 @@ def catalog_path(language: str, part: str = "") -> Path:
     """The ``.po`` file of the library's strings in ``language`` (it may not exist yet):
     ``uneven.po``, or with ``part`` a fragment ``uneven-<part>.po`` (one per explorer module, say,
     so that translators of different modules never edit the same file)."""
+    language = _normalise("language", language)
+    if not (isinstance(part, str) and re.fullmatch(r"[a-z0-9_]{0,40}", part)):
+        raise ValueError(f"part must be a short catalog name of lower-case letters, digits and "
+                         f"'_' (e.g. 'nb03', 'exercises'), or '' for uneven.po; got {_show(part)}")
     name = f"{DOMAIN}-{part}.po" if part else f"{DOMAIN}.po"
     return LOCALE_DIR / language / "LC_MESSAGES" / name
 
@@ -91,7 +96,7 @@ def catalog_path(language: str, part: str = "") -> Path:
 def catalog_paths(language: str) -> list[Path]:
     """Every catalog of the library in ``language``: ``uneven.po`` and its ``uneven-*.po``
     fragments, in name order."""
-    folder = LOCALE_DIR / language / "LC_MESSAGES"
+    folder = LOCALE_DIR / _normalise("language", language) / "LC_MESSAGES"
     return sorted(folder.glob(f"{DOMAIN}.po")) + sorted(folder.glob(f"{DOMAIN}-*.po"))
 
 
