@@ -622,8 +622,9 @@ def test_notebook_runs_and_renders_in_jupyterlab(path, lab, browser):
 
 # ---- the zh-TW edition ------------------------------------------------------------------------
 
-#: The zh-TW notebook the browser opens: the quickstart (three figures, prose, exercises, checks).
-ZH_NOTEBOOK = "08_research_quickstart.ipynb"
+#: The zh-TW notebook the browser opens: the start page (three figures from the library's
+#: recipes, an explorer, prose, the glossary, exercises, checks; the quickest to run).
+ZH_NOTEBOOK = "00_start_here.ipynb"
 
 # A glyph the font lacks is drawn as the same box (tofu) whatever the character: two different
 # CJK characters drawn in the font the page uses must differ, and neither may be blank.
@@ -647,7 +648,7 @@ CJK = re.compile(r"[\u4e00-\u9fff]")
 
 
 def test_a_zh_tw_notebook_renders_chinese_prose_and_figures(lab, browser):
-    """The zh-TW quickstart, generated from the English notebook and its catalog, runs in
+    """The zh-TW start page, generated from the English notebook and its catalog, runs in
     JupyterLab with every figure an image, Chinese prose whose glyphs are not boxes, and figures
     drawn without a missing glyph (matplotlib warns 'missing from font' for each)."""
     import nbformat
@@ -683,7 +684,7 @@ def test_a_zh_tw_notebook_renders_chinese_prose_and_figures(lab, browser):
         glyphs = page.evaluate(GLYPHS, ".jp-NotebookPanel .jp-RenderedMarkdown p")
         assert glyphs and glyphs["differ"] and not glyphs["blank"], (
             f"{name}: CJK glyphs render as boxes in {glyphs and glyphs['font']!r}")
-        zh_figures = sorted((lab.figures / "zh_TW").glob("08_*.png"))
+        zh_figures = sorted((lab.figures / "zh_TW").glob(f"{ZH_NOTEBOOK[:2]}_*.png"))
         assert len(zh_figures) == 3, f"{name}: figures written {zh_figures}"
         for fig in zh_figures:  # the English run of the same notebook wrote its own, if it ran
             english = lab.figures / fig.name

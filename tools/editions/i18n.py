@@ -344,10 +344,11 @@ def relink(text: str) -> str:
 
 
 def language_cell(lang: str):
+    # the assignment keeps the cell from echoing the language back as an output
     cell = nbformat.v4.new_code_cell(
-        "# 本版本的函式庫訊息與圖表文字使用繁體中文(尚未翻譯的部分顯示英文)\n"
-        f"import uneven\nuneven.set_language({lang!r})" if lang == "zh_TW" else
-        f"import uneven\nuneven.set_language({lang!r})")
+        "# 本版本的函式庫訊息與圖表文字使用繁體中文（尚未翻譯的部分顯示英文）\n"
+        f"import uneven\n_ = uneven.set_language({lang!r})" if lang == "zh_TW" else
+        f"import uneven\n_ = uneven.set_language({lang!r})")
     cell.id = LANGUAGE_CELL_ID
     cell.metadata["tags"] = [I18N_TAG]
     return cell
