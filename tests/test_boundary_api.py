@@ -27,6 +27,10 @@ KINDS = (
 )
 
 
+# Both tests on one pytest-xdist worker: the catalog runs every doctest (about a minute), once.
+pytestmark = pytest.mark.xdist_group("boundary")
+
+
 @pytest.fixture(scope="module")
 def catalog():
     return fw.Catalog()

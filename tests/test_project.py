@@ -91,6 +91,31 @@ def test_dependency_ranges_have_ceilings_and_binder_pins_exact():
             assert "==" in m.group(2), f"binder pin must be exact: {line.strip()}"
 
 
+def test_xdist_groups_keep_a_group_on_one_worker(tmp_path):
+    """`make test` runs --dist loadgroup so that one worker builds the site and starts one
+    JupyterLab. pytest 9.2 with pytest-xdist 3.8 drops the groups without a word
+    (pytest-dev/pytest-xdist#1386): each group's module fixture was then built on both workers."""
+    (tmp_path / "test_g.py").write_text(
+        "import os, pytest\n"
+        "@pytest.mark.xdist_group('one')\n"
+        "@pytest.mark.parametrize('i', range(6))\n"
+        "def test_grouped(i):\n"
+        "    with open(f'ran-{i}.txt', 'w') as f:\n"
+        "        f.write(os.environ['PYTEST_XDIST_WORKER'])\n"
+        "@pytest.mark.parametrize('i', range(6))\n"
+        "def test_free(i):\n"
+        "    pass\n")
+    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-n", "2",
+                           "--dist", "loadgroup", "-p", "no:cacheprovider", "test_g.py"],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=120,
+                          env=dict(os.environ, PYTEST_ADDOPTS=""))
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    workers = [(tmp_path / f"ran-{i}.txt").read_text() for i in range(6)]
+    assert len(workers) == 6 and len(set(workers)) == 1, (
+        f"one xdist_group ran on {sorted(set(workers))}: --dist loadgroup is not grouping "
+        "(see the pytest ceiling in pyproject.toml)")
+
+
 def test_binder_postbuild_is_strict_and_warms_numba():
     text = (ROOT / "binder" / "postBuild").read_text()
     assert "set -e" in text
