@@ -1,0 +1,93 @@
+"""The printed reports of notebooks 04-07 in the zh-TW edition (issue 26).
+
+A report is the text a notebook cell prints (``print(x.report)``). Under ``zh_TW`` it speaks
+Chinese and keeps the library's numbers: the same numbers in the same order of lines, the same
+number of lines, and, in a table, every number after the first column ends in the same display
+column as in English (a CJK character is two columns wide; ``explorers._common.pad`` pads by
+display width). Each case calls a report the way its notebook does.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+
+import pytest
+
+from uneven import i18n
+
+CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
+NUMBER = re.compile(r"[-+]?\d+(?:[.,]\d+)*")
+
+
+def _width(text: str) -> int:
+    return sum(2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in text)
+
+
+def _columns(line: str) -> list[int]:
+    """Display columns where the numbers after a line's first gap of two or more spaces end
+    (nothing for a line without such a gap: a sentence, not a table row)."""
+    gap = re.search(r"\S {2,}", line)
+    if gap is None:
+        return []
+    return [_width(line[:m.end()]) for m in NUMBER.finditer(line, gap.end())]
+
+
+# ---- the cases, one block per notebook ------------------------------------------------------
+# Each case: (id, a function of the explorer module that returns the report's text).
+
+def _nb04_cases():
+    from uneven.parallel_volumes import INTERNAL_352B
+
+    return [
+        ("tp_layer", lambda m: m.tp_layer(INTERNAL_352B).report),
+    ]
+
+
+def _nb05_cases():
+    return []
+
+
+def _nb06_cases():
+    return []
+
+
+def _nb07_cases():
+    return []
+
+
+# ---- the test -------------------------------------------------------------------------------
+
+CASES = [(module, name, make) for module, cases in (
+    ("nb04", _nb04_cases()), ("nb05", _nb05_cases()), ("nb06", _nb06_cases()),
+    ("nb07", _nb07_cases())) for name, make in cases]
+
+
+@pytest.fixture
+def language():
+    """Set a language for one test; back to $UNEVEN_LANG afterwards."""
+    yield i18n.set_language
+    i18n.set_language(None)
+
+
+@pytest.mark.parametrize(("module", "name", "make"), CASES,
+                         ids=[f"{m}.{n}" for m, n, _ in CASES])
+def test_a_printed_report_speaks_chinese_with_the_same_numbers_and_columns(
+        module, name, make, language):
+    import importlib
+
+    explorer = importlib.import_module(f"uneven.explorers.{module}")
+    language("en")
+    en = make(explorer)
+    language("zh_TW")
+    zh = make(explorer)
+    assert not CJK.search(en), f"{module}.{name}: Chinese in the English report"
+    assert CJK.search(zh), f"{module}.{name}: no Chinese in the zh-TW report:\n{zh}"
+    en_lines, zh_lines = en.splitlines(), zh.splitlines()
+    assert len(en_lines) == len(zh_lines), f"{module}.{name}: lines differ:\n{en}\n---\n{zh}"
+    for a, b in zip(en_lines, zh_lines, strict=True):
+        assert sorted(NUMBER.findall(a)) == sorted(NUMBER.findall(b)), (
+            f"{module}.{name}: the numbers differ\n  en: {a}\n  zh: {b}")
+        if _columns(a):
+            assert _columns(a) == _columns(b), (
+                f"{module}.{name}: the columns do not line up\n  en: {a}\n  zh: {b}")
