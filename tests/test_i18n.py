@@ -385,6 +385,34 @@ def test_the_edition_has_the_english_code_cells_and_one_language_cell(path):
     assert kinds == [c.cell_type for c in english.cells]
 
 
+def test_the_editions_badges_open_the_zh_tw_notebook_on_binder(monkeypatch):
+    """The badge cell is written by the stamp, not translated: unpublished, a Chinese note that
+    names the zh-TW `make lab`; published, Binder opens notebooks/zh_TW/ (its postBuild builds
+    them) and Colab, which opens files from git, the English notebook, and says so."""
+    from editions import stamp
+
+    from uneven import online
+
+    path = NOTEBOOKS[1]
+    assert not any(u.cell_id == stamp.BADGES_ID for u in i18n.units(discover.load(path).nb))
+    for repository in (None, "someone/uneven"):
+        monkeypatch.setattr(online, "REPOSITORY", repository)
+        built, _ = i18n.translated_notebook(path, LANG)
+        (badges,) = [c for c in built.cells if c.get("id") == stamp.BADGES_ID]
+        english = stamp.badges_source(path.name)
+        if repository is None:
+            assert badges.source == stamp.NOT_PUBLISHED_ZH_TW != english
+            assert "`make lab EDITION=zh_TW`" in badges.source
+            continue
+        assert f"labpath=notebooks%2Fzh_TW%2F{path.name}" in badges.source
+        assert f"labpath=notebooks%2F{path.name}" in english
+        assert f"blob/main/notebooks/{path.name}" in badges.source and "英文版" in badges.source
+    with pytest.raises(ValueError, match="lang"):
+        stamp.badges_source(path.name, "zh_CN")
+    with pytest.raises(ValueError, match="lang"):
+        online.binder_url(path.name, "someone/uneven", lang="zh")
+
+
 @pytest.mark.notebook
 def test_the_zh_tw_start_page_builds_strictly_and_executes(tmp_path, monkeypatch):
     sys.path.insert(0, str(ROOT / "tests"))

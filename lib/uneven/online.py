@@ -31,6 +31,7 @@ __all__ = [
     "REPOSITORY",
     "BRANCH",
     "NOTEBOOK_DIR",
+    "LANGUAGES",
     "PYPROJECT",
     "published",
     "repository_from_url",
@@ -44,6 +45,8 @@ __all__ = [
 BRANCH = "main"
 #: Where the notebooks sit inside the repository.
 NOTEBOOK_DIR = "notebooks"
+#: The editions a Binder link can open (the zh-TW one is generated on Binder by its postBuild).
+LANGUAGES = ("en", "zh_TW")
 #: The checkout's ``pyproject.toml`` (absent when the package is installed from a wheel).
 PYPROJECT = Path(__file__).resolve().parents[2] / "pyproject.toml"
 
@@ -124,12 +127,21 @@ def repository_url(repository: str | None = None) -> str:
     return f"https://github.com/{_repository(repository)}"
 
 
-def binder_url(notebook, repository: str | None = None) -> str:
+def binder_url(notebook, repository: str | None = None, lang: str = "en") -> str:
     """A Binder link that opens ``notebook`` (a name like ``'01_x.ipynb'`` or a path to one) in
-    JupyterLab, built from the repository's ``binder/`` environment."""
+    JupyterLab, built from the repository's ``binder/`` environment. ``lang``: ``"en"`` or
+    ``"zh_TW"`` (Binder's postBuild generates the zh-TW notebooks into ``notebooks/zh_TW/``;
+    they are not in git, so Colab has no zh-TW link).
+
+    >>> binder_url("01_attack_of_the_bubbles.ipynb", "someone/uneven", lang="zh_TW").split("=")[1]
+    'notebooks%2Fzh_TW%2F01_attack_of_the_bubbles.ipynb'
+    """
     name = _notebook(notebook)
+    if lang not in LANGUAGES:
+        raise ValueError(f"lang must be one of {LANGUAGES}; got {lang!r}")
+    folder = "" if lang == "en" else f"{lang}%2F"
     return (f"https://mybinder.org/v2/gh/{_repository(repository)}/{BRANCH}"
-            f"?labpath={NOTEBOOK_DIR}%2F{name}")
+            f"?labpath={NOTEBOOK_DIR}%2F{folder}{name}")
 
 
 def colab_url(notebook, repository: str | None = None) -> str:

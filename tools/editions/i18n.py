@@ -38,7 +38,7 @@ from pathlib import Path
 
 import nbformat
 
-from . import discover
+from . import discover, stamp
 
 ROOT = discover.ROOT
 LOCALE = ROOT / "locale"
@@ -159,7 +159,7 @@ def units(nb) -> list[Unit]:
     without an nbformat cell id cannot be keyed: :class:`discover.EditionError`."""
     out = []
     for index, cell in enumerate(nb.cells):
-        if cell.cell_type != "markdown":
+        if cell.cell_type != "markdown" or discover.is_stamp(cell):  # the stamp writes its own
             continue
         cell_id = cell.get("id")
         if not cell_id:
@@ -383,7 +383,9 @@ def translated_notebook(notebook: Path, lang: str = "zh_TW") -> tuple[object, li
     out = copy.deepcopy(nb)
     fallbacks: list[str] = []
     for cell in out.cells:
-        if cell.cell_type == "markdown":
+        if cell.cell_type == "markdown" and discover.is_stamp(cell):
+            cell.source = stamp.badges_source(notebook.name, lang)
+        elif cell.cell_type == "markdown":
             cell.source = translate_markdown(cell, entries, fallbacks)
     # the language cell goes before the first code cell the stamp tool does not own
     at = next((i for i, c in enumerate(out.cells)

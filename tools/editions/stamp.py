@@ -50,13 +50,25 @@ README = discover.ROOT / "README.md"
 README_BEGIN, README_END = "<!-- stamp: badges -->", "<!-- /stamp -->"
 
 
-def badges_source(name: str) -> str:
-    """The badge cell's markdown for notebook ``name``."""
+#: The same in the zh-TW edition (its notebooks are generated, so the badge cell is written
+#: here rather than translated in a catalog: a new address changes no translation).
+NOT_PUBLISHED_ZH_TW = ("*尚未公開*：這套教材還沒有公開的儲存庫，所以沒有 Binder 或 Colab 連結。"
+                       "請在取出的工作目錄裡執行 `make lab EDITION=zh_TW`（見 README）。")
+
+
+def badges_source(name: str, lang: str = "en") -> str:
+    """The badge cell's markdown for notebook ``name`` in edition ``lang`` (``"en"`` or
+    ``"zh_TW"``). The zh-TW Binder badge opens the zh-TW notebook, which Binder's postBuild
+    generates; Colab opens files from git, so its badge there opens the English notebook and
+    says so."""
     online = _online()
+    if lang not in online.LANGUAGES:
+        raise ValueError(f"lang must be one of {online.LANGUAGES}; got {lang!r}")
     if not online.published():
-        return NOT_PUBLISHED
-    return (f"[![launch binder]({BINDER_BADGE})]({online.binder_url(name)}) "
-            f"[![Open In Colab]({COLAB_BADGE})]({online.colab_url(name)})")
+        return NOT_PUBLISHED if lang == "en" else NOT_PUBLISHED_ZH_TW
+    binder = f"[![launch binder]({BINDER_BADGE})]({online.binder_url(name, lang=lang)})"
+    colab = f"[![Open In Colab]({COLAB_BADGE})]({online.colab_url(name)})"
+    return f"{binder} {colab}" if lang == "en" else f"{binder} {colab}（Colab 只能開啟英文版）"
 
 
 def install_source() -> str:

@@ -359,8 +359,7 @@ def _other_root(lang: str) -> str:
 def _binder_url(name: str, lang: str) -> str:
     """A Binder link to the ``lang`` edition of notebook ``name`` (Binder's postBuild writes the
     zh-TW notebooks into ``notebooks/zh_TW/``)."""
-    url = _online().binder_url(name)
-    return url if lang == "en" else url.replace(f"%2F{name}", f"%2F{lang}%2F{name}")
+    return _online().binder_url(name, lang=lang)
 
 
 def _explorer_note(name: str, lang: str = "en") -> str:
