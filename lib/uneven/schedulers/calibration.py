@@ -29,6 +29,7 @@ import numpy as np
 
 from .._fields import Checked, check_fields, instance, real
 from .._validate import check_instance
+from ..i18n import gettext as _
 from .sequences import HdpSetup, default_cost_model
 
 __all__ = ["FIG18", "Fig18Fit", "fit_fig18"]
@@ -86,15 +87,21 @@ class Fig18Fit(Checked):
     @property
     def report(self) -> str:
         """The readings, the paper's value beside the model's before and after (ms)."""
-        lines = [f"{'Fig. 18 reading [fig-OCR]':44s} {'paper':>9s} {'model, Fig. 6a':>15s} "
-                 f"{'calibrated':>11s}"]
-        for what, paper, before, after in self.rows:
-            lines.append(f"{what:44s} {paper * 1e3:7.1f} ms {before * 1e3:12.1f} ms "
+        from ..explorers._common import pad  # display width: a CJK character takes two
+
+        # the rows' names in the language in force (rows keeps the English)
+        names = (_("attention, 312K sequence on 39 ranks (HDP)"),
+                 _("attention, micro-batch on 256 ranks (static)"), _("MLP, 8K tokens per rank"))
+        lines = [f"{pad(_('Fig. 18 reading [fig-OCR]'), 44)} {pad(_('paper'), 9, '>')} "
+                 f"{pad(_('model, Fig. 6a'), 15, '>')} {pad(_('calibrated'), 11, '>')}"]
+        for name, (_what, paper, before, after) in zip(names, self.rows, strict=True):
+            lines.append(f"{pad(name, 44)} {paper * 1e3:7.1f} ms {before * 1e3:12.1f} ms "
                          f"{after * 1e3:8.1f} ms")
-        lines.append(f"fitted: attention x{self.attention_scale:.2f}, MLP x{self.linear_scale:.2f}"
-                     f", NIC {self.nic_bw * 8 / 1e9:.0f} Gb/s per GPU effective (was "
-                     f"{self.nic_bw_before * 8 / 1e9:.0f}), backward = "
-                     f"{self.backward_factor:g} x forward (was 2) (model)")
+        lines.append(_("fitted: attention x{att:.2f}, MLP x{mlp:.2f}, NIC {nic:.0f} Gb/s per GPU "
+                       "effective (was {was:.0f}), backward = {bwd:g} x forward (was 2) (model)")
+                     .format(att=self.attention_scale, mlp=self.linear_scale,
+                             nic=self.nic_bw * 8 / 1e9, was=self.nic_bw_before * 8 / 1e9,
+                             bwd=self.backward_factor))
         return "\n".join(lines)
 
 
