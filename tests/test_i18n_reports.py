@@ -53,7 +53,41 @@ def _nb06_cases():
 
 
 def _nb07_cases():
-    return []
+    from functools import cache
+
+    import numpy as np
+
+    from uneven.counterfactuals import compute_unit_tax
+    from uneven.ep.fabrics import dispatch_on_fabrics
+    from uneven.papers import evidence_rows
+    from uneven.trace.kineto import read_kineto, sample_kineto_traces
+    from uneven.unevenness import PAPER_KEYS, slow_piece
+
+    ms, us = 1e-3, 1e-6
+    ns = np.unique(np.round(np.geomspace(1, 10_000, 40)).astype(int))
+
+    @cache
+    def trans(m):  # the transport table: data only, the same in both languages
+        return m.policy_tables().trans
+
+    def kineto(m):
+        trace = read_kineto(sample_kineto_traces(n_ranks=2, n_layers=4, rank_speed=[1.0, 1.05]))
+        return m.kineto_report(trace.replay(), trace.scale(1.5, category="communication", rank=0),
+                               trace.delay_comm(200 * us, rank=0))
+
+    return [
+        ("policy_tables", lambda m: m.policy_tables().report),
+        ("max_gaps", lambda m: m.max_gaps(ns).report),
+        ("knob_report", lambda m: m.knob_report()),
+        ("slow_pieces_report", lambda m: m.slow_pieces_report(
+            {key: slow_piece(key, 0.5) for key in PAPER_KEYS}).report),
+        ("network_fixes", lambda m: m.network_fixes(60 * ms).report),
+        ("fabrics_report", lambda m: m.fabrics_report(dispatch_on_fabrics())),
+        ("overlap_gains", lambda m: m.overlap_gains(trans(m)).report),
+        ("tax_report", lambda m: m.tax_report(compute_unit_tax())),
+        ("evidence_counts", lambda m: m.evidence_counts(evidence_rows()).report),
+        ("kineto_report", kineto),
+    ]
 
 
 # ---- the test -------------------------------------------------------------------------------

@@ -83,7 +83,7 @@ from ..i18n import gettext as _
 from ..papers import PAPERS
 from ..unevenness import PAPER_KEYS, SlowPiece
 from ..widgets import Explorer, explore, reuse, slider
-from ._common import N_, check_dict, instances
+from ._common import N_, check_dict, instances, pad
 
 __all__ = [
     "SYSTEM_COLORS",
@@ -959,9 +959,12 @@ def policy_tables() -> SimpleNamespace:
     for title, t in tables.items():
         chosen = sorted(set(t.best_names()), key=t.policies.index)
         d = DEFAULT_POLICIES[title]
-        lines.append(f"{title}\n  per-workload best: {', '.join(chosen)}\n  best fixed "
-                     f"'{t.policies[t.fixed]}' loses up to {t.loss.max():.0%}; "
-                     f"{DEFAULT_LABELS[title]} '{d}' up to {t.loss_of(d).max():.0%} (model)")
+        lines.append(_(title) + "\n  " + _("per-workload best: {names}").format(
+            names=", ".join(chosen)) + "\n  " + _(
+            "best fixed '{fixed}' loses up to {loss:.0%}; {label} '{default}' up to "
+            "{default_loss:.0%} (model)").format(
+            fixed=t.policies[t.fixed], loss=t.loss.max(), label=_(DEFAULT_LABELS[title]),
+            default=d, default_loss=t.loss_of(d).max()))
     return SimpleNamespace(
         warm=warm, trans=trans, cores=cores, tables=tables,
         zb_loss=warm.loss_of("ZB-H2, planned healthy"),
@@ -997,8 +1000,9 @@ def max_gaps(ns, sim_ns=(2, 8, 64, 512), trials: int = 4000) -> SimpleNamespace:
             worst_z = max(worst_z, abs(m - expected_max(dist, n, **kw)) / se)
         simulated[label] = (list(sim_ns), [(m - mu) / sd for m, _ in sims],
                             [se / sd for _, se in sims])
-    lines = [f"largest gap between simulation and closed form: {worst_z:.1f} standard errors",
-             f"{'N':>6s} " + " ".join(f"{label:>15s}" for label in dists)]
+    lines = [_("largest gap between simulation and closed form: {z:.1f} standard "
+               "errors").format(z=worst_z),
+             f"{'N':>6s} " + " ".join(pad(_(label), 15, ">") for label in dists)]
     lines += [f"{n:6d} " + " ".join(f"{_gap(d, n, kw):13.2f} σ" for d, kw in dists.values())
               for n in (8, 64, 512, 4096)]
     z = {n: [_gap(d, n, kw) for d, kw in dists.values()] for n in (64, 4096)}
@@ -1014,9 +1018,14 @@ def knob_report() -> str:
     for key in PAPER_KEYS:
         k = KNOBS[key]
         unit = f" {k.unit}" if k.unit else ""
-        lines.append(f"{key:10s} {k.piece:28s} knob: {k.name} ({k.lo:g} → {k.hi:g}{unit}); "
-                     f"s = 0.5: {k.reference}\n{'':11s}baseline: {k.baseline}; system: "
-                     f"{k.system}; ideal: {k.ideal}")
+        # the knob's name and reference stay English (uneven.unevenness has no msgids for
+        # them); ": " and "; " become "：" and "；" of the same width, so the numbers keep
+        # their columns
+        lines.append(f"{key:10s} {pad(_(k.piece), 28)} " + _(
+            "knob: {name} ({lo:g} → {hi:g}{unit}); s = 0.5: {reference}").format(
+            name=k.name, lo=k.lo, hi=k.hi, unit=unit, reference=k.reference)
+            + f"\n{'':11s}" + _("baseline: {baseline}; system: {system}; ideal: {ideal}").format(
+            baseline=_(k.baseline), system=_(k.system), ideal=k.ideal))
     return "\n".join(lines)
 
 
@@ -1024,8 +1033,9 @@ def knob_report() -> str:
 def slow_pieces_report(pieces: dict) -> SimpleNamespace:
     """Section 2: per paper, ranks, max / mean rank, and baseline and system over the ideal;
     ``ratios[key] = (baseline, system)`` and ``spread[key]`` (max / mean), rounded."""
-    lines = [f"{'paper':10s} {'ranks':>5s} {'max/mean':>9s} {'baseline/ideal':>15s} "
-             f"{'system/ideal':>13s}"]
+    lines = [f"{pad(_('paper', 'column'), 10)} {pad(_('ranks', 'column'), 5, '>')} "
+             f"{pad(_('max/mean'), 9, '>')} {pad(_('baseline/ideal'), 15, '>')} "
+             f"{pad(_('system/ideal'), 13, '>')}"]
     for key, pc in pieces.items():
         v = pc.per_rank
         lines.append(f"{key:10s} {v.size:5d} {v.max() / v.mean():9.2f} "
@@ -1055,15 +1065,18 @@ def network_fixes(delay: float = 60 * _MS) -> SimpleNamespace:
     bw = bandwidth_sweep([0.5, 1, 2, 4, 8, 16, np.inf])
     base_inf, ubep_1x = bw["baseline"][-1], bw["ubep"][1]
     report = "\n".join([
-        f"PipeMorph under the whole {delay / _MS:.0f} ms: {sweep['pipemorph'] / _MS:.0f} ms "
-        f"(healthy {sweep['healthy'] / _MS:.0f} ms); ZB-H2 needs the network to remove "
-        f"{need['zb_cpu']:.0%} of the delay with CPU sends, {need['zb_hol']:.0%} with sends on "
-        "the GPU stream (model)",
-        "better transport saves " + str({s: f"{g:.0%}" for s, g in gain.items()})
-        + " of the exposed communication (model)",
-        f"serialised baseline: {bw['baseline'][1] / _US:.0f} µs at 1×, {base_inf / _US:.0f} µs "
-        f"with free bytes; UBEP at 1×: {ubep_1x / _US:.0f} µs; the two barriers alone: "
-        f"{bw['barriers'] / _US:.0f} µs (model)"])
+        _("PipeMorph under the whole {delay:.0f} ms: {pipemorph:.0f} ms (healthy {healthy:.0f} "
+          "ms); ZB-H2 needs the network to remove {cpu:.0%} of the delay with CPU sends, "
+          "{hol:.0%} with sends on the GPU stream (model)").format(
+            delay=delay / _MS, pipemorph=sweep["pipemorph"] / _MS,
+            healthy=sweep["healthy"] / _MS, cpu=need["zb_cpu"], hol=need["zb_hol"]),
+        # the English shows the dict of the two gains
+        _("better transport saves {{'skewed': '{skewed:.0%}', 'balanced': '{balanced:.0%}'}} of "
+          "the exposed communication (model)").format(**gain),
+        _("serialised baseline: {base:.0f} µs at 1×, {free:.0f} µs with free bytes; UBEP at 1×: "
+          "{ubep:.0f} µs; the two barriers alone: {barriers:.0f} µs (model)").format(
+            base=bw["baseline"][1] / _US, free=base_inf / _US, ubep=ubep_1x / _US,
+            barriers=bw["barriers"] / _US)])
     return SimpleNamespace(sweep=sweep, need=need, before_after=before_after, gain=gain, bw=bw,
                            base_inf=base_inf, ubep_1x=ubep_1x, report=report)
 
@@ -1187,10 +1200,13 @@ SM_BOUND = 20 / 132
 @arguments(tax=items(instance("uneven.counterfactuals:TaxRow"), hi=64))
 def tax_report(tax) -> str:
     """Section 4: each system's step with its communication on and off the compute units."""
-    lines = [f"{r.system:38s} {r.setting:32s} {r.on / _MS:9.3f} ms vs {r.off / _MS:9.3f} ms off "
-             f"the compute units: {r.share:6.1%} of the step (model)" for r in tax]
-    lines.append(f"20 of 132 SMs held for the whole step: {SM_BOUND:.1%} of the compute "
-                 "[derived]")
+    # the systems and settings are uneven.counterfactuals' English; the translated pieces are
+    # padded to the English width, so the numbers keep their columns
+    lines = [f"{r.system:38s} {r.setting:32s} {r.on / _MS:9.3f} ms vs {r.off / _MS:9.3f} ms "
+             f"{pad(_('off the compute units:'), 22)} {r.share:6.1%} "
+             + _("of the step (model)") for r in tax]
+    lines.append(_("20 of 132 SMs held for the whole step: {share:.1%} of the compute "
+                   "[derived]").format(share=SM_BOUND))
     return "\n".join(lines)
 
 
@@ -1199,12 +1215,16 @@ def fabrics_report(fabrics) -> str:
     """Section 5: one dispatch on each fabric, what binds it, and the core model on the pod."""
     lines = []
     for r in fabrics:
-        extra = ("; core model " + ", ".join(f"{k} {v / _US:.0f} µs"
-                                             for k, v in r.core_model.items())
-                 if r.core_model else "")
-        lines.append(f"{r.family:9s} {r.name:58s} {r.time / _US:6.1f} µs, busiest: {r.bound:8s} "
-                     f"network {r.network / 1e6:4.2f} of {r.offered / 1e6:4.2f} MB per rank"
-                     f"{extra} (model)")
+        # the fabrics' names are uneven.ep.fabrics' English; each translated piece is padded
+        # to its English width, so the numbers keep their columns
+        per_rank = _("per rank", "carried")
+        if r.core_model:
+            per_rank = pad(per_rank + _("; core model"), 20) + " " + _(", ").join(
+                f"{pad(_(k), len(k))} {v / _US:.0f} µs" for k, v in r.core_model.items())
+        lines.append(f"{r.family:9s} {r.name:58s} {r.time / _US:6.1f} µs"
+                     f"{pad(_(', busiest:'), 10)} {pad(_(r.bound), 8)} "
+                     f"{pad(_('network', 'carried'), 7)} {r.network / 1e6:4.2f} "
+                     f"{pad(_('of', 'carried'), 2)} {r.offered / 1e6:4.2f} MB {per_rank} (model)")
     return "\n".join(lines)
 
 
@@ -1218,9 +1238,12 @@ def overlap_gains(trans, batches=TRANSPORT_BATCHES) -> SimpleNamespace:
     from ..ep.roofline import EXPERT_COSTS, crossover_tokens, roofline_hiding_ratio
     from ..schedulers.moe_layer import ablation
 
-    lines = [f"{name:52s} memory-bound below {crossover_tokens(c):5.0f} tokens; R at 1 token "
-             f"{roofline_hiding_ratio(c, 1):7.2f}, compute-bound "
-             f"{roofline_hiding_ratio(c, 1e5):5.2f} (model)" for name, c in EXPERT_COSTS.items()]
+    # the experts' names are uneven.ep.roofline's English; each translated piece is padded to
+    # its English width, so the numbers keep their columns
+    lines = [f"{name:52s} {pad(_('memory-bound below'), 18)} {crossover_tokens(c):5.0f} "
+             f"{pad(_('tokens; R at'), 12)} 1 token {roofline_hiding_ratio(c, 1):7.2f}"
+             f"{pad(_(', compute-bound'), 15)} {roofline_hiding_ratio(c, 1e5):5.2f} (model)"
+             for name, c in EXPERT_COSTS.items()]
     if (not {"relay", "relay + overlap"} <= set(trans.policies)
             or len(trans.workloads) != len(batches)):
         raise ValueError("trans must be the transport policy table of policy_tables, with the "
@@ -1230,10 +1253,10 @@ def overlap_gains(trans, batches=TRANSPORT_BATCHES) -> SimpleNamespace:
     decode_gain = 1 - relay_ov / relay
     layers = ablation()
     training_gain = 1 - layers[3]["layer_time"] / layers[1]["layer_time"]
-    lines.append("per-expert overlap saves " + str([f"{g:+.0%}" for g in decode_gain])
-                 + " of a decode layer at " + str(list(batches))
-                 + f" tokens per GPU; both overlaps save {training_gain:.0%} of a training "
-                 "layer (model)")
+    lines.append(_("per-expert overlap saves {gains} of a decode layer at {batches} tokens per "
+                   "GPU; both overlaps save {training:.0%} of a training layer (model)").format(
+        gains=str([f"{g:+.0%}" for g in decode_gain]), batches=str(list(batches)),
+        training=training_gain))
     return SimpleNamespace(batches=list(batches), decode_gain=decode_gain,
                            training_gain=training_gain, report="\n".join(lines))
 
@@ -1249,9 +1272,14 @@ def evidence_counts(rows) -> SimpleNamespace:
     kinds = {k: sum(r["kind"] == k for r in rows) for k in EVIDENCE_KINDS}
     labels = {lab: sum(r["label"] == f"[{lab}]" for r in rows)
               for lab in ("paper", "repo", "chapter")}
+    # English: the two dicts as Python prints them; zh-TW: lists of translated kinds
+    shown = [_("{{{items}}}").format(items=_(", ").join(items)) for items in (
+        [_("'{key}': {n}", "kind").format(key=_(k), n=n) for k, n in kinds.items()],
+        [_("'{key}': {n}", "label").format(key=k, n=n) for k, n in labels.items()])]
     return SimpleNamespace(kinds=kinds, labels=labels,
-                           report=f"{len(rows)} headline numbers; measured on: {kinds}; read in: "
-                                  f"{labels}")
+                           report=_("{count} headline numbers; measured on: {kinds}; read in: "
+                                    "{labels}").format(count=len(rows), kinds=shown[0],
+                                                       labels=shown[1]))
 
 
 # --------------------------------------------------------------------------- appendix D
@@ -1293,6 +1321,10 @@ def _on_rank(replay) -> tuple:
     return (int(values[k]) if counts.size else -1), int(counts.max(initial=0)), ranks.size
 
 
+#: Where a rank's waits came from (:attr:`uneven.trace.kineto.KinetoTrace.wait_modes`).
+_WAIT_MODES = (N_("recorded", "wait"), N_("inferred", "wait"), N_("none", "wait"))
+
+
 def kineto_report(base, slow, late) -> str:
     """Appendix D: the trace, its unmodified replay (``base``), a replay with slower
     communication (``slow``) and one with late communication (``late``), all of one
@@ -1302,17 +1334,22 @@ def kineto_report(base, slow, late) -> str:
     r0, n0, m0 = _on_rank(base)
     r1, n1, m1 = _on_rank(slow)
     delay = late.change
+    # the what-ifs' labels (slow.what, late.what) are uneven.trace.kineto's English
     return "\n".join([
-        f"{len(t.ranks)} ranks, {t.n_gpu_ops:,} GPU ops, {t.n_ops - t.n_gpu_ops:,} CPU calls, "
-        f"{t.n_collectives} collectives matched across ranks; waits "
-        f"{', '.join(sorted(set(t.wait_modes)))}",
-        f"unmodified replay: step {base.step_time * 1e3:.2f} ms, every op within "
-        f"{t.replay_error * 1e9:.0f} ns of its recorded start; critical path {n0} of {m0} ops "
-        f"on rank {r0}",
-        f"{slow.what}: step {slow.step_time * 1e3:.2f} ms ({slow.ratio - 1:+.1%}); critical path "
-        f"{n1} of {m1} ops on rank {r1} (model)",
-        f"{late.what}: step {late.step_time * 1e3:.2f} ms ({delay * 1e3:+.2f} ms, "
-        f"{late.ratio - 1:+.1%}) (model)"])
+        _("{ranks} ranks, {gpu_ops:,} GPU ops, {cpu_calls:,} CPU calls, {collectives} "
+          "collectives matched across ranks; waits {waits}").format(
+            ranks=len(t.ranks), gpu_ops=t.n_gpu_ops, cpu_calls=t.n_ops - t.n_gpu_ops,
+            collectives=t.n_collectives, waits=_(", ").join(
+                _(m, context="wait") for m in sorted(set(t.wait_modes)))),
+        _("unmodified replay: step {step:.2f} ms, every op within {error:.0f} ns of its recorded "
+          "start; critical path {n} of {m} ops on rank {rank}").format(
+            step=base.step_time * 1e3, error=t.replay_error * 1e9, n=n0, m=m0, rank=r0),
+        _("{what}: step {step:.2f} ms ({change:+.1%}); critical path {n} of {m} ops on rank "
+          "{rank} (model)").format(what=slow.what, step=slow.step_time * 1e3,
+                                   change=slow.ratio - 1, n=n1, m=m1, rank=r1),
+        _("{what}: step {step:.2f} ms ({delay:+.2f} ms, {change:+.1%}) (model)").format(
+            what=late.what, step=late.step_time * 1e3, delay=delay * 1e3,
+            change=late.ratio - 1)])
 
 
 @plots.recipe
