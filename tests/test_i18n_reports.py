@@ -45,7 +45,38 @@ def _nb04_cases():
 
 
 def _nb05_cases():
-    return []
+    # as notebook 05 calls them; the runs of many steps with fewer steps (each case under 2 s)
+    from uneven.ep.decode import DecodeSetup
+
+    setup = DecodeSetup()
+
+    def step(m):
+        return m.step_skew(setup)
+
+    def nic_aware(m):
+        return m.placement_loads(setup, step(m).load).placements["NIC-aware"]
+
+    def layer(m):
+        traffic = m.relay_step(setup, nic_aware(m), step(m).ids)
+        return m.layer_report(nic_aware(m), traffic.direct, traffic.relay)
+
+    return [
+        ("step", lambda m: step(m).report),
+        ("plans", lambda m: m.placement_loads(setup, step(m).load).report),
+        ("spare", lambda m: m.replica_rows(setup, step(m).load).report),
+        ("swaps", lambda m: m.swap_runs(setup, n_steps=50).report),
+        ("step_traffic", lambda m: m.relay_step(setup, nic_aware(m), step(m).ids).report),
+        ("layer_report", layer),
+        ("m", lambda m: m.matched_ablation(n_steps=10).report),
+        ("loo", lambda m: m.leave_one_out(DecodeSetup(tokens_per_gpu=19), n_steps=20).report),
+        ("loo64", lambda m: m.leave_one_out(setup, n_steps=20).report),
+        ("transport_table", lambda m: m.transport_table(DecodeSetup(tokens_per_gpu=19)).report),
+        ("abl", lambda m: m.ablation_runs(setup, n_steps=20).report),
+        ("stale_report", lambda m: m.stale_report(m.ablation_runs(setup, 3, start=100,
+                                                                  n_steps=20))),
+        ("sweep", lambda m: m.batch_sweep([16, 32, 64]).report),
+        ("deepep_ll_check", lambda m: m.deepep_ll_check().report),
+    ]
 
 
 def _nb06_cases():

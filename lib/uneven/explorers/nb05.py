@@ -35,6 +35,8 @@ The figure recipes on small inputs:
 
 from __future__ import annotations
 
+import re
+import unicodedata
 from dataclasses import dataclass, replace
 from functools import lru_cache
 from types import SimpleNamespace
@@ -104,7 +106,7 @@ from ..ep.transport import (
 from ..i18n import gettext as _
 from ..units import gbit_per_s, gbyte_per_s, to_us
 from ..widgets import Explorer, dropdown, explore, int_slider, reuse, slider, toggle
-from ._common import N_, check_dict, handed_on, is_real
+from ._common import N_, check_dict, handed_on, is_real, pad
 from ._common import curve as _curve
 
 __all__ = ["BalancingState", "balancing_state", "draw_balancing", "balancing_explorer",
@@ -721,6 +723,66 @@ def _decode_kw(kw: dict) -> dict:
 _SETUP = instance(DecodeSetup)
 _SEED = integer(lo=0, hi=2**32)
 
+# ---- the printed reports in the language in force (a CJK character is two columns wide)
+_NUMBER = re.compile(r"[-+]?\d+(?:[.,]\d+)*")
+
+
+def _wide(c: str) -> bool:
+    return unicodedata.east_asian_width(c) in "WF"
+
+
+def _width(text: str) -> int:
+    return sum(2 if _wide(c) else 1 for c in text)
+
+
+def _align(row: str, english: str) -> str:
+    """A translated table row, ``row``, with spaces put in so that each number after the first
+    gap (two spaces) of ``english``, the same row in English, ends in the same display column as
+    there: the spaces widen a gap of the row, or stand before the number's word (``[30``,
+    ``(P99``); where the row is wider, its gaps give up their extra spaces. English comes back
+    as it is.
+
+    >>> _align("連續  最忙 GPU 1.59x，NIC 1.38x", "contiguous  busiest GPU 1.59x, busy NIC 1.38x")
+    '連續           最忙 GPU 1.59x，NIC      1.38x'
+    """
+    gap = re.search(r"\S {2,}", english)
+    if row == english or gap is None:
+        return row
+    targets = [_width(english[:m.end()]) for m in _NUMBER.finditer(english, gap.end())]
+    found = list(_NUMBER.finditer(row))[-len(targets):] if targets else []
+    if len(found) != len(targets):
+        return row
+    out, pos = "", 0
+    for m, target in zip(found, targets, strict=True):
+        start = m.start()
+        while start > pos and not row[start - 1].isspace() and not _wide(row[start - 1]):
+            start -= 1  # the number's word: [30, (P99
+        segment, word = row[pos:start], row[start:m.end()]
+        runs = [r.end() for r in re.finditer(r" {2,}", segment)]
+        at = runs[-1] if runs else len(segment)
+        more = target - _width(out + segment + word)
+        if more > 0:
+            segment = segment[:at] + " " * more + segment[at:]
+        for r in reversed(list(re.finditer(r" {2,}", segment)) if more < 0 else []):
+            cut = min(-more, len(r.group()) - 1)
+            segment, more = segment[:r.start()] + segment[r.start() + cut:], more + cut
+        out, pos = out + segment + word, m.end()
+    return out + row[pos:]
+
+
+def _one_line(label: str) -> str:
+    """A label of :data:`ABLATION` (two lines) on one line in the language in force: each line
+    break a space, or nothing between two CJK characters.
+
+    >>> _one_line("+ NIC-aware\\nplacement")
+    '+ NIC-aware placement'
+    """
+    lines = _(label).split("\n")
+    out = lines[0]
+    for line in lines[1:]:
+        out += ("" if out and line and _wide(out[-1]) and _wide(line[0]) else " ") + line
+    return out
+
 
 @arguments(setup=_SETUP, seed=_SEED)
 def step_skew(setup, seed: int = 0) -> SimpleNamespace:
@@ -732,10 +794,10 @@ def step_skew(setup, seed: int = 0) -> SimpleNamespace:
     counts = np.bincount(ids.ravel(), minlength=setup.n_experts)
     load = pop * n_tok * setup.k  # expected tokens per expert: what a moving average would predict
     report = "\n".join([
-        f"popularity: busiest / median = {load_ratio(pop):.1f}; this step's token counts: "
-        f"{load_ratio(counts):.1f} (model)",
-        f"the busiest expert alone: {load.max() / (load.sum() / setup.n_gpus):.2f} of one GPU's "
-        "fair share of the tokens (model)"])
+        _("popularity: busiest / median = {pop:.1f}; this step's token counts: {counts:.1f} "
+          "(model)").format(pop=load_ratio(pop), counts=load_ratio(counts)),
+        _("the busiest expert alone: {share:.2f} of one GPU's fair share of the tokens (model)")
+        .format(share=load.max() / (load.sum() / setup.n_gpus))])
     return SimpleNamespace(pop=pop, ids=ids, counts=counts, load=load, report=report)
 
 
@@ -754,14 +816,17 @@ def placement_loads(setup, load) -> SimpleNamespace:
     placements = {kind: make_placement(kind, setup, load) for kind in PLACEMENTS}
     floor = busiest_gpu_floor(load, setup.n_gpus) / (float(np.sum(load)) / setup.n_gpus)
     gpu_max, nic_max, lines = {}, {}, []
+    row = N_("{name} busiest GPU {gpu:.2f}x mean, busiest NIC {nic:.2f}x mean, two heaviest "
+             "GPUs: {heaviest} (model)")
     for name, p in placements.items():
-        gpu_max[name], nic_max[name], _ = _ratios(p, load)
-        lines.append(f"{name:11s} busiest GPU {gpu_max[name]:.2f}x mean, busiest NIC "
-                     f"{nic_max[name]:.2f}x mean, two heaviest GPUs: "
-                     f"{np.argsort(-gpu_loads(p, load))[:2].tolist()} (model)")
+        gpu_max[name], nic_max[name], _host = _ratios(p, load)
+        cells = dict(gpu=gpu_max[name], nic=nic_max[name],
+                     heaviest=np.argsort(-gpu_loads(p, load))[:2].tolist())
+        lines.append(_align(_(row).format(name=pad(_(name), 11), **cells),
+                            row.format(name=f"{name:11s}", **cells)))
     m = setup.n_slots // setup.n_gpus
-    lines.append(f"no placement without spare slots beats {floor:.2f}x: the busiest expert plus "
-                 f"the {m - 1} lightest (model)")
+    lines.append(_("no placement without spare slots beats {floor:.2f}x: the busiest expert plus "
+                   "the {n} lightest (model)").format(floor=floor, n=m - 1))
     return SimpleNamespace(placements=placements, gpu_max=gpu_max, nic_max=nic_max, floor=floor,
                            report="\n".join(lines))
 
@@ -776,21 +841,27 @@ def replica_rows(setup, load) -> SimpleNamespace:
     with handed_on("setup"):  # DeepSeek-V3's 8 expert groups, packed onto the hosts
         phy2log = rebalance_experts(check_loads("load", load, shape=(setup.n_experts,))[None],
                                     setup.n_slots, 8, setup.n_hosts, setup.n_gpus)[0][0]
-    rows = {f"EPLB hierarchical, {setup.n_slots} slots": placement_from_phy2log(
+    hier, glob, nic = (N_("EPLB hierarchical, {slots} slots"), N_("EPLB global, {slots} slots"),
+                       N_("NIC-aware, {slots} slots"))
+    rows = {(hier, setup.n_slots): placement_from_phy2log(
                 phy2log, setup.n_experts, setup.n_gpus, gpus_per_node=hw.gpus_per_node,
                 gpus_per_nic=hw.gpus_per_nic),
-            f"EPLB global, {setup.n_slots} slots": make_placement("EPLB", setup, load),
-            f"EPLB global, {spare.n_slots} slots": make_placement("EPLB", spare, load),
-            f"NIC-aware, {spare.n_slots} slots": make_placement("NIC-aware", spare, load)}
-    ratios = {name: _ratios(p, load) for name, p in rows.items()}
+            (glob, setup.n_slots): make_placement("EPLB", setup, load),
+            (glob, spare.n_slots): make_placement("EPLB", spare, load),
+            (nic, spare.n_slots): make_placement("NIC-aware", spare, load)}
+    ratios = {name.format(slots=n): _ratios(p, load) for (name, n), p in rows.items()}
     per_gpu = spare.n_slots // setup.n_gpus
     weights_per_layer = per_gpu * hw.expert_bytes / hw.hbm_bw
-    lines = [f"{name:29s} busiest GPU {r[0]:.3f}, NIC {r[1]:.3f}, host {r[2]:.3f} (x mean, model)"
-             for name, r in ratios.items()]
-    lines.append(f"price: {per_gpu} instead of {per_gpu - 1} experts' weights read per GPU and "
-                 f"layer, {to_us(weights_per_layer):.0f} instead of "
-                 f"{to_us(weights_per_layer) * (per_gpu - 1) / per_gpu:.0f} µs at "
-                 f"{hw.hbm_bw / 1e12:.1f} TB/s")
+    row = N_("{name} busiest GPU {gpu:.3f}, NIC {nic:.3f}, host {host:.3f} (x mean, model)")
+    lines = []
+    for (name, n), r in zip(rows, ratios.values(), strict=True):
+        cells = dict(gpu=r[0], nic=r[1], host=r[2])
+        lines.append(_align(_(row).format(name=pad(_(name).format(slots=n), 29), **cells),
+                            row.format(name=f"{name.format(slots=n):29s}", **cells)))
+    lines.append(_("price: {n} instead of {fewer} experts' weights read per GPU and layer, "
+                   "{time:.0f} instead of {less:.0f} µs at {hbm:.1f} TB/s").format(
+        n=per_gpu, fewer=per_gpu - 1, time=to_us(weights_per_layer),
+        less=to_us(weights_per_layer) * (per_gpu - 1) / per_gpu, hbm=hw.hbm_bw / 1e12))
     return SimpleNamespace(ratios=ratios, report="\n".join(lines))
 
 
@@ -808,16 +879,18 @@ def swap_runs(setup, n_steps: int = 120) -> SimpleNamespace:
     hw, sw = setup.hw, runs["NIC-aware + swaps"]
     per_swap = hw.expert_bytes / hw.nvlink_bw
     step_time = 58 * sw.median()
+    def shown(ratios):  # the runs' names as the notebook shows them, the keys stay English
+        return str({_(k): round(float(v), 2) for k, v in ratios.items()})
+
     report = "\n".join([
-        f"swaps: {sw.swaps.sum()} in {n_steps} steps ({sw.swaps.sum() / n_steps:.2f} per step, "
-        f"for {setup.n_hosts} hosts); each copies two {hw.expert_bytes / 1e6:.0f} MB experts in "
-        f"opposite directions over NVLink: {to_us(per_swap):.0f} µs",
-        f"one decode step runs 58 MoE layers: about {to_us(step_time) / 1e3:.1f} ms (model), so a "
-        "copy hides behind the other layers, hundreds of times over",
-        "busiest / mean NIC, first 20 steps: "
-        + str({k: round(float(v), 2) for k, v in early.items()})
-        + " \nlast 50 steps: " + str({k: round(float(v), 2) for k, v in late.items()})
-        + " (model)"])
+        _("swaps: {n} in {steps} steps ({rate:.2f} per step, for {hosts} hosts); each copies two "
+          "{mb:.0f} MB experts in opposite directions over NVLink: {time:.0f} µs").format(
+            n=sw.swaps.sum(), steps=n_steps, rate=sw.swaps.sum() / n_steps, hosts=setup.n_hosts,
+            mb=hw.expert_bytes / 1e6, time=to_us(per_swap)),
+        _("one decode step runs 58 MoE layers: about {ms:.1f} ms (model), so a copy hides behind "
+          "the other layers, hundreds of times over").format(ms=to_us(step_time) / 1e3),
+        _("busiest / mean NIC, first 20 steps: {early} \nlast 50 steps: {late} (model)").format(
+            early=shown(early), late=shown(late))])
     return SimpleNamespace(
         runs=runs, early=early, late=late,
         gap=runs["NIC-aware"].nic_ratio - runs["NIC-aware + swaps"].nic_ratio,
@@ -835,11 +908,13 @@ def relay_step(setup, placement, expert_ids) -> SimpleNamespace:
     relay = decode_traffic(placement, slots, src, "relay")
     n_hosts = setup.n_hosts
     report = "\n".join([
-        f"closed form: {expected_remote_hosts(setup.k, n_hosts):.2f} remote hosts against "
-        f"{setup.k * (n_hosts - 1) / n_hosts:.1f} remote experts per token",
-        f"this step (skewed routing): {relay.remote_hosts.mean():.2f} RDMA copies per token with "
-        f"the relay, {direct.remote_slots.mean():.2f} with one copy per expert: "
-        f"{direct.rdma_copies / relay.rdma_copies:.2f}x fewer (model)"])
+        _("closed form: {hosts:.2f} remote hosts against {experts:.1f} remote experts per token")
+        .format(hosts=expected_remote_hosts(setup.k, n_hosts),
+                experts=setup.k * (n_hosts - 1) / n_hosts),
+        _("this step (skewed routing): {relay:.2f} RDMA copies per token with the relay, "
+          "{direct:.2f} with one copy per expert: {ratio:.2f}x fewer (model)").format(
+            relay=relay.remote_hosts.mean(), direct=direct.remote_slots.mean(),
+            ratio=direct.rdma_copies / relay.rdma_copies)])
     return SimpleNamespace(src=src, direct=direct, relay=relay, report=report)
 
 
@@ -869,15 +944,18 @@ def layer_report(placement, direct, relay) -> str:
         raise ValueError(f"direct and relay must be traffic of mode 'direct' and 'relay'; got "
                          f"{direct.mode!r} and {relay.mode!r}")
     lines = []
+    row = N_("{name} overlap={overlap:5s}: inputs all in at {inputs:4.0f} µs, busiest GPU's "
+             "experts {experts:3.0f} µs, layer {layer:4.0f} µs, exposed communication "
+             "{exposed:4.0f} µs (model)")
     for name, t in (("direct", direct), ("relay", relay)):
         for overlap in (False, True):
             with handed_on(name):
                 lr = decode_layer(placement, t, overlap=overlap)
-            lines.append(f"{name:6s} overlap={str(overlap):5s}: inputs all in at "
-                         f"{to_us(lr.dispatch_end):4.0f} µs, busiest GPU's experts "
-                         f"{to_us(lr.compute_time.max()):3.0f} µs, layer "
-                         f"{to_us(lr.layer_time):4.0f} µs, exposed communication "
-                         f"{to_us(lr.exposed_comm):4.0f} µs (model)")
+            cells = dict(overlap=str(overlap), inputs=to_us(lr.dispatch_end),
+                         experts=to_us(lr.compute_time.max()), layer=to_us(lr.layer_time),
+                         exposed=to_us(lr.exposed_comm))
+            lines.append(_align(_(row).format(name=pad(_(name), 6), **cells),
+                                row.format(name=f"{name:6s}", **cells)))
     return "\n".join(lines)
 
 
@@ -903,14 +981,19 @@ def ablation_runs(setup, rungs: int = len(ABLATION), *, n_steps: int = 60, seed:
         p99=[to_us(r.p99("exposed_comm")) for r in runs.values()],
         layer=[to_us(r.median()) for r in runs.values()],
         busiest=[to_us(np.median(r.layer_time - r.exposed_comm)) for r in runs.values()])
-    lines = [f"{name.replace(chr(10), ' '):36s} exposed {m:4.0f} µs (P99 {q:4.0f}), layer "
-             f"{lt:4.0f} µs, busiest GPU's experts {b:4.0f} µs, busiest / mean NIC {n:.2f} "
-             "(model)" for name, m, q, lt, b, n in zip(runs, abl.med, abl.p99, abl.layer,
-                                                       abl.busiest, abl.nic, strict=True)]
+    row = N_("{name} exposed {med:4.0f} µs (P99 {p99:4.0f}), layer {layer:4.0f} µs, busiest "
+             "GPU's experts {busiest:4.0f} µs, busiest / mean NIC {nic:.2f} (model)")
+    lines = []
+    for name, m, q, lt, b, n in zip(runs, abl.med, abl.p99, abl.layer, abl.busiest, abl.nic,
+                                    strict=True):
+        cells = dict(med=m, p99=q, layer=lt, busiest=b, nic=n)
+        lines.append(_align(_(row).format(name=pad(_one_line(name), 36), **cells),
+                            row.format(name=f"{name.replace(chr(10), ' '):36s}", **cells)))
     abl.cut, abl.cut_layer = 1 - abl.med[-1] / abl.med[0], 1 - abl.layer[-1] / abl.layer[0]
-    lines.append(f"total cut (model): exposed communication {abl.cut:.0%}, layer "
-                 f"{abl.cut_layer:.0%}; the paper: 190.21 → 134.00 µs [chapter], a cut of "
-                 f"{1 - 134.00 / 190.21:.1%} [derived from chapter]")
+    lines.append(_("total cut (model): exposed communication {cut:.0%}, layer {cut_layer:.0%}; "
+                   "the paper: 190.21 → 134.00 µs [chapter], a cut of {paper:.1%} [derived from "
+                   "chapter]").format(cut=abl.cut, cut_layer=abl.cut_layer,
+                                      paper=1 - 134.00 / 190.21))
     abl.report = "\n".join(lines)
     return abl
 
@@ -919,11 +1002,15 @@ def ablation_runs(setup, rungs: int = len(ABLATION), *, n_steps: int = 60, seed:
 def stale_report(stale) -> str:
     """Section 6: the rungs of ``stale`` (from :func:`ablation_runs` with ``start`` after the
     plan) as they run on the drifted popularity."""
-    return "\n".join(
-        f"100 steps after planning: {name.replace(chr(10), ' '):35s} busiest / mean NIC "
-        f"{n:.2f}, layer {lt:4.0f} µs (P99 {to_us(r.p99()):4.0f}), exposed {m:4.0f} µs (model)"
-        for name, n, lt, m, r in zip(stale.runs, stale.nic, stale.layer, stale.med,
-                                     stale.runs.values(), strict=True))
+    row = N_("100 steps after planning: {name} busiest / mean NIC {nic:.2f}, layer {layer:4.0f} "
+             "µs (P99 {p99:4.0f}), exposed {med:4.0f} µs (model)")
+    lines = []
+    for name, n, lt, m, r in zip(stale.runs, stale.nic, stale.layer, stale.med,
+                                 stale.runs.values(), strict=True):
+        cells = dict(nic=n, layer=lt, p99=to_us(r.p99()), med=m)
+        lines.append(_align(_(row).format(name=pad(_one_line(name), 35), **cells),
+                            row.format(name=f"{name.replace(chr(10), ' '):35s}", **cells)))
+    return "\n".join(lines)
 
 
 #: The paper's communication time against DeepEP's default, EP32 on H20: (DeepEP's default,
@@ -961,25 +1048,33 @@ def matched_ablation(*, n_steps: int = 60, seed: int = 1) -> SimpleNamespace:
                                    ).median("exposed_comm")
     break_even_final = {c: relay_cost_for(direct_final, setup, cost=c, **common, **kw[-1])
                         for c in ("relay_sync", "relay_copy")}
-    rows = [("DeepEP default, exposed communication (µs)", before, abl.med[0]),
-            ("all mechanisms, relay free (µs)", after, abl.med[-1]),
-            ("cut from DeepEP's default (%)", 100 * (1 - after / before), 100 * abl.cut),
-            (f"all mechanisms, relay sync {to_us(sync):.0f} µs (µs)", after, fitted[-1])]
-    rows = [(q, p, m, m / p) for q, p, m in rows]
-    lines = [f"matched batch: {batch} tokens per GPU, where the model's DeepEP default exposes "
-             f"{to_us(base):.1f} µs against the paper's {before:.2f} [chapter] (model)",
-             f"{'quantity':46s} {'paper [chapter]':>15s} {'model':>7s} {'model / paper':>13s}"]
-    lines += [f"{q:46s} {p:15.1f} {m:7.1f} {r:13.2f}" for q, p, m, r in rows]
-    lines.append(f"solved (model): {to_us(sync):.1f} µs of relay sync per crossing gives "
-                 f"{after:.2f} µs, (134.00 − {abl.med[-1]:.1f}) / 2 = "
-                 f"{(after - abl.med[-1]) / 2:.1f}: the sync sits on the critical path twice")
-    lines.append(f"break-even (model), relay rung without overlap: {abl.med[relay - 1]:.0f} µs "
-                 f"before it, {fitted[relay]:.0f} µs with the solved sync; the relay pays only "
-                 f"below {to_us(break_even):.1f} µs of sync")
-    lines.append(f"break-even (model), all mechanisms: one copy per expert exposes "
-                 f"{to_us(direct_final):.1f} µs, the free relay {abl.med[-1]:.1f}; the relay "
-                 f"pays only below {to_us(break_even_final['relay_sync']):.2f} µs of sync per "
-                 f"crossing or {to_us(break_even_final['relay_copy']):.3f} µs per forwarded copy")
+    quantities = (N_("DeepEP default, exposed communication (µs)"),
+                  N_("all mechanisms, relay free (µs)"), N_("cut from DeepEP's default (%)"),
+                  N_("all mechanisms, relay sync {sync:.0f} µs (µs)"))
+    values = ((before, abl.med[0]), (after, abl.med[-1]),
+              (100 * (1 - after / before), 100 * abl.cut), (after, fitted[-1]))
+    rows = [(q.format(sync=to_us(sync)), p, m, m / p)
+            for q, (p, m) in zip(quantities, values, strict=True)]
+    lines = [_("matched batch: {batch} tokens per GPU, where the model's DeepEP default exposes "
+               "{base:.1f} µs against the paper's {paper:.2f} [chapter] (model)").format(
+                 batch=batch, base=to_us(base), paper=before),
+             f"{pad(_('quantity'), 46)} {pad(_('paper [chapter]'), 15, '>')} "
+             f"{pad(_('model', 'column'), 7, '>')} {pad(_('model / paper'), 13, '>')}"]
+    lines += [f"{pad(_(q).format(sync=to_us(sync)), 46)} {p:15.1f} {m:7.1f} {r:13.2f}"
+              for q, (_q, p, m, r) in zip(quantities, rows, strict=True)]
+    lines.append(_("solved (model): {sync:.1f} µs of relay sync per crossing gives {paper:.2f} "
+                   "µs, (134.00 − {free:.1f}) / 2 = {half:.1f}: the sync sits on the critical "
+                   "path twice").format(sync=to_us(sync), paper=after, free=abl.med[-1],
+                                        half=(after - abl.med[-1]) / 2))
+    lines.append(_("break-even (model), relay rung without overlap: {before:.0f} µs before it, "
+                   "{solved:.0f} µs with the solved sync; the relay pays only below {sync:.1f} "
+                   "µs of sync").format(before=abl.med[relay - 1], solved=fitted[relay],
+                                        sync=to_us(break_even)))
+    lines.append(_("break-even (model), all mechanisms: one copy per expert exposes {direct:.1f} "
+                   "µs, the free relay {free:.1f}; the relay pays only below {sync:.2f} µs of "
+                   "sync per crossing or {copy:.3f} µs per forwarded copy").format(
+        direct=to_us(direct_final), free=abl.med[-1],
+        sync=to_us(break_even_final["relay_sync"]), copy=to_us(break_even_final["relay_copy"])))
     return SimpleNamespace(batch=batch, base=to_us(base), setup=setup, abl=abl, sync=sync,
                            fitted=fitted, break_even=break_even, relay_rung=relay,
                            direct_final=to_us(direct_final), break_even_final=break_even_final,
@@ -988,9 +1083,10 @@ def matched_ablation(*, n_steps: int = 60, seed: int = 1) -> SimpleNamespace:
 
 #: Section 6's leave-one-out: each mechanism of the last rung of :data:`ABLATION`, and the
 #: keywords that take it away.
-WITHOUT = {"NIC-aware placement": dict(placement="contiguous"), "NVLink swaps": dict(swaps=False),
-           "relay": dict(mode="direct"), "per-expert overlap": dict(overlap=False),
-           "SM-free transport": dict(transport="SM-resident")}
+WITHOUT = {N_("NIC-aware placement"): dict(placement="contiguous"),
+           N_("NVLink swaps"): dict(swaps=False), N_("relay"): dict(mode="direct"),
+           N_("per-expert overlap"): dict(overlap=False),
+           N_("SM-free transport"): dict(transport="SM-resident")}
 
 
 @arguments(setup=_SETUP, n_steps=integer(lo=1, hi=2000), seed=_SEED)
@@ -1012,10 +1108,12 @@ def leave_one_out(setup, *, n_steps: int = 60, seed: int = 1) -> SimpleNamespace
                            .median("exposed_comm"))
                for name, drop in WITHOUT.items()}
     change = {name: v - everything for name, v in without.items()}
-    lines = [f"{setup.tokens_per_gpu} tokens per GPU, all mechanisms: exposed communication "
-             f"{everything:.1f} µs (model)", f"{'taken away':22s} {'exposed (µs)':>12s} "
-             f"{'change (µs)':>12s}"]
-    lines += [f"{name:22s} {without[name]:12.1f} {change[name]:+12.1f}" for name in WITHOUT]
+    lines = [_("{tokens} tokens per GPU, all mechanisms: exposed communication {exposed:.1f} µs "
+               "(model)").format(tokens=setup.tokens_per_gpu, exposed=everything),
+             f"{pad(_('taken away'), 22)} {pad(_('exposed (µs)'), 12, '>')} "
+             f"{pad(_('change (µs)'), 12, '>')}"]
+    lines += [f"{pad(_(name), 22)} {without[name]:12.1f} {change[name]:+12.1f}"
+              for name in WITHOUT]
     return SimpleNamespace(all=everything, without=without, change=change,
                            report="\n".join(lines) + "\n(model)")
 
@@ -1026,15 +1124,17 @@ def transport_table(setup) -> SimpleNamespace:
     skewed (contiguous, direct) and balanced (NIC-aware, swaps, relay), all with overlap:
     ``table[(balance, transport)]``; ``gain`` (s) and ``rel`` (share) of the better transport."""
     table = {}
-    for bal, kw in (("skewed", dict(placement="contiguous")),
-                    ("balanced", dict(placement="NIC-aware", swaps=True, mode="relay"))):
+    for bal, kw in ((N_("skewed", "balance"), dict(placement="contiguous")),
+                    (N_("balanced", "balance"), dict(placement="NIC-aware", swaps=True,
+                                                     mode="relay"))):
         for name, tr in TRANSPORTS.items():
             table[bal, name] = simulate_decode(setup, n_steps=40, seed=2, overlap=True, **kw,
                                                transport=tr).median("exposed_comm")
     gain = {b: table[b, "SM-resident"] - table[b, "SM-free"] for b in ("skewed", "balanced")}
     rel = {b: gain[b] / table[b, "SM-resident"] for b in gain}
-    report = (f"{setup.tokens_per_gpu} tokens per GPU: "
-              + str({b: f"-{to_us(gain[b]):.0f} µs ({rel[b]:.0%})" for b in gain}) + " (model)")
+    shown = {_(b, "balance"): f"-{to_us(gain[b]):.0f} µs ({rel[b]:.0%})" for b in gain}
+    report = _("{tokens} tokens per GPU: {gains} (model)").format(
+        tokens=setup.tokens_per_gpu, gains=str(shown))
     return SimpleNamespace(table=table, gain=gain, rel=rel, report=report)
 
 
@@ -1058,16 +1158,18 @@ def batch_sweep(batches) -> SimpleNamespace:
             times[label].append(r.median())
     n = len(batches)
     best = [min(BATCH_OPTIONS, key=lambda lab: times[lab][i]) for i in range(n)]
-    lines = [f"{'tokens/GPU':>10s} | " + " | ".join(f"{lab:>28s}" for lab in BATCH_OPTIONS)
-             + " | best"]
+    lines = [f"{pad(_('tokens/GPU'), 10, '>')} | "
+             + " | ".join(pad(_(lab), 28, ">") for lab in BATCH_OPTIONS)
+             + f" | {_('best', 'column')}"]
     lines += [f"{b:10d} | "
               + " | ".join(f"{to_us(times[lab][i]):25.0f} µs" for lab in BATCH_OPTIONS)
-              + f" | {best[i]}" for i, b in enumerate(batches)]
+              + f" | {_(best[i])}" for i, b in enumerate(batches)]
     gain_overlap = [1 - times["relay, overlap"][i] / times["relay"][i] for i in range(n)]
     gain_relay = [1 - times["relay"][i] / times["one copy per expert"][i] for i in range(n)]
-    lines.append("overlap saves " + str([f"{g:.0%}" for g in gain_overlap]) + " of the relay's "
-                 "layer time; the relay saves " + str([f"{g:.0%}" for g in gain_relay])
-                 + " of one copy per expert's (model)")
+    lines.append(_("overlap saves {overlap} of the relay's layer time; the relay saves {relay} of "
+                   "one copy per expert's (model)").format(
+        overlap=str([f"{g:.0%}" for g in gain_overlap]),
+        relay=str([f"{g:.0%}" for g in gain_relay])))
     return SimpleNamespace(times=times, best=best, gain_overlap=gain_overlap,
                            gain_relay=gain_relay, report="\n".join(lines))
 
@@ -1075,8 +1177,10 @@ def batch_sweep(batches) -> SimpleNamespace:
 def deepep_ll_check() -> SimpleNamespace:
     """Section 10: DeepEP's low-latency table (:data:`DEEPEP_LL_TABLE`) beside the model's
     isolated dispatch and combine; ``errs``: the relative errors against today's table."""
-    lines = [f"{'EP':>4s} | {'DeepEP now':>13s} | {'Feb 2025':>11s} | {'model':>11s} "
-             "[repo vs model]"]
+    # "Feb 2025" stays as it is: Chinese writes the month after the year (2025 年 2 月), and
+    # the year ends the column in both editions
+    lines = [f"{'EP':>4s} | {pad(_('DeepEP now'), 13, '>')} | {'Feb 2025':>11s} | "
+             f"{pad(_('model', 'column'), 11, '>')} [repo vs model]"]
     errs = []
     for ep, (d, c, d0, c0) in DEEPEP_LL_TABLE.items():
         md_, mc = (to_us(x) for x in isolated_phases(ep // 8))
