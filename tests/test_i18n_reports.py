@@ -80,7 +80,41 @@ def _nb05_cases():
 
 
 def _nb06_cases():
-    return []
+    from functools import lru_cache
+
+    from uneven.ep.superpod import CoreCosts, superpod_traffic
+
+    costs = CoreCosts()  # the library's default q is the fitted one (calibration().costs)
+    us = 1e-6
+
+    @lru_cache(maxsize=4)
+    def traffic(ep):
+        return superpod_traffic(ep, seed=0)
+
+    def timelines(m):
+        return m.die_timelines(traffic(64), costs, jitter=2 * us)
+
+    return [
+        ("latency_pins", lambda m: m.latency_pins(CoreCosts()).report),
+        ("calibration", lambda m: m.calibration().report),
+        ("write_costs", lambda m: m.write_costs(costs).report),
+        ("split_plans", lambda m: m.split_plans(traffic(32), costs).report),
+        ("timeline_report", lambda m: m.timeline_report(timelines(m)).report),
+        ("block_table", lambda m: m.block_table(traffic(64), costs).report),
+        ("ep_sweep", lambda m: m.ep_sweep(costs, (8, 16, 32, 64, 128, 256, 320), 2 * us,
+                                          runs=50).report),
+        ("tail_runs", lambda m: m.tail_runs(traffic(64), costs, n_steps=20).report),
+        ("phase_table", lambda m: m.phase_table(costs).report),
+        ("core_split", lambda m: m.core_split(traffic(64), costs,
+                                              batches=(4, 16, 128, 512)).report),
+        ("barrier_needed", lambda m: m.barrier_needed(costs, 2 * us).report),
+        # one barrier cost of the notebook's three (each fit scans q = 1..32): both jitters,
+        # the second at the scan's edge
+        ("fit_sensitivity", lambda m: m.fit_sensitivity(barrier_us=(30,)).report),
+        ("barrier_tail", lambda m: m.barrier_tail(traffic(64), costs, n_steps=20).report),
+        ("tpot_runs", lambda m: m.tpot_runs(traffic(64), costs, 2 * us, (0.0, 2.0),
+                                            n_steps=20).report),
+    ]
 
 
 def _nb07_cases():

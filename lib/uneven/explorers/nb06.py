@@ -38,7 +38,7 @@ from .._validate import (
 )
 from ..i18n import gettext as _
 from ..widgets import Explorer, dropdown, explore, int_slider, reuse, slider
-from ._common import N_, check_dict, curve, handed_on, instances, is_int, is_real
+from ._common import N_, check_dict, curve, handed_on, instances, is_int, is_real, pad
 
 __all__ = ["GANTT_KINDS", "GANTT_COLORS", "SCHEME_COLORS", "UbepState", "ubep_state",
            "draw_ubep", "ubep_explorer", "hop_cost_figure", "gantt_figure", "ablation_figure",
@@ -676,10 +676,13 @@ def write_costs(costs) -> SimpleNamespace:
     lat = np.array(costs.hop_latency)
     per_write = np.array([costs.write_time(h, 512) for h in range(3)])
     push = 512 / costs.core_bandwidth
+    # the name is padded to 12 columns: the numbers after it line up (a table of 3 rows)
     report = "\n".join(
-        f"hop class {h} ({name:12s}): access {lat[h] / _US:.2f} µs; one 512-B write costs a core "
-        f"{per_write[h] / _US * 1e3:3.0f} ns, {push / _US * 1e3:.0f} ns of it pushing bytes "
-        "(model)" for h, name in enumerate(("own die", "same node", "another node")))
+        _("hop class {h} ({name}): access {lat:.2f} µs; one 512-B write costs a core "
+          "{write:3.0f} ns, {push:.0f} ns of it pushing bytes (model)").format(
+            h=h, name=pad(name, 12), lat=lat[h] / _US, write=per_write[h] / _US * 1e3,
+            push=push / _US * 1e3)
+        for h, name in enumerate((_("own die"), _("same node"), _("another node"))))
     return SimpleNamespace(lat=lat, per_write=per_write, push=push, report=report)
 
 
@@ -695,9 +698,10 @@ def split_plans(traffic, costs) -> SimpleNamespace:
     slowest = {k: p.send_time.max() for k, p in plans.items()}
     mean = {k: p.send_time.mean() for k, p in plans.items()}
     ratio = slowest["contiguous"] / slowest["hop mix"]
-    lines = [f"{k:10s}: mean core {mean[k] / _US:5.1f} µs, slowest core {slowest[k] / _US:5.1f} "
-             "µs (model)" for k in plans]
-    lines.append(f"slowest core, contiguous / hop mix: {ratio:.2f}")
+    lines = [pad(_(k), 10) + _(": mean core {mean:5.1f} µs, slowest core {slowest:5.1f} µs "
+                                "(model)").format(mean=mean[k] / _US, slowest=slowest[k] / _US)
+             for k in plans]
+    lines.append(_("slowest core, contiguous / hop mix: {ratio:.2f}").format(ratio=ratio))
     return SimpleNamespace(plans=plans, slowest=slowest, mean=mean, ratio=ratio,
                            report="\n".join(lines))
 
@@ -719,17 +723,20 @@ def timeline_report(timelines: dict) -> SimpleNamespace:
     """Section 2: die 0's mean time per core in each part (``parts[label][part]``, s), both
     dispatch latencies (``lat_b``, ``lat_u``), when die 0 alone is done (``end0``), the
     baseline's wait per core of die 0 (``per_core``) and UBEP's send ends on die 0 (``ends``)."""
-    lines = [f"{'die 0, mean µs per core':24s}" + "".join(f"{k:>9s}" for k in _PARTS)]
+    shown = {k: k if k == "barrier" else _(k, context="core op") for k in _PARTS}
+    lines = [pad(_("die 0, mean µs per core"), 24)
+             + "".join(pad(shown[k], 9, ">") for k in _PARTS)]
     parts = {}
     for name, tl in timelines.items():
         parts[name] = tl.breakdown(0)
-        lines.append(f"{name:24s}" + "".join(f"{parts[name][k] / _US:9.1f}" for k in _PARTS))
+        lines.append(pad(_(name), 24)
+                     + "".join(f"{parts[name][k] / _US:9.1f}" for k in _PARTS))
     lat_b, lat_u = (tl.latency for tl in timelines.values())
-    lines.append(f"dispatch: {lat_b / _US:.0f} µs → {lat_u / _US:.0f} µs (model; the phase ends "
-                 "when the last die's last core ends)")
+    lines.append(_("dispatch: {base:.0f} µs → {ubep:.0f} µs (model; the phase ends when the last "
+                   "die's last core ends)").format(base=lat_b / _US, ubep=lat_u / _US))
     end0 = {name: tl.end[0] for name, tl in timelines.items()}
-    lines.append("die 0 alone is done at "
-                 + ", ".join(f"{v / _US:.0f} µs ({k})" for k, v in end0.items()))
+    lines.append(_("die 0 alone is done at {ends}").format(ends=_(", ").join(
+        _("{t:.0f} µs ({label})").format(t=v / _US, label=_(k)) for k, v in end0.items())))
     base, ubep = timelines["serialised baseline"], timelines["UBEP"]
     waits = base.waits(0)
     per_core = np.bincount(waits["core"], weights=waits["finish"] - waits["start"],
@@ -759,7 +766,7 @@ def core_split(traffic, costs, batches=(16, 128, 512)) -> SimpleNamespace:
     from ..ep.superpod import best_split, phase_latency, phase_plan, scheme, superpod_traffic
 
     count_all = phase_plan(traffic, costs, scheme("baseline")).count_time.max()
-    lines = [f"counting on all 48 cores takes {count_all / _US:.1f} µs (model)"]
+    lines = [_("counting on all 48 cores takes {t:.1f} µs (model)").format(t=count_all / _US)]
     by_cores = {}
     for cores in (48, 8):
         c = costs.with_(cores=cores)
@@ -767,13 +774,15 @@ def core_split(traffic, costs, batches=(16, 128, 512)) -> SimpleNamespace:
         serial = phase_latency(phase_plan(traffic, c, scheme("baseline", assignment="hop_mix",
                                                              sync="block")))
         by_cores[cores] = (k, best, serial)
-        lines.append(f"{cores:2d} cores: best split {k} counting + {cores - k} sending, "
-                     f"{best / _US:.0f} µs; all cores count then send (hop mix, flag in block): "
-                     f"{serial / _US:.0f} µs (model)")
+        lines.append(_("{cores:2d} cores: best split {count} counting + {send} sending, "
+                       "{best:.0f} µs; all cores count then send (hop mix, flag in block): "
+                       "{serial:.0f} µs (model)").format(cores=cores, count=k, send=cores - k,
+                                                         best=best / _US, serial=serial / _US))
     with handed_on("batches"):
         split = {b: best_split(superpod_traffic(traffic.n_ranks, tokens_per_rank=b, seed=0),
                                costs, scheme("ubep"))[0] for b in batches}
-    lines.append(f"best number of counting cores by tokens per die: {split}")
+    lines.append(_("best number of counting cores by tokens per die: {split}").format(
+        split=split))
     return SimpleNamespace(count_all=count_all, by_cores=by_cores, split=split,
                            report="\n".join(lines))
 
@@ -784,15 +793,17 @@ def block_table(traffic, costs) -> SimpleNamespace:
     128-B blocks; the dispatch with 128-B blocks (``b128[kind]``, s)."""
     from ..ep.superpod import blocks_per_copy, phase_latency, phase_plan, scheme
 
-    lines = [f"{'copy':28s}{'block':>7s}{'flag inside':>13s}{'payload only':>14s}"]
-    for name, nbytes in (("dispatch, INT8 7,172 B", 7172), ("combine, BF16 14,336 B", 14336)):
+    lines = [pad(_("copy", context="column"), 28) + pad(_("block", context="column"), 7, ">")
+             + pad(_("flag inside"), 13, ">") + pad(_("payload only"), 14, ">")]
+    for name, nbytes in ((_("dispatch, INT8 7,172 B"), 7172), (_("combine, BF16 14,336 B"), 14336)):
         for block in (512, 128):
-            lines.append(f"{name:28s}{block:7d}{blocks_per_copy(nbytes, block, 8, True):13d}"
+            lines.append(f"{pad(name, 28)}{block:7d}{blocks_per_copy(nbytes, block, 8, True):13d}"
                          f"{blocks_per_copy(nbytes, block, 8, False):14d}")
     b128 = {s: phase_latency(phase_plan(traffic, costs, scheme(s, block_bytes=128)))
             for s in ("baseline", "ubep")}
-    lines.append(f"EP{traffic.n_ranks} dispatch with 128-B blocks: baseline "
-                 f"{b128['baseline'] / _US:.0f} µs, UBEP {b128['ubep'] / _US:.0f} µs (model)")
+    lines.append(_("EP{ep} dispatch with 128-B blocks: baseline {base:.0f} µs, UBEP {ubep:.0f} µs "
+                   "(model)").format(ep=traffic.n_ranks, base=b128["baseline"] / _US,
+                                     ubep=b128["ubep"] / _US))
     return SimpleNamespace(b128=b128, report="\n".join(lines))
 
 
@@ -825,7 +836,8 @@ def ep_sweep(costs, ep_sizes, jitter: float, runs: int = 500) -> SimpleNamespace
             p99[label].append(np.percentile(samples, 99))
     base, ubep = median["serialised baseline"], median["UBEP"]
     cut = {ep: 1 - u / b for ep, b, u in zip(ep_sizes, base, ubep, strict=True)}
-    lines = [f"EP     baseline   UBEP    lower by  (median of {runs} jittered runs, µs, model)"]
+    lines = [f"EP{pad(_('baseline'), 13, '>')}   UBEP{pad(_('lower by'), 12, '>')}  "
+             + _("(median of {runs} jittered runs, µs, model)").format(runs=runs)]
     lines += [f"{ep:<5d}{base[i] / _US:9.0f}{ubep[i] / _US:7.0f}{100 * cut[ep]:9.0f}%"
               for i, ep in enumerate(ep_sizes)]
     mix = {}  # what the equal hop mix alone saves, no jitter
@@ -834,8 +846,8 @@ def ep_sweep(costs, ep_sizes, jitter: float, runs: int = 500) -> SimpleNamespace
         contiguous = phase_latency(phase_plan(t, costs, scheme("baseline")))
         hop_mix = phase_latency(phase_plan(t, costs, scheme("baseline", assignment="hop_mix")))
         mix[ep] = contiguous - hop_mix
-    lines.append(f"the hop mix alone saves {mix[64] / _US:.0f} µs at EP64, {mix[128] / _US:.0f} "
-                 "µs at EP128")
+    lines.append(_("the hop mix alone saves {ep64:.0f} µs at EP64, {ep128:.0f} µs at EP128").format(
+        ep64=mix[64] / _US, ep128=mix[128] / _US))
     return SimpleNamespace(ep_sizes=tuple(ep_sizes), median=median, p99=p99, calm=calm, cut=cut,
                            mix=mix, report="\n".join(lines))
 
@@ -860,11 +872,13 @@ def tpot_runs(traffic, costs, jitter: float, sigmas, n_steps: int = 1000) -> Sim
     b, u = tpot["serialised baseline"], tpot["UBEP"]
     gain50, gain99 = 1 - u.p50 / b.p50, 1 - u.p99 / b.p99
     report = "\n".join([
-        f"time per output token: P50 {b.p50 * 1e3:.2f} → {u.p50 * 1e3:.2f} ms "
-        f"({100 * gain50:.1f}% lower), P99 {b.p99 * 1e3:.2f} → {u.p99 * 1e3:.2f} ms "
-        f"({100 * gain99:.1f}% lower) (model)",
-        f"added median dispatch latency at σ = {sigmas[-1]:g} µs: baseline "
-        f"{extra['serialised baseline'][-1]:.0f} µs, UBEP {extra['UBEP'][-1]:.0f} µs (model)"])
+        _("time per output token: P50 {b50:.2f} → {u50:.2f} ms ({cut50:.1f}% lower), P99 "
+          "{b99:.2f} → {u99:.2f} ms ({cut99:.1f}% lower) (model)").format(
+            b50=b.p50 * 1e3, u50=u.p50 * 1e3, cut50=100 * gain50, b99=b.p99 * 1e3,
+            u99=u.p99 * 1e3, cut99=100 * gain99),
+        _("added median dispatch latency at σ = {sigma:g} µs: baseline {base:.0f} µs, UBEP "
+          "{ubep:.0f} µs (model)").format(sigma=sigmas[-1], base=extra["serialised baseline"][-1],
+                                         ubep=extra["UBEP"][-1])])
     return SimpleNamespace(tpot=tpot, extra=extra, gain50=gain50, gain99=gain99, report=report)
 
 
@@ -890,11 +904,12 @@ def barrier_needed(costs, jitter: float, barrier_us=tuple(range(20, 141, 20)),
         needed[ep] = float(np.interp(target, cuts[ep], barrier_us))
         floor8[ep] = phase_latency(phase_plan(superpod_traffic(8, seed=0), costs.with_(
             barrier_cost=needed[ep] * _US, writes_in_flight=4096), scheme("baseline")))
-        lines.append(f"EP{ep} cut at barrier costs {list(barrier_us)} µs: "
-                     + ", ".join(f"{100 * c:.0f}%" for c in cuts[ep]))
-        lines.append(f"  {100 * target:.1f}% needs about {needed[ep]:.0f} µs per barrier (model);"
-                     f" with it the baseline's EP8 dispatch is at least {floor8[ep] / _US:.0f} µs"
-                     " at any q (CloudMatrix-Infer measured 116 µs [paper])")
+        lines.append(_("EP{ep} cut at barrier costs {costs} µs: {cuts}").format(
+            ep=ep, costs=list(barrier_us), cuts=_(", ").join(f"{100 * c:.0f}%" for c in cuts[ep])))
+        lines.append("  " + _("{target:.1f}% needs about {needed:.0f} µs per barrier (model); with "
+                              "it the baseline's EP8 dispatch is at least {floor:.0f} µs at any q "
+                              "(CloudMatrix-Infer measured 116 µs [paper])").format(
+            target=100 * target, needed=needed[ep], floor=floor8[ep] / _US))
     return SimpleNamespace(cuts=cuts, needed=needed, floor8=floor8, report="\n".join(lines))
 
 
@@ -905,12 +920,14 @@ def phase_table(costs, eps=(8, 256)) -> SimpleNamespace:
     from ..ep.superpod import phase_latency, phase_plan, scheme, superpod_traffic
 
     table, lines = {}, []
+    shown = {"baseline": _("baseline"), "ubep": _("ubep", context="scheme"),
+             "dispatch": _("dispatch"), "combine": _("combine")}
     for ep in eps:
         t = superpod_traffic(ep, seed=0)
         table[ep] = {(kind, phase): phase_latency(phase_plan(t, costs, scheme(kind), phase)) / _US
                      for kind in ("baseline", "ubep") for phase in ("dispatch", "combine")}
-        lines.append(f"EP{ep}: " + ", ".join(f"{k} {ph} {v:.0f}"
-                                             for (k, ph), v in table[ep].items()))
+        lines.append(_("EP{ep}: {items}").format(ep=ep, items=_(", ").join(
+            f"{shown[k]} {shown[ph]} {v:.0f}" for (k, ph), v in table[ep].items())))
     return SimpleNamespace(table=table, report="\n".join(lines))
 
 
@@ -968,29 +985,34 @@ def calibration() -> SimpleNamespace:
             "ubep": fit_writes_in_flight(kind="ubep")}
     costs = fits["baseline"].costs
     bound = costs.hop_latency[2] * costs.core_bandwidth / 512  # ℓ2 / q = push at this q
-    lines = [f"{'fitted to':22s}{'q':>4s}  " + "  ".join(
-        f"EP{ep}: model/measured" for ep in fits["baseline"].eps) + "   rms"]
-    names = {"baseline": "baseline, no jitter", "baseline, jittered": "baseline, 2-µs jitter",
-             "ubep": "UBEP, no jitter"}
+    lines = [pad(_("fitted to"), 22) + f"{'q':>4s}  " + "  ".join(
+        f"EP{ep}: " + pad(_("model/measured"), 14) for ep in fits["baseline"].eps) + "   rms"]
+    names = {"baseline": _("baseline, no jitter"),
+             "baseline, jittered": _("baseline, 2-µs jitter"), "ubep": _("UBEP, no jitter")}
     for k, f in fits.items():
         name = names[k]
-        lines.append(f"{name:22s}{f.q:4d}  " + "  ".join(
+        lines.append(f"{pad(name, 22)}{f.q:4d}  " + "  ".join(
             f"{m / _US:5.0f} / {t / _US:3.0f} µs ({100 * r:+4.1f}%)"
             for m, t, r in zip(f.model, f.target, f.residual, strict=True))
             + f"   {100 * f.rms:.1f}%")
     fb = fits["baseline"]
-    lines.append("bandwidth per rank, baseline fit, block bytes over latency: " + ", ".join(
-        f"EP{ep} {mb / 1e9:.0f} GB/s (measured {fb.target_bandwidth[ep] / 1e9:.0f} GB/s)"
-        for ep, mb in zip(fb.eps, fb.model_bandwidth, strict=True) if ep in fb.target_bandwidth))
-    lines.append("measured GB/s × measured µs / 1,024 copies = "
-                 + ", ".join(f"{b:,.0f}" for b in fb.target_copy_bytes.values())
-                 + f" B per copy [derived]; the model's copy: {fb.copy_bytes:,} B of payload in "
-                 f"{fb.wire_bytes:,} B of blocks")
+    lines.append(_("bandwidth per rank, baseline fit, block bytes over latency: {items}").format(
+        items=_(", ").join(
+            _("EP{ep} {model:.0f} GB/s (measured {measured:.0f} GB/s)").format(
+                ep=ep, model=mb / 1e9, measured=fb.target_bandwidth[ep] / 1e9)
+            for ep, mb in zip(fb.eps, fb.model_bandwidth, strict=True)
+            if ep in fb.target_bandwidth)))
+    lines.append(_("measured GB/s × measured µs / 1,024 copies = {sizes} B per copy [derived]; "
+                   "the model's copy: {payload:,} B of payload in {wire:,} B of blocks").format(
+        sizes=_(", ").join(f"{b:,.0f}" for b in fb.target_copy_bytes.values()),
+        payload=fb.copy_bytes, wire=fb.wire_bytes))
     far_share = {k: _far_share(f.costs) for k, f in fits.items()}
     fj, sj = fits["baseline, jittered"], far_share["baseline, jittered"]
-    lines.append(f"a two-hop 512-B write is {100 * far_share['baseline']:.0f}% latency at q = "
-                 f"{costs.writes_in_flight} (no jitter), {100 * sj:.0f}% at q = {fj.q} (jittered);"
-                 f" latency outweighs bytes on far writes up to q = {bound:.0f}")
+    lines.append(_("a two-hop 512-B write is {share:.0f}% latency at q = {q} (no jitter), "
+                   "{share_j:.0f}% at q = {q_j} (jittered); latency outweighs bytes on far writes "
+                   "up to q = {bound:.0f}").format(share=100 * far_share["baseline"],
+                                                   q=costs.writes_in_flight, share_j=100 * sj,
+                                                   q_j=fj.q, bound=bound))
     return SimpleNamespace(fits=fits, costs=costs, far_latency_share=far_share["baseline"],
                            far_share=far_share, q_latency_bound=bound, report="\n".join(lines))
 
@@ -1006,16 +1028,17 @@ def fit_sensitivity(barrier_us=(10, 20, 30), jitter=(0.0, FIT_JITTER)) -> Simple
         raise ValueError(f"barrier_us must hold 1 to 6 costs and jitter 1 to 3; got "
                          f"{len(barrier_us)} and {len(jitter)}")
     q, rms = {}, {}
-    lines = ["fitted q (rms) by assumed barrier cost and per-op jitter (model; scan 1..32):"]
+    lines = [_("fitted q (rms) by assumed barrier cost and per-op jitter (model; scan 1..32):")]
     for b in barrier_us:
         row = []
         for j in jitter:
             f = fit_writes_in_flight(kind="baseline", jitter=j,
                                      costs=CoreCosts(barrier_cost=b * _US))
             q[b, j], rms[b, j] = f.q, f.rms
-            edge = " (scan edge)" if f.q == f.q_values[-1] else ""
-            row.append(f"jitter {j / _US:g} µs: q = {f.q}{edge} ({100 * f.rms:.1f}%)")
-        lines.append(f"  barrier {b:g} µs: " + "; ".join(row))
+            edge = _(" (scan edge)") if f.q == f.q_values[-1] else ""
+            row.append(_("jitter {jitter:g} µs: q = {q}{edge} ({rms:.1f}%)").format(
+                jitter=j / _US, q=f.q, edge=edge, rms=100 * f.rms))
+        lines.append("  " + _("barrier {b:g} µs: {row}").format(b=b, row=_("; ").join(row)))
     return SimpleNamespace(q=q, rms=rms, report="\n".join(lines))
 
 
@@ -1045,19 +1068,20 @@ def barrier_tail(traffic, costs, n_steps: int = 1000, seed: int = 7) -> SimpleNa
     from ..ep.superpod import decode_steps
 
     tpot, tail, cut50, cut99 = {}, {}, {}, {}
-    lines = [f"{'straggler (model)':30s}" + "".join(f"{k:>24s}" for k, _ in _TAIL_SCHEMES)
-             + "   barriers alone: cut P50/P99"]
+    lines = [pad(_("straggler (model)"), 30)
+             + "".join(pad(_(k), 24, ">") for k, _kw in _TAIL_SCHEMES)
+             + _("   barriers alone: cut P50/P99")]
     for name, kw in COMM_STRAGGLERS.items():
         tpot[name] = {k: decode_steps(traffic, costs, _scheme(sk), n_steps=n_steps, seed=seed,
                                       **kw) for k, sk in _TAIL_SCHEMES}
         tail[name] = {k: r.p99 - r.p50 for k, r in tpot[name].items()}
         m, u = tpot[name]["baseline + hop mix"], tpot[name]["UBEP"]
         cut50[name], cut99[name] = 1 - u.p50 / m.p50, 1 - u.p99 / m.p99
-        lines.append(f"{name:30s}" + "".join(
+        lines.append(pad(_(name), 30) + "".join(
             f"{r.p50 * 1e3:11.2f}/{r.p99 * 1e3:6.2f} ms" for r in tpot[name].values())
             + f"{100 * cut50[name]:10.1f}%/{100 * cut99[name]:.1f}%")
-    lines.append("P50/P99 time per output token, EP" + str(traffic.n_ranks)
-                 + f", {n_steps:,} steps each")
+    lines.append(_("P50/P99 time per output token, EP{ep}, {steps:,} steps each").format(
+        ep=traffic.n_ranks, steps=n_steps))
     return SimpleNamespace(tpot=tpot, tail=tail, cut50=cut50, cut99=cut99,
                            report="\n".join(lines))
 
@@ -1075,11 +1099,12 @@ def latency_pins(costs, extra: float = 1e-6) -> SimpleNamespace:
     bound = extra / (f2 - f1)
     by_f1 = {f: extra / (f2 - f) for f in (1.0, 3.0, 5.0, 8.0) if f < f2}
     gap = costs.hop_latency[2] - costs.hop_latency[1]
-    lines = [f"ℓ2 − ℓ1 = ({f2:g} − {f1:g}) ℓ0 < {extra / _US:g} µs  ⇒  ℓ0 < "
-             f"{bound / _US:.3f} µs; the model's ℓ0 = {costs.local_latency / _US:.2f} µs gives "
-             f"ℓ2 − ℓ1 = {gap / _US:.2f} µs",
-             "the bound if one hop cost f1 local accesses: " + ", ".join(
-                 f"f1 = {f:g}: ℓ0 < {b / _US:.3f} µs" for f, b in by_f1.items())]
+    lines = [_("ℓ2 − ℓ1 = ({f2:g} − {f1:g}) ℓ0 < {extra:g} µs  ⇒  ℓ0 < {bound:.3f} µs; the "
+               "model's ℓ0 = {l0:.2f} µs gives ℓ2 − ℓ1 = {gap:.2f} µs").format(
+                 f2=f2, f1=f1, extra=extra / _US, bound=bound / _US,
+                 l0=costs.local_latency / _US, gap=gap / _US),
+             _("the bound if one hop cost f1 local accesses: {bounds}").format(bounds=_(", ").join(
+                 f"f1 = {f:g}: ℓ0 < {b / _US:.3f} µs" for f, b in by_f1.items()))]
     return SimpleNamespace(bound=bound, by_f1=by_f1, gap=gap, report="\n".join(lines))
 
 
@@ -1102,8 +1127,9 @@ def tail_runs(traffic, costs, models: dict | None = None, n_steps: int = 1000,
     n = traffic.n_ranks
     kinds = (("serialised baseline", "baseline"), ("UBEP", "ubep"))
     tpot, gain50, gain99, slowest = {}, {}, {}, {}
-    lines = [f"{'straggler model (model)':38s}{'baseline P50/P99':>19s}{'UBEP P50/P99':>16s}"
-             f"{'lower at P50':>14s}{'at P99':>8s}"]
+    lines = [pad(_("straggler model (model)"), 38) + pad(_("baseline P50/P99"), 19, ">")
+             + f"{'UBEP P50/P99':>16s}" + pad(_("lower at P50"), 14, ">")
+             + pad(_("at P99", context="column"), 8, ">")]
     for name, kw in models.items():
         with handed_on(f"models[{name!r}]"):
             tpot[name] = {label: decode_steps(traffic, costs, scheme(kind), n_steps=n_steps,
@@ -1118,10 +1144,11 @@ def tail_runs(traffic, costs, models: dict | None = None, n_steps: int = 1000,
             slowest[name] = None
         else:
             slowest[name] = expected_max("exponential", n, scale=kw.get("jitter", 0.0))
-        lines.append(f"{name:38s}{b.p50 * 1e3:9.2f}/{b.p99 * 1e3:6.2f} ms"
+        lines.append(f"{pad(_(name), 38)}{b.p50 * 1e3:9.2f}/{b.p99 * 1e3:6.2f} ms"
                      f"{u.p50 * 1e3:8.2f}/{u.p99 * 1e3:6.2f} ms"
                      f"{100 * gain50[name]:12.1f}%{100 * gain99[name]:7.1f}%")
-    lines.append(f"the chapter: P99 up to {100 * CHAPTER_P99_CUT:.1f}% lower [chapter]")
+    lines.append(_("the chapter: P99 up to {cut:.1f}% lower [chapter]").format(
+        cut=100 * CHAPTER_P99_CUT))
     return SimpleNamespace(tpot=tpot, gain50=gain50, gain99=gain99, slowest=slowest,
                            report="\n".join(lines))
 
