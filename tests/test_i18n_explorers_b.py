@@ -39,7 +39,8 @@ def dynamic_msgids(module: str) -> list[tuple[str | None, str]]:
 
     out = []
     for k in KNOBS.values():
-        out += [(None, k.piece), (None, k.baseline), (None, k.system), (None, k.quantity)]
+        out += [(None, k.piece), (None, k.baseline), (None, k.system), (None, k.quantity),
+                (None, k.name), (None, k.reference), (None, k.ideal)]
         if k.rank not in ("rank", "NIC", "GPU"):  # the words the edition keeps in English
             out.append(("rank", k.rank))
     out += [(None, p.short) for p in PAPERS if p.short not in ("NIC", "barrier")]

@@ -1018,14 +1018,13 @@ def knob_report() -> str:
     for key in PAPER_KEYS:
         k = KNOBS[key]
         unit = f" {k.unit}" if k.unit else ""
-        # the knob's name and reference stay English (uneven.unevenness has no msgids for
-        # them); ": " and "; " become "：" and "；" of the same width, so the numbers keep
-        # their columns
+        # the knob's words come from uneven.unevenness (their msgids are listed by the
+        # catalog test's dynamic_msgids); each line is a sentence after the padded piece
         lines.append(f"{key:10s} {pad(_(k.piece), 28)} " + _(
             "knob: {name} ({lo:g} → {hi:g}{unit}); s = 0.5: {reference}").format(
-            name=k.name, lo=k.lo, hi=k.hi, unit=unit, reference=k.reference)
+            name=_(k.name), lo=k.lo, hi=k.hi, unit=unit, reference=_(k.reference))
             + f"\n{'':11s}" + _("baseline: {baseline}; system: {system}; ideal: {ideal}").format(
-            baseline=_(k.baseline), system=_(k.system), ideal=k.ideal))
+            baseline=_(k.baseline), system=_(k.system), ideal=_(k.ideal)))
     return "\n".join(lines)
 
 
