@@ -43,7 +43,8 @@ from editions import i18n_rules as rules  # noqa: E402
 LANG = "zh_TW"
 LIB = ROOT / "lib" / "uneven"
 SOURCES = sorted((LIB / "exercises").glob("*.py")) + [LIB / "widgets.py", LIB / "plots.py",
-                                                    LIB / "schedulers" / "calibration.py"]
+                                                    LIB / "schedulers" / "calibration.py",
+                                                    LIB / "_topology_text.py"]
 CATALOGS = [i18n.catalog_path(LANG), i18n.catalog_path(LANG, "exercises")]
 MODULES = [importlib.import_module(f"uneven.exercises.{m.name}")
            for m in pkgutil.iter_modules(exercises.__path__) if m.name.startswith("nb")]
@@ -160,7 +161,7 @@ def _half_width(text: str) -> set:
     (``7,392``, ``1:1``) and format fields (``{x:.2f}``): Chinese text takes the full-width
     ones."""
     text = rules.CODE.sub("", text)
-    text = re.sub(r"\{[^{}]*\}", "", text)
+    text = re.sub(r"\{[^{}]*\}", "0", text)  # a field stands for a number ({over:g}:1)
     text = re.sub(r"[\w.]+\([^()]*\)", "", text)  # rebalance_experts(load[None], 320, ...)
     text = re.sub(r"\"[^\"]*\"|'[^']*'", "", text)
     text = re.sub(r"\d[,:]\d", "", text)

@@ -84,7 +84,8 @@ def _nb05_cases():
 def _nb06_cases():
     from functools import lru_cache
 
-    from uneven.ep.superpod import CoreCosts, superpod_traffic
+    from uneven.ep.superpod import CoreCosts, die_superpod, superpod_traffic
+    from uneven.topology import h800_cluster
 
     costs = CoreCosts()  # the library's default q is the fitted one (calibration().costs)
     us = 1e-6
@@ -116,6 +117,10 @@ def _nb06_cases():
         ("barrier_tail", lambda m: m.barrier_tail(traffic(64), costs, n_steps=20).report),
         ("tpot_runs", lambda m: m.tpot_runs(traffic(64), costs, 2 * us, (0.0, 2.0),
                                             n_steps=20).report),
+        # the topology's description (uneven._topology_text): cell 9 prints the superpod's;
+        # notebooks 03 and 08 print clusters'
+        ("pod.describe", lambda m: die_superpod(20).describe(), PROSE),
+        ("cluster.describe", lambda m: h800_cluster(4).describe(), PROSE),
     ]
 
 

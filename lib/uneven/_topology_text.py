@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from .i18n import gettext as _
+
 
 def bandwidth(x: float) -> str:
     """``'450 GB/s'``, ``'1.8 TB/s'``: bytes/s with a decimal prefix."""
@@ -35,15 +37,17 @@ def spread(values: np.ndarray, show) -> str:
 def describe_text(t) -> str:
     """The summary of a topology ``t`` (see :meth:`Topology.describe`)."""
     if t.kind == "cluster":
-        lines = [f"{t.name}: {t.n_nodes} nodes x {t.gpus_per_node} = {t.n_gpus} GPUs"]
+        lines = [_("{name}: {n} nodes x {g} = {total} GPUs").format(
+            name=t.name, n=t.n_nodes, g=t.gpus_per_node, total=t.n_gpus)]
         lines += _cluster_lines(t)
     else:
-        lines = [f"{t.name}: {t.n_nodes} nodes x {t.gpus_per_node} = {t.n_gpus} NPUs"]
+        lines = [_("{name}: {n} nodes x {g} = {total} NPUs").format(
+            name=t.name, n=t.n_nodes, g=t.gpus_per_node, total=t.n_gpus)]
         lines += _superpod_lines(t)
     if any(_RANGE in line for line in lines[1:]):
-        lines.append("  (a..b: the links of that kind differ, from a to b)")
+        lines.append(_("  (a..b: the links of that kind differ, from a to b)"))
     if t.sources:
-        lines.append("  sources:")
+        lines.append(_("  sources:"))
         lines += [f"    {key}: {text}" for key, text in t.sources.items()]
     return "\n".join(lines)
 
@@ -56,30 +60,38 @@ def _cluster_lines(t) -> list:
     k, g, over = t.nics_per_node, t.gpus_per_node, t.oversubscription
     nic = _of(t, t.capacity, "nic_up")
     lpr = t.n_leaves // k
-    rails = (f"  rails: {k} (NIC r of every node on rail r); {lpr} leaf per rail, up to "
-             f"{t.nodes_per_leaf} nodes each; {t.n_leaves} leaves" if lpr == 1 else
-             f"  rails: {k} (NIC r of every node on rail r); {lpr} leaves per rail, up to "
-             f"{t.nodes_per_leaf} nodes each; {t.n_leaves} leaves")
+    rails = (_("  rails: {k} (NIC r of every node on rail r); {lpr} leaf per rail, up to "
+               "{per_leaf} nodes each; {leaves} leaves") if lpr == 1 else
+             _("  rails: {k} (NIC r of every node on rail r); {lpr} leaves per rail, up to "
+               "{per_leaf} nodes each; {leaves} leaves")).format(
+        k=k, lpr=lpr, per_leaf=t.nodes_per_leaf, leaves=t.n_leaves)
     if t.fabric == "multi_plane":
-        fabric = (f"  fabric: multi_plane - {k} planes (one per rail) that share no switch; "
-                  "traffic changes rail over NVLink (PXN)")
+        fabric = _("  fabric: multi_plane - {k} planes (one per rail) that share no switch; "
+                   "traffic changes rail over NVLink (PXN)").format(k=k)
+    elif t.cross_rail == "pxn":
+        fabric = _("  fabric: multi_rail - rails meet in shared spines; traffic changes rail "
+                   "over NVLink (PXN)")
     else:
-        how = "over NVLink (PXN)" if t.cross_rail == "pxn" else "in the spine"
-        fabric = f"  fabric: multi_rail - rails meet in shared spines; traffic changes rail {how}"
+        fabric = _("  fabric: multi_rail - rails meet in shared spines; traffic changes rail "
+                   "in the spine")
     per_gpu = spread(nic / t.gpus_per_nic, bandwidth)
     return [
-        f"  scale-up: {spread(_of(t, t.capacity, 'nvl_out'), bandwidth)} per GPU per direction, "
-        f"one port into a non-blocking domain of {g} GPUs (links nvl_out/nvl_in)",
-        f"  NICs: {k} per node x {spread(nic * 8, _gigabits)} ({spread(nic, bandwidth)}) per "
-        f"direction; {t.gpus_per_nic} GPU{'s' if t.gpus_per_nic > 1 else ''} per NIC, so "
-        f"{per_gpu} per GPU",
+        _("  scale-up: {bw} per GPU per direction, one port into a non-blocking domain of {g} "
+          "GPUs (links nvl_out/nvl_in)").format(bw=spread(_of(t, t.capacity, "nvl_out"),
+                                                          bandwidth), g=g),
+        (_("  NICs: {k} per node x {gbps} ({bw}) per direction; {n} GPUs per NIC, so {per} per "
+           "GPU") if t.gpus_per_nic > 1 else
+         _("  NICs: {k} per node x {gbps} ({bw}) per direction; {n} GPU per NIC, so {per} per "
+           "GPU")).format(k=k, gbps=spread(nic * 8, _gigabits), bw=spread(nic, bandwidth),
+                          n=t.gpus_per_nic, per=per_gpu),
         rails,
         fabric,
-        f"  spine: non-blocking (ideal ECMP) above the leaves; leaf uplinks oversubscribed "
-        f"{over:g}:1",
-        f"  hop latency: scale-up {spread(_of(t, t.latency, 'nvl_out'), microseconds)}; NIC to "
-        f"NIC under one leaf {spread(_of(t, t.latency, 'nic_up'), microseconds)}; through the "
-        f"spine +{spread(_of(t, t.latency, 'leaf_up'), microseconds)}",
+        _("  spine: non-blocking (ideal ECMP) above the leaves; leaf uplinks oversubscribed "
+          "{over:g}:1").format(over=over),
+        _("  hop latency: scale-up {up}; NIC to NIC under one leaf {leaf}; through the spine "
+          "+{spine}").format(up=spread(_of(t, t.latency, "nvl_out"), microseconds),
+                             leaf=spread(_of(t, t.latency, "nic_up"), microseconds),
+                             spine=spread(_of(t, t.latency, "leaf_up"), microseconds)),
     ]
 
 
@@ -90,12 +102,12 @@ def _gigabits(bits_per_s: float) -> str:
 def _superpod_lines(t) -> list:
     h0, h1, h2 = t.hop_latency
     return [
-        f"  NPU port: {spread(_of(t, t.capacity, 'npu_out'), bandwidth)} per NPU per direction "
-        f"into its node's switch (links npu_out/npu_in)",
-        f"  node uplink: {spread(_of(t, t.capacity, 'node_up'), bandwidth)} per node per "
-        "direction into a non-blocking second tier (links node_up/node_down)",
-        "  fabric: load_store - hop class 0 is the device's own memory, 1 the same node, "
-        "2 another node",
-        f"  hop latency: local {microseconds(h0)}; one hop {microseconds(h1)}; two hops "
-        f"{microseconds(h2)}",
+        _("  NPU port: {bw} per NPU per direction into its node's switch (links "
+          "npu_out/npu_in)").format(bw=spread(_of(t, t.capacity, "npu_out"), bandwidth)),
+        _("  node uplink: {bw} per node per direction into a non-blocking second tier (links "
+          "node_up/node_down)").format(bw=spread(_of(t, t.capacity, "node_up"), bandwidth)),
+        _("  fabric: load_store - hop class 0 is the device's own memory, 1 the same node, 2 "
+          "another node"),
+        _("  hop latency: local {h0}; one hop {h1}; two hops {h2}").format(
+            h0=microseconds(h0), h1=microseconds(h1), h2=microseconds(h2)),
     ]
