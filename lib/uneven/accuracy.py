@@ -26,9 +26,22 @@ from dataclasses import dataclass
 
 from ._fields import Checked, check_fields, choice, real, text
 from ._validate import _show, check_choice, check_str
+from .i18n import gettext as _
 from .papers import EVIDENCE_KINDS, LABELS, PAPERS
 
 __all__ = ["Claim", "CLAIMS", "UNITS", "MODELS", "model_value", "table", "render_markdown"]
+
+def N_(message: str, context: str | None = None) -> str:
+    """Mark ``message`` for the zh-TW catalog ``uneven-accuracy.po`` without translating it (as
+    :func:`uneven.explorers._common.N_`, not imported so that this module stays light): a claim's
+    text stays English in :data:`CLAIMS` and :func:`table`, and :func:`render_markdown` shows it
+    in the language in force."""
+    return message
+
+
+#: The kinds of evidence as the table shows them (translated in :func:`render_markdown`).
+_KINDS_SHOWN = (N_("testbed"), N_("production"), N_("simulation"), N_("analysis"),
+                N_("chapter-only"))
 
 #: Display units: SI factor of one unit (values are stored in SI: s, B/s, plain ratios).
 UNITS = {"s": 1.0, "ms": 1e-3, "µs": 1e-6, "GB/s": 1e9, "tokens/s": 1.0, "×": 1.0, "%": 0.01}
@@ -60,74 +73,76 @@ class Claim(Checked):
 MS, US, GB = 1e-3, 1e-6, 1e9
 
 CLAIMS = (
-    Claim("01.fig5", "pipemorph", "iteration time, 20 ms delay on link 0, the artifact's ZB "
-          "policy (Fig. 5)", 440 * MS, "ms", "repo", "simulation", "none (the artifact's "
-          "simulator)", "01 §2", "matched: 4 stages, 12 micro-batches, 10 ms per op, as the "
-          "artifact's simulator"),
-    Claim("01.trace", "pipemorph", "PipeMorph over ZeroBubble, a replayed delay trace",
-          1.41, "×", "repo", "testbed", "H800", "01 App. A", "not matched: the model replays "
-          "its own episodic trace on 8 stages, not the artifact's 45-minute trace on 128 GPUs"),
-    Claim("01.chapter", "pipemorph", "PipeMorph over ZeroBubble, one-hour production trace",
-          1.36, "×", "chapter", "testbed", "H800", "01 App. A", "not matched: as the row above; "
-          "the chapter's trace is not public"),
-    Claim("02.static", "bytescale", "static mesh step, case study", 520.0, "s", "paper",
-          "production", "undisclosed", "02 §4", "matched: LLaMA-7B, 2M context, 1,024 GPUs, "
-          "Byted-like batch; per-layer times fitted to Fig. 18 (model)"),
-    Claim("02.naive", "bytescale", "naive HDP step, case study", 272.0, "s", "paper",
-          "production", "undisclosed", "02 §4", "as the row above"),
-    Claim("02.balanced", "bytescale", "balanced HDP step, case study", 157.0, "s", "paper",
-          "production", "undisclosed", "02 §4", "as the row above"),
-    Claim("02.github", "bytescale", "balanced HDP over the static mesh, GitHub data, 2M "
-          "(up to)", 7.89, "×", "paper", "production", "undisclosed", "02 §7",
-          "partly: GitHub-like lengths drawn by the model, not the paper's batch"),
-    Claim("03.ep32", "deepseek", "DeepEP normal dispatch per GPU, EP32", 58 * GB, "GB/s",
-          "repo", "testbed", "H800 + CX7 InfiniBand", "03 §3", "matched: 4,096 tokens per GPU, "
+    Claim("01.fig5", "pipemorph", N_("iteration time, 20 ms delay on link 0, the artifact's ZB "
+          "policy (Fig. 5)"), 440 * MS, "ms", "repo", "simulation", "none (the artifact's "
+          "simulator)", "01 §2", N_("matched: 4 stages, 12 micro-batches, 10 ms per op, as the "
+          "artifact's simulator")),
+    Claim("01.trace", "pipemorph", N_("PipeMorph over ZeroBubble, a replayed delay trace"),
+          1.41, "×", "repo", "testbed", "H800", "01 App. A", N_("not matched: the model replays "
+          "its own episodic trace on 8 stages, not the artifact's 45-minute trace on 128 GPUs")),
+    Claim("01.chapter", "pipemorph", N_("PipeMorph over ZeroBubble, one-hour production trace"),
+          1.36, "×", "chapter", "testbed", "H800", "01 App. A", N_("not matched: as the row above; "
+          "the chapter's trace is not public")),
+    Claim("02.static", "bytescale", N_("static mesh step, case study"), 520.0, "s", "paper",
+          "production", "undisclosed", "02 §4", N_("matched: LLaMA-7B, 2M context, 1,024 GPUs, "
+          "Byted-like batch; per-layer times fitted to Fig. 18 (model)")),
+    Claim("02.naive", "bytescale", N_("naive HDP step, case study"), 272.0, "s", "paper",
+          "production", "undisclosed", "02 §4", N_("as the row above")),
+    Claim("02.balanced", "bytescale", N_("balanced HDP step, case study"), 157.0, "s", "paper",
+          "production", "undisclosed", "02 §4", N_("as the row above")),
+    Claim("02.github", "bytescale", N_("balanced HDP over the static mesh, GitHub data, 2M "
+          "(up to)"), 7.89, "×", "paper", "production", "undisclosed", "02 §7",
+          N_("partly: GitHub-like lengths drawn by the model, not the paper's batch")),
+    Claim("03.ep32", "deepseek", N_("DeepEP normal dispatch per GPU, EP32"), 58 * GB, "GB/s",
+          "repo", "testbed", "H800 + CX7 InfiniBand", "03 §3", N_("matched: 4,096 tokens per GPU, "
           "top-8 of 256, 4 nodes per token at most, forwarders' local writes counted; links at "
-          "line rate (03's fitted efficiency not applied)"),
-    Claim("03.ep64", "deepseek", "DeepEP normal dispatch per GPU, EP64", 51 * GB, "GB/s",
-          "repo", "testbed", "H800 + CX7 InfiniBand", "03 §3", "as the row above"),
-    Claim("03.tpot", "deepseek", "decode TPOT bound at 50 GB/s", 14.76 * MS, "ms", "paper",
-          "analysis", "H800 (arithmetic)", "03 §5", "matched: the paper's own formula"),
-    Claim("03.planes", "deepseek", "multi-plane over shared-spine, training throughput "
-          "(272.80 / 272.52)", 272.80 / 272.52, "×", "paper", "production", "H800", "03 §4",
-          "partly: the model compares one all-to-all's time with PXN, not a training job"),
-    Claim("04.ablation", "megascale", "SP + EP and both overlaps over TP + TP (ablation)", 1.28,
-          "×", "paper", "testbed", "H800", "04 §5", "matched: the 352B layer; operator times "
-          "fitted to the kernels' memory-bound time (model)"),
-    Claim("04.tokens240", "megascale", "MegaScale-MoE throughput at 240 GPUs (Table 3)",
-          272.9e3, "tokens/s", "paper", "testbed", "H800", "04 §5", "matched: 352B model, PP "
-          "and DP as the paper's; operator times fitted as in 04 §5 (model)"),
-    Claim("04.tokens1440", "megascale", "MegaScale-MoE throughput at 1,440 GPUs (Table 3)",
-          1407.7e3, "tokens/s", "paper", "testbed", "H800", "04 §5", "as the row above"),
-    Claim("04.speedup", "megascale", "speed-up over Megatron-LM at 1,440 GPUs", 1.88, "×",
-          "paper", "testbed", "H800", "04 §5", "not matched: the model's baseline is its own "
-          "TP + TP layer, not Megatron-LM's code"),
-    Claim("05.default", "balancing", "exposed communication, DeepEP's default, EP32", 190.21 * US,
-          "µs", "chapter", "chapter-only", "H20", "05 §6", "by construction: the batch (tokens "
-          "per GPU) is the one at which the model matches this number (model)"),
-    Claim("05.all", "balancing", "exposed communication, all of the paper's mechanisms, EP32",
-          134.00 * US, "µs", "chapter", "chapter-only", "H20", "05 §6", "at the matched batch, "
+          "line rate (03's fitted efficiency not applied)")),
+    Claim("03.ep64", "deepseek", N_("DeepEP normal dispatch per GPU, EP64"), 51 * GB, "GB/s",
+          "repo", "testbed", "H800 + CX7 InfiniBand", "03 §3", N_("as the row above")),
+    Claim("03.tpot", "deepseek", N_("decode TPOT bound at 50 GB/s"), 14.76 * MS, "ms", "paper",
+          "analysis", "H800 (arithmetic)", "03 §5", N_("matched: the paper's own formula")),
+    Claim("03.planes", "deepseek", N_("multi-plane over shared-spine, training throughput "
+          "(272.80 / 272.52)"), 272.80 / 272.52, "×", "paper", "production", "H800", "03 §4",
+          N_("partly: the model compares one all-to-all's time with PXN, not a training job")),
+    Claim("04.ablation", "megascale", N_("SP + EP and both overlaps over TP + TP (ablation)"), 1.28,
+          "×", "paper", "testbed", "H800", "04 §5", N_("matched: the 352B layer; operator times "
+          "fitted to the kernels' memory-bound time (model)")),
+    Claim("04.tokens240", "megascale", N_("MegaScale-MoE throughput at 240 GPUs (Table 3)"),
+          272.9e3, "tokens/s", "paper", "testbed", "H800", "04 §5", N_("matched: 352B model, PP "
+          "and DP as the paper's; operator times fitted as in 04 §5 (model)")),
+    Claim("04.tokens1440", "megascale", N_("MegaScale-MoE throughput at 1,440 GPUs (Table 3)"),
+          1407.7e3, "tokens/s", "paper", "testbed", "H800", "04 §5", N_("as the row above")),
+    Claim("04.speedup", "megascale", N_("speed-up over Megatron-LM at 1,440 GPUs"), 1.88, "×",
+          "paper", "testbed", "H800", "04 §5", N_("not matched: the model's baseline is its own "
+          "TP + TP layer, not Megatron-LM's code")),
+    Claim("05.default", "balancing", N_("exposed communication, DeepEP's default, EP32"),
+          190.21 * US, "µs", "chapter", "chapter-only", "H20", "05 §6",
+          N_("by construction: the batch (tokens per GPU) is the one at which the model matches "
+             "this number (model)")),
+    Claim("05.all", "balancing", N_("exposed communication, all of the paper's mechanisms, EP32"),
+          134.00 * US, "µs", "chapter", "chapter-only", "H20", "05 §6", N_("at the matched batch, "
           "with the relay's forwarding free; a relay sync of about 47 µs per crossing would close "
-          "the gap (05 §6, an upper bound)"),
-    Claim("05.ll32", "balancing", "DeepEP low-latency dispatch, EP32 (another system: the "
-          "transport the model fits)", 155 * US, "µs", "repo", "testbed", "H800 + CX7 "
-          "InfiniBand", "05 App. C", "matched: 128 tokens per GPU, top-8; the transport's fixed "
-          "and per-message costs are fitted to this table (model)"),
-    Claim("06.cut", "ubep", "dispatch latency cut against the baseline, 64 NPUs read as 64 dies",
-          0.524, "%", "chapter", "chapter-only", "Ascend 910C (CloudMatrix384)", "06 §4",
-          "partly: CANN EP's internals are not public, the model's baseline is a serialised "
-          "dispatch with two 20-µs barriers (model); read as 128 dies the model gives 30%"),
-    Claim("06.p99", "ubep", "P99 time per output token cut, light jitter", 0.111, "%",
-          "chapter", "chapter-only", "Ascend 910C (CloudMatrix384)", "06 §5", "partly: EP64, "
-          "58 layers, i.i.d. 2-µs jitter per op (model); no attention or scheduler"),
-    Claim("06.p99tail", "ubep", "P99 time per output token cut, heavy-tailed (Pareto) delays",
+          "the gap (05 §6, an upper bound)")),
+    Claim("05.ll32", "balancing", N_("DeepEP low-latency dispatch, EP32 (another system: the "
+          "transport the model fits)"), 155 * US, "µs", "repo", "testbed", "H800 + CX7 "
+          "InfiniBand", "05 App. C", N_("matched: 128 tokens per GPU, top-8; the transport's fixed "
+          "and per-message costs are fitted to this table (model)")),
+    Claim("06.cut", "ubep", N_("dispatch latency cut against the baseline, 64 NPUs read as 64 "
+                               "dies"), 0.524, "%", "chapter", "chapter-only",
+          "Ascend 910C (CloudMatrix384)", "06 §4",
+          N_("partly: CANN EP's internals are not public, the model's baseline is a serialised "
+          "dispatch with two 20-µs barriers (model); read as 128 dies the model gives 30%")),
+    Claim("06.p99", "ubep", N_("P99 time per output token cut, light jitter"), 0.111, "%",
+          "chapter", "chapter-only", "Ascend 910C (CloudMatrix384)", "06 §5", N_("partly: EP64, "
+          "58 layers, i.i.d. 2-µs jitter per op (model); no attention or scheduler")),
+    Claim("06.p99tail", "ubep", N_("P99 time per output token cut, heavy-tailed (Pareto) delays"),
           0.111, "%", "chapter", "chapter-only", "Ascend 910C (CloudMatrix384)", "06 §5",
-          "partly: as the row above with Pareto α = 1.5 per-op delays (model)"),
-    Claim("06.cm8", "ubep", "CloudMatrix-Infer dispatch, EP8 (another system: the model's "
-          "anchor)", 116 * US, "µs", "paper", "testbed", "Ascend 910C (CloudMatrix384)", "06 §7",
-          "fitted: writes in flight per core chosen to match this row and the next (model)"),
-    Claim("06.cm256", "ubep", "CloudMatrix-Infer dispatch, EP256", 152 * US, "µs", "paper",
-          "testbed", "Ascend 910C (CloudMatrix384)", "06 §7", "as the row above"),
+          N_("partly: as the row above with Pareto α = 1.5 per-op delays (model)")),
+    Claim("06.cm8", "ubep", N_("CloudMatrix-Infer dispatch, EP8 (another system: the model's "
+          "anchor)"), 116 * US, "µs", "paper", "testbed", "Ascend 910C (CloudMatrix384)", "06 §7",
+          N_("fitted: writes in flight per core chosen to match this row and the next (model)")),
+    Claim("06.cm256", "ubep", N_("CloudMatrix-Infer dispatch, EP256"), 152 * US, "µs", "paper",
+          "testbed", "Ascend 910C (CloudMatrix384)", "06 §7", N_("as the row above")),
 )
 
 
@@ -312,7 +327,10 @@ def _fmt(v: float, digits: int = 4) -> str:
 
 
 def render_markdown(rows=None) -> str:
-    """The table as Markdown (notebook 07 and the site's accuracy page show it)."""
+    """The table as Markdown (notebook 07 and the site's accuracy page show it), in the language
+    in force (:func:`uneven.set_language`): under ``zh_TW`` the header, each claim's quantity,
+    kind of evidence and matched assumptions are Chinese (``uneven-accuracy.po``); the numbers,
+    units, labels, paper titles, hardware and ``(model)`` are the English's."""
     rows = table() if rows is None else rows
     need = ("notebook", "paper", "quantity", "label", "kind", "hardware", "unit", "paper_value",
             "model_value", "ratio", "matched")
@@ -323,15 +341,16 @@ def render_markdown(rows=None) -> str:
                        for r in rows)):
         raise ValueError(f"rows must be what table() returns (a list of dicts with keys "
                          f"{', '.join(need)}); got {_show(rows)}")
-    out = ["| notebook | paper | quantity | paper (label; where measured; hardware) | model | "
-           "model / paper | assumptions matched |", "|---|---|---|---|---|---|---|"]
+    out = [_("| notebook | paper | quantity | paper (label; where measured; hardware) | model | "
+             "model / paper | assumptions matched |"), "|---|---|---|---|---|---|---|"]
+    paper_cell = _("{value}{unit} {label}; {kind}; {hardware}")
     for r in rows:
         unit = r["unit"] if r["unit"] in ("×", "%") else f" {r['unit']}"
-        out.append(f"| {r['notebook']} | {r['paper']} | {r['quantity']} | "
-                   f"{_fmt(r['paper_value'], 5)}{unit} {r['label']}; {r['kind']}; "
-                   f"{r['hardware']} | "
+        paper = paper_cell.format(value=_fmt(r["paper_value"], 5), unit=unit, label=r["label"],
+                                  kind=_(r["kind"]), hardware=r["hardware"])
+        out.append(f"| {r['notebook']} | {r['paper']} | {_(r['quantity'])} | {paper} | "
                    f"{_fmt(r['model_value'])}{unit} (model) | {r['ratio']:.2f} | "
-                   f"{r['matched']} |")
+                   f"{_(r['matched'])} |")
     return "\n".join(out)
 
 

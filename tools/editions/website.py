@@ -331,8 +331,6 @@ TEXT = {
             "`uneven.accuracy`，它使用的函式庫呼叫和第一欄所列的筆記本相同；有一個測試會重新"
             "計算它們。假設相符時，比值接近 1 就是吻合；假設不相符時，只是在比較數量級。"
             "表格各列的文字取自函式庫，與英文版相同。"),
-        "accuracy_header": ("| 筆記本 | 論文 | 量 | 論文（標籤；量測地點；硬體） | 模型 | "
-                            "模型 / 論文 | 假設相符 |"),
         "editions": (
             '<p class="uneven-editions">這套教材有兩種語言：<strong>繁體中文</strong>（本版本）'
             '與 <a class="uneven-edition-link" href="{other}index.html" hreflang="en" '
@@ -497,13 +495,18 @@ SITE_CSS = """\
 
 
 def _accuracy_page(lang: str) -> str:
-    from uneven import accuracy
+    from uneven import accuracy, i18n
 
     text = TEXT[lang]
-    table = accuracy.render_markdown()
-    if "accuracy_header" in text:
-        first, rest = table.split("\n", 1)
-        table = text["accuracy_header"] + "\n" + rest
+    # the table speaks the page's language (uneven-accuracy.po: header and each claim's text)
+    before = i18n.get_language()
+    i18n.set_language(lang)
+    try:
+        table = accuracy.render_markdown()
+    finally:  # back to what was in force ($UNEVEN_LANG when it gives the same language)
+        i18n.set_language(None)
+        if i18n.get_language() != before:
+            i18n.set_language(before)
     return f"# {text['accuracy_title']}\n\n{text['accuracy_intro']}\n\n{table}\n"
 
 
