@@ -330,7 +330,7 @@ TEXT = {
             "[chapter]）、在哪裡量測，模型在最後一欄所列假設下的數值，以及兩者的比值。數值來自 "
             "`uneven.accuracy`，它使用的函式庫呼叫和第一欄所列的筆記本相同；有一個測試會重新"
             "計算它們。假設相符時，比值接近 1 就是吻合；假設不相符時，只是在比較數量級。"
-            "表格各列的文字取自函式庫，與英文版相同。"),
+            "表格各列的文字取自函式庫，數字、單位與標籤和英文版相同。"),
         "editions": (
             '<p class="uneven-editions">這套教材有兩種語言：<strong>繁體中文</strong>（本版本）'
             '與 <a class="uneven-edition-link" href="{other}index.html" hreflang="en" '
