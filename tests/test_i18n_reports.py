@@ -39,10 +39,38 @@ def _columns(line: str) -> list[int]:
 # PROSE after them for a report of sentences after a padded label (no number columns).
 
 def _nb04_cases():
-    from uneven.parallel_volumes import INTERNAL_352B
+    from uneven.parallel_volumes import INTERNAL_352B as shape
+    from uneven.schedulers.moe_layer import ablation, layer_timeline
+
+    def overlap(m):
+        tp = m.tp_layer(shape).layer
+        best = layer_timeline(shape, "sp_ep", inter_op=True, intra_op=True)
+        return m.overlap_report(tp, layer_timeline(shape, "sp_ep"), best).report
+
+    def scaling(m):
+        cal = m.calibrated_layers(shape)
+        return m.scaling_table(shape, cal.tp, cal.best)
+
+    def mfu(m):
+        cal = m.calibrated_layers(shape)
+        return m.mfu_table(shape, cal.best, m.scaling_table(shape, cal.tp, cal.best).model).report
 
     return [
-        ("tp_layer", lambda m: m.tp_layer(INTERNAL_352B).report),
+        ("tp_layer", lambda m: m.tp_layer(shape).report),
+        ("layout_volumes", lambda m: m.layout_volumes(shape, 8).report),
+        ("eq2_latency", lambda m: m.eq2_latency(shape, 8).report),
+        ("leave_node", lambda m: m.leave_node(shape).report),
+        ("hiding_curves", lambda m: m.hiding_curves().report),
+        ("deepseek_hiding", lambda m: m.deepseek_hiding().report),
+        ("tile_runs", lambda m: m.tile_runs(shape).report),
+        ("overlap_report", overlap),
+        ("ablation_report", lambda m: m.ablation_report(ablation(shape))),
+        ("calibrated_layers", lambda m: m.calibrated_layers(shape).report),
+        ("scaling_table", lambda m: scaling(m).report),
+        ("ablation_report_cal", lambda m: m.ablation_report(m.calibrated_layers(shape).rows)),
+        ("skewed_cluster", lambda m: m.skewed_cluster(shape, n_nodes=180, cap=1.1).report),
+        ("memory_report", lambda m: m.memory_report(shape, pp=15, dp=2).report),
+        ("mfu_table", mfu),
     ]
 
 

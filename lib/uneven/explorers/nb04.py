@@ -37,7 +37,7 @@ from .._validate import (
 )
 from ..i18n import gettext as _
 from ..widgets import Explorer, dropdown, explore, int_slider, reuse, slider, toggle
-from ._common import N_, check_dict, curve, instances, is_real
+from ._common import N_, check_dict, curve, instances, is_real, pad
 
 __all__ = ["MegaScaleState", "megascale_state", "draw_megascale", "megascale_explorer",
            "STRATEGY_LABELS", "volume_figure", "tile_figure", "layer_figure", "ablation_figure",
@@ -706,15 +706,16 @@ def layout_volumes(shape, n: int) -> SimpleNamespace:
     from ..parallel_volumes import comm_volume
 
     vol = {label: comm_volume(shape, n, module, strategy) * 2 / _MB  # BF16: 2 bytes per value
-           for label, module, strategy in (("attention, TP", "attention", "tp"),
-                                           ("attention, SP", "attention", "sp"),
-                                           ("experts, TP", "ffn", "tp"),
-                                           ("experts, EP", "ffn", "ep"))}
+           for label, module, strategy in ((N_("attention, TP"), "attention", "tp"),
+                                           (N_("attention, SP"), "attention", "sp"),
+                                           (N_("experts, TP"), "ffn", "tp"),
+                                           (N_("experts, EP"), "ffn", "ep"))}
     printed = comm_volume(shape, n, "attention", "sp", formula="paper") * 2 / _MB
     sp_ep = vol["attention, SP"] + vol["experts, EP"]
     sp_ep_printed = printed + vol["experts, EP"]
     tp_tp = vol["attention, TP"] + vol["experts, TP"]
-    lines = [f"{label:14s} {mb:6.1f} MB per GPU per layer, forward" for label, mb in vol.items()]
+    lines = [pad(_(label), 14) + " " + _("{mb:6.1f} MB per GPU per layer, forward").format(mb=mb)
+             for label, mb in vol.items()]
     lines += [_("SP with the paper's printed Eq. 2: {printed:.1f} MB").format(printed=printed),
               _("per layer: SP+EP {sp_ep:.0f} MB ({sp_ep_printed:.0f} MB with the printed Eq. 2), "
                 "TP+TP {tp_tp:.0f} MB per GPU").format(sp_ep=sp_ep, sp_ep_printed=sp_ep_printed,
@@ -764,8 +765,10 @@ def leave_node(shape) -> SimpleNamespace:
     from ..parallel_volumes import comm_volume, group_comm_times
     from ..units import to_ms
 
-    lines = [f"{'layout':8s} {'8 GPUs, 1 node':>16s} {'16 GPUs, 2 nodes':>18s}   busiest link on "
-             "2 nodes"]
+    # The English header right-aligns each cell in its column; a cell is written left-aligned
+    # after the same leading spaces, so that its numbers keep their columns in any language.
+    lines = [pad(_("layout"), 8) + "   " + pad(_("8 GPUs, 1 node"), 14) + "   "
+             + pad(_("16 GPUs, 2 nodes"), 16) + "   " + _("busiest link on 2 nodes")]
     leave, grow = {}, {}
     for att, ffn in (("tp", "tp"), ("sp", "ep")):
         one = group_comm_times(shape, 8, attention=att, ffn=ffn)  # one sequence on 8 GPUs
@@ -776,11 +779,10 @@ def leave_node(shape) -> SimpleNamespace:
                   for sh, g in ((shape, 8), (shape.with_(micro_batch=2), 16))]
         grow[att] = bytes_[1] / bytes_[0]
         lines.append(f"{att.upper()}+{ffn.upper():5s} {to_ms(one['total']):13.2f} ms "
-                     f"{to_ms(two['total']):15.2f} ms   {two['bound']['ffn']} (model, forward, "
-                     "per layer)")
-    lines.append("bytes per GPU on 2 nodes over 1: " + ", ".join(
-        f"{a.upper()}+{b.upper()} {grow[a]:.2f}x" for a, b in (("tp", "tp"), ("sp", "ep")))
-        + " (model)")
+                     f"{to_ms(two['total']):15.2f} ms   "
+                     + _("{bound} (model, forward, per layer)").format(bound=two["bound"]["ffn"]))
+    lines.append(_("bytes per GPU on 2 nodes over 1: {ratios} (model)").format(ratios=_(", ").join(
+        f"{a.upper()}+{b.upper()} {grow[a]:.2f}x" for a, b in (("tp", "tp"), ("sp", "ep")))))
     return SimpleNamespace(leave=leave, grow=grow, report="\n".join(lines))
 
 
@@ -940,8 +942,9 @@ def ablation_report(rows: list) -> str:
             raise ValueError("rows must be the rungs of uneven.schedulers.moe_layer.ablation "
                              f"(labels {list(PAPER_ABLATION)}); got a row {_show(r)}")
 
-    return "\n".join(f"{r['label']:30s} {to_ms(r['layer_time']):5.2f} ms  {r['speedup']:.2f}× "
-                     f"(model)  {PAPER_ABLATION[r['label']]:.2f}× [paper]" for r in rows)
+    return "\n".join(pad(_(r["label"]), 30) + f" {to_ms(r['layer_time']):5.2f} ms  "
+                     f"{r['speedup']:.2f}× (model)  {PAPER_ABLATION[r['label']]:.2f}× [paper]"
+                     for r in rows)
 
 
 @arguments(shape=instance(_PV + "MoeShape"), n_nodes=integer(lo=1, hi=512),
@@ -978,6 +981,12 @@ def skewed_cluster(shape, n_nodes: int = 180, cap: float = 1.1) -> SimpleNamespa
                            over=over, dropped=dropped, report=report)
 
 
+#: The kinds of memory :func:`uneven.schedulers.moe_layer.memory_per_gpu` counts, printed in the
+#: language in force by :func:`memory_report`.
+_MEMORY_KINDS = (N_("weights", "memory"), N_("grads", "memory"), N_("optimizer", "memory"),
+                 N_("activations", "memory"), N_("total", "memory"))
+
+
 @arguments(shape=instance(_PV + "MoeShape"), pp=integer(lo=1, hi=256),
            dp=integer(lo=1, hi=4096))
 def memory_report(shape, pp: int = 15, dp: int = 2) -> SimpleNamespace:
@@ -986,7 +995,8 @@ def memory_report(shape, pp: int = 15, dp: int = 2) -> SimpleNamespace:
     from ..schedulers.moe_layer import memory_per_gpu
 
     mem = {s: memory_per_gpu(shape, s, pp=pp, dp=dp) for s in ("tp_tp", "sp_ep")}
-    lines = [f"{s}: " + ", ".join(f"{k} {v / 1e9:.1f} GB" for k, v in m.items()) + " (model)"
+    lines = [_("{layout}: {parts} (model)").format(layout=s, parts=_(", ").join(
+        f"{_(k, context='memory')} {v / 1e9:.1f} GB" for k, v in m.items()))
              for s, m in mem.items()]
     extra = mem["sp_ep"]["total"] / mem["tp_tp"]["total"] - 1
     lines.append(_("SP+EP needs {extra:.1%} more (model); the paper measured +1.2% to +5.4% "
@@ -1008,10 +1018,12 @@ def scaling_table(shape, tp, best) -> SimpleNamespace:
     send = shape.tokens / 8 * shape.hidden * 2 / H800["nic_bw"]  # one PP send per stage boundary
     model = {g: {name: iteration_model(t.forward_time, t.backward_time, n_gpus=g, pp_send=send)
                  for name, t in (("TP+TP", tp), ("MegaScale", best))} for g in PAPER_TABLE3}
-    lines = [f"{'GPUs':>5s} | {'paper tokens/s':>19s} | {'model tokens/s':>19s} | "
-             f"{'speed-up over the baseline':>38s} | paper / model",
+    lines = [f"{'GPUs':>5s} | " + pad(_("paper tokens/s"), 19, ">") + " | "
+             + pad(_("model tokens/s"), 19, ">") + " | "
+             + pad(_("speed-up over the baseline"), 38, ">") + " | " + _("paper / model"),
              f"{'':5s} | {'Megatron MegaScale':>19s} | {'TP+TP MegaScale':>19s} | "
-             f"{'stated [paper] ratio [derived] model':>38s} |"]
+             + pad(_("stated [paper]"), 16, ">") + " " + pad(_("ratio [derived]"), 15, ">") + " "
+             + pad(_("model"), 5, ">") + " |"]
     derived = {}
     for g, (meg, msc) in PAPER_TABLE3.items():
         a, b = model[g]["TP+TP"]["tokens_per_s"], model[g]["MegaScale"]["tokens_per_s"]
