@@ -644,6 +644,23 @@ GLYPHS = """(sel) => {
           text: el.textContent.slice(0, 200)};
 }"""
 
+# A printed table lines up in Chinese only if a CJK character is exactly two Latin columns wide
+# in the font of printed output (explorers._common.pad counts it as two): measured in the font a
+# <pre> inside an output area resolves to (the language cell's style, uneven.i18n.output_font).
+COLUMNS = """() => {
+  const area = document.createElement('div');
+  area.className = 'jp-OutputArea-output';
+  const pre = document.createElement('pre');
+  area.appendChild(pre);
+  document.querySelector('.jp-NotebookPanel .jp-Notebook').appendChild(area);
+  const family = getComputedStyle(pre).fontFamily;
+  area.remove();
+  const x = document.createElement('canvas').getContext('2d');
+  x.font = '40px ' + family;
+  return {family, latin: x.measureText('0123456789').width / 10,
+          cjk: x.measureText('管線平行專家').width / 6};
+}"""
+
 CJK = re.compile(r"[\u4e00-\u9fff]")
 
 
@@ -684,6 +701,11 @@ def test_a_zh_tw_notebook_renders_chinese_prose_and_figures(lab, browser):
         glyphs = page.evaluate(GLYPHS, ".jp-NotebookPanel .jp-RenderedMarkdown p")
         assert glyphs and glyphs["differ"] and not glyphs["blank"], (
             f"{name}: CJK glyphs render as boxes in {glyphs and glyphs['font']!r}")
+        cols = page.evaluate(COLUMNS)
+        assert abs(cols["cjk"] - 2 * cols["latin"]) < 0.02 * cols["cjk"], (
+            f"{name}: a CJK character is {cols['cjk'] / cols['latin']:.2f} Latin columns wide "
+            f"in the output font {cols['family']!r}, not 2: the printed tables would not line "
+            "up")
         zh_figures = sorted((lab.figures / "zh_TW").glob(f"{ZH_NOTEBOOK[:2]}_*.png"))
         assert len(zh_figures) == 3, f"{name}: figures written {zh_figures}"
         for fig in zh_figures:  # the English run of the same notebook wrote its own, if it ran

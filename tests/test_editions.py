@@ -585,6 +585,10 @@ def test_zh_tw_site_builds_from_a_clean_checkout_without_the_web(site):
         assert term in terms, term
     accuracy = (zh / "accuracy.html").read_text(encoding="utf-8")
     assert "準確度表" in accuracy and accuracy.count("(model)") >= 10
+    # printed tables on a Chinese page: a monospace font whose CJK is two columns wide
+    assert 'lang="zh-Hant-TW"' in nav
+    css = (zh / "_static" / "uneven-site.css").read_text(encoding="utf-8")
+    assert 'html[lang|="zh"] .cell_output pre' in css and "Noto Sans Mono CJK TC" in css
     # the build writes only to _build/: no zh-TW notebook or figure in the checkout's folders
     copy = site["copy"]
     assert not (copy / "notebooks" / ZH).exists() and not (copy / "figures" / ZH).exists()

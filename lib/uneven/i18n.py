@@ -141,5 +141,40 @@ def gettext(message: str, context: str | None = None) -> str:
 #: The conventional short name; call sites import ``gettext as _`` (no private name crosses).
 _ = gettext
 
-__all__ = ["LANGUAGES", "ENV", "set_language", "get_language", "gettext", "catalog_path",
-           "catalog_paths"]
+#: Monospace fonts whose CJK characters are exactly two of their Latin columns wide (the first
+#: installed one is used; fonts-noto-cjk, declared in binder/apt.txt, has the first).
+CJK_MONO_FONTS = ("Noto Sans Mono CJK TC", "Noto Sans Mono CJK SC", "Noto Sans Mono CJK JP")
+
+
+def output_font_css() -> str:
+    """CSS that shows printed output in one of :data:`CJK_MONO_FONTS`, for a page in a language
+    other than English ("" in English). A printed table is padded by display width (a CJK
+    character counts two columns); a browser otherwise takes the Latin characters from the code
+    font and the CJK ones from a fallback font about 1.66 columns wide, and the table drifts.
+
+    >>> _ = set_language("zh_TW"); "Noto Sans Mono CJK TC" in output_font_css()
+    True
+    >>> _ = set_language("en"); output_font_css()
+    ''
+    >>> _ = set_language(None)
+    """
+    if get_language() == "en":
+        return ""
+    fonts = ", ".join(f"'{f}'" for f in CJK_MONO_FONTS)
+    return (f".jp-OutputArea-output pre, .cell_output pre {{ font-family: {fonts}, "
+            "monospace; }")
+
+
+def output_font():
+    """The style of :func:`output_font_css` as a notebook output (nothing visible; nothing in
+    English): the zh-TW notebooks show it in their language cell."""
+    css = output_font_css()
+    if not css:
+        return None
+    from IPython.display import HTML
+
+    return HTML(f"<style>{css}</style>")
+
+
+__all__ = ["LANGUAGES", "ENV", "CJK_MONO_FONTS", "set_language", "get_language", "gettext",
+           "catalog_path", "catalog_paths", "output_font_css", "output_font"]

@@ -344,11 +344,14 @@ def relink(text: str) -> str:
 
 
 def language_cell(lang: str):
-    # the assignment keeps the cell from echoing the language back as an output
+    # the assignment keeps the cell from echoing the language back as an output; its one
+    # output is an invisible style: printed tables in a font whose CJK is two columns wide
     cell = nbformat.v4.new_code_cell(
         "# 本版本的函式庫訊息與圖表文字使用繁體中文（尚未翻譯的部分顯示英文）\n"
-        f"import uneven\n_ = uneven.set_language({lang!r})" if lang == "zh_TW" else
-        f"import uneven\n_ = uneven.set_language({lang!r})")
+        f"import uneven\n_ = uneven.set_language({lang!r})\n"
+        "uneven.i18n.output_font()  # 印出的表格：中文字剛好兩欄寬的等寬字型" if lang == "zh_TW"
+        else
+        f"import uneven\n_ = uneven.set_language({lang!r})\nuneven.i18n.output_font()")
     cell.id = LANGUAGE_CELL_ID
     cell.metadata["tags"] = [I18N_TAG]
     return cell

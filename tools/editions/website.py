@@ -494,6 +494,15 @@ SITE_CSS = """\
 """
 
 
+def _output_font_css() -> str:
+    """Printed tables on a Chinese page in a monospace font whose CJK characters are two Latin
+    columns wide (the tables are padded by display width; see uneven.i18n.output_font_css)."""
+    from uneven import i18n
+
+    fonts = ", ".join(f"'{f}'" for f in i18n.CJK_MONO_FONTS)
+    return f'html[lang|="zh"] .cell_output pre {{ font-family: {fonts}, monospace; }}\n'
+
+
 def _accuracy_page(lang: str) -> str:
     from uneven import accuracy, i18n
 
@@ -552,7 +561,8 @@ def write_sources(executed: dict[str, Path], src: Path, lang: str = "en",
     (src / "_templates").mkdir()
     (src / "_templates" / "language-switch.html").write_text(SWITCH_TEMPLATE, encoding="utf-8")
     (src / "_static").mkdir()
-    (src / "_static" / "uneven-site.css").write_text(SITE_CSS, encoding="utf-8")
+    (src / "_static" / "uneven-site.css").write_text(SITE_CSS + _output_font_css(),
+                                                      encoding="utf-8")
     other = next((LANGUAGES[code] for code in languages if code != lang), None)
     switch = None if not bilingual or other is None else {
         "root": _other_root(lang), "lang": other.html_lang, "label": other.name,
