@@ -1,5 +1,5 @@
 """Shared by the tests of the library's zh-TW catalogs: the msgids a module passes to gettext,
-the replacement fields of a template, and one catalog as a dict."""
+the replacement fields of a template, one catalog as a dict, and what is wrong with a catalog."""
 
 from __future__ import annotations
 
@@ -46,3 +46,21 @@ def catalog(part: str) -> dict[tuple[str | None, str], polib.POEntry]:
     path = i18n.catalog_path("zh_TW", part)
     assert path.is_file(), f"no catalog {path}"
     return {(e.msgctxt, e.msgid): e for e in polib.pofile(str(path)) if not e.obsolete}
+
+
+def catalog_problems(entries: dict, wanted) -> list[str]:
+    """What is wrong with a catalog's ``entries`` (see :func:`catalog`) for the ``wanted``
+    (msgctxt, msgid) keys: missing, untranslated or fuzzy, other placeholders, left over."""
+    problems = []
+    for key in wanted:
+        e = entries.get(key)
+        if e is None:
+            problems.append(f"missing: {key}")
+        elif not e.msgstr or e.fuzzy:
+            problems.append(f"untranslated or fuzzy: {key}")
+        elif fields(e.msgid) != fields(e.msgstr):
+            problems.append(f"placeholders differ: {key}: {fields(e.msgid)} vs "
+                            f"{fields(e.msgstr)}")
+    problems += [f"no longer used (delete it): {key}"
+                 for key in sorted(set(entries) - set(wanted), key=str)]
+    return problems

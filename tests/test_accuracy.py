@@ -107,10 +107,10 @@ def _rules():
 
     sys.path.insert(0, str(ROOT / "tools"))
     sys.path.insert(0, str(ROOT / "tests"))
-    from _i18n_msgids import catalog, fields, literal_msgids
+    from _i18n_msgids import catalog, catalog_problems, fields, literal_msgids
     from editions import i18n_rules
 
-    return catalog, fields, literal_msgids, i18n_rules
+    return catalog, catalog_problems, fields, literal_msgids, i18n_rules
 
 
 @pytest.fixture
@@ -123,29 +123,18 @@ def language():
 
 
 def test_every_claim_text_has_a_current_zh_tw_entry_and_the_catalog_nothing_else():
-    catalog, fields, literal_msgids, _ = _rules()
+    catalog, catalog_problems, _, literal_msgids, _ = _rules()
     wanted = literal_msgids(ROOT / "lib/uneven/accuracy.py")
     # every claim's quantity, kind and matched text is marked where it is written
     shown = {(None, getattr(c, f)) for c in accuracy.CLAIMS for f in ("quantity", "kind",
                                                                        "matched")}
     assert not shown - set(wanted), f"not marked with N_(): {sorted(shown - set(wanted))}"
-    entries = catalog("accuracy")
-    problems = []
-    for key in wanted:
-        e = entries.get(key)
-        if e is None:
-            problems.append(f"missing: {key}")
-        elif not e.msgstr or e.fuzzy:
-            problems.append(f"untranslated or fuzzy: {key}")
-        elif fields(e.msgid) != fields(e.msgstr):
-            problems.append(f"placeholders differ: {key}")
-    problems += [f"no longer used (delete it): {key}"
-                 for key in sorted(set(entries) - set(wanted), key=str)]
+    problems = catalog_problems(catalog("accuracy"), wanted)
     assert not problems, "\n".join(problems)
 
 
 def test_each_translation_keeps_numbers_units_labels_terms_and_punctuation():
-    catalog, _, _, rules = _rules()
+    catalog, _, _, _, rules = _rules()
     terms = rules.load_terms()
     problems = []
     for key, e in catalog("accuracy").items():
@@ -165,7 +154,7 @@ def _cells(line: str) -> list[str]:
 
 
 def test_the_table_under_zh_tw_has_the_english_shape_and_numbers(language):
-    _, _, _, rules = _rules()
+    _, _, _, _, rules = _rules()
     rows = accuracy.table()
     language("en")
     en = accuracy.render_markdown(rows).splitlines()

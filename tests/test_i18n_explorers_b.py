@@ -22,7 +22,7 @@ from uneven import i18n
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tools"))
-from _i18n_msgids import catalog, fields, literal_msgids  # noqa: E402
+from _i18n_msgids import catalog, catalog_problems, literal_msgids  # noqa: E402
 from editions import i18n_rules as rules  # noqa: E402
 
 MODULES = ("nb04", "nb05", "nb06", "nb07", "nb08")
@@ -60,18 +60,7 @@ def test_every_msgid_has_a_current_translation_with_the_same_placeholders(module
     entries = catalog(module)
     wanted = literal_msgids(ROOT / f"lib/uneven/explorers/{module}.py") + dynamic_msgids(module)
     assert wanted, f"{module} passes no string to _()"
-    problems = []
-    for key in wanted:
-        e = entries.get(key)
-        if e is None:
-            problems.append(f"missing: {key}")
-        elif not e.msgstr or e.fuzzy:
-            problems.append(f"untranslated or fuzzy: {key}")
-        elif fields(e.msgid) != fields(e.msgstr):
-            problems.append(f"placeholders differ: {key}: {fields(e.msgid)} vs "
-                            f"{fields(e.msgstr)}")
-    left_over = sorted(set(entries) - set(wanted), key=str)
-    problems += [f"no longer used (delete it): {key}" for key in left_over]
+    problems = catalog_problems(entries, wanted)
     assert not problems, "\n".join(problems)
 
 
