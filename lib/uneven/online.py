@@ -27,6 +27,8 @@ from __future__ import annotations
 import re
 from pathlib import Path, PurePosixPath
 
+from ._validate import check_choice
+
 __all__ = [
     "REPOSITORY",
     "BRANCH",
@@ -137,8 +139,7 @@ def binder_url(notebook, repository: str | None = None, lang: str = "en") -> str
     'notebooks%2Fzh_TW%2F01_attack_of_the_bubbles.ipynb'
     """
     name = _notebook(notebook)
-    if lang not in LANGUAGES:
-        raise ValueError(f"lang must be one of {LANGUAGES}; got {lang!r}")
+    lang = check_choice("lang", lang, LANGUAGES)
     folder = "" if lang == "en" else f"{lang}%2F"
     return (f"https://mybinder.org/v2/gh/{_repository(repository)}/{BRANCH}"
             f"?labpath={NOTEBOOK_DIR}%2F{folder}{name}")
