@@ -82,6 +82,17 @@ def N_(message: str, context: str | None = None) -> str:
     return message
 
 
+def display_width(text: str) -> int:
+    """Columns ``text`` takes in a monospaced font: two for a wide (CJK) character, else one.
+
+    >>> display_width("rank"), display_width("階段 2")
+    (4, 6)
+    """
+    import unicodedata
+
+    return sum(2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in text)
+
+
 def pad(text: str, width: int, align: str = "<") -> str:
     """``text`` padded with spaces to ``width`` columns of a monospaced font, where a CJK
     character takes two columns (``format(text, "<24s")`` counts it as one, so a translated
@@ -91,12 +102,9 @@ def pad(text: str, width: int, align: str = "<") -> str:
     >>> pad("rank", 6) + "|", pad("階段", 6, ">") + "|", pad("rank", 6) == format("rank", "<6s")
     ('rank  |', '  階段|', True)
     """
-    import unicodedata
-
     if align not in ("<", ">", "^"):
         raise ValueError(f"align must be '<', '>' or '^'; got {align!r}")
-    cols = sum(2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in str(text))
-    fill = max(int(width) - cols, 0)
+    fill = max(int(width) - display_width(str(text)), 0)
     if align == "<":
         return f"{text}{' ' * fill}"
     if align == ">":

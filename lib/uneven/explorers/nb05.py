@@ -36,7 +36,6 @@ The figure recipes on small inputs:
 from __future__ import annotations
 
 import re
-import unicodedata
 from dataclasses import dataclass, replace
 from functools import lru_cache
 from types import SimpleNamespace
@@ -106,7 +105,7 @@ from ..ep.transport import (
 from ..i18n import gettext as _
 from ..units import gbit_per_s, gbyte_per_s, to_us
 from ..widgets import Explorer, dropdown, explore, int_slider, reuse, slider, toggle
-from ._common import N_, check_dict, handed_on, is_real, pad
+from ._common import N_, check_dict, display_width, handed_on, is_real, pad
 from ._common import curve as _curve
 
 __all__ = ["BalancingState", "balancing_state", "draw_balancing", "balancing_explorer",
@@ -728,11 +727,7 @@ _NUMBER = re.compile(r"[-+]?\d+(?:[.,]\d+)*")
 
 
 def _wide(c: str) -> bool:
-    return unicodedata.east_asian_width(c) in "WF"
-
-
-def _width(text: str) -> int:
-    return sum(2 if _wide(c) else 1 for c in text)
+    return display_width(c) == 2
 
 
 def _align(row: str, english: str) -> str:
@@ -748,7 +743,7 @@ def _align(row: str, english: str) -> str:
     gap = re.search(r"\S {2,}", english)
     if row == english or gap is None:
         return row
-    targets = [_width(english[:m.end()]) for m in _NUMBER.finditer(english, gap.end())]
+    targets = [display_width(english[:m.end()]) for m in _NUMBER.finditer(english, gap.end())]
     found = list(_NUMBER.finditer(row))[-len(targets):] if targets else []
     if len(found) != len(targets):
         return row
@@ -760,7 +755,7 @@ def _align(row: str, english: str) -> str:
         segment, word = row[pos:start], row[start:m.end()]
         runs = [r.end() for r in re.finditer(r" {2,}", segment)]
         at = runs[-1] if runs else len(segment)
-        more = target - _width(out + segment + word)
+        more = target - display_width(out + segment + word)
         if more > 0:
             segment = segment[:at] + " " * more + segment[at:]
         for r in reversed(list(re.finditer(r" {2,}", segment)) if more < 0 else []):
